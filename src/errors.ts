@@ -1,0 +1,167 @@
+/**
+ * Every error this library throws is a {@link WorkerError} with a stable `code`.
+ * Match on `err.code`, never on the message text: messages may be reworded, codes never change.
+ *
+ * | code                         | class                   | a caller can…                                         |
+ * |------------------------------|-------------------------|-------------------------------------------------------|
+ * | `MAW_CONFIG`                 | {@link ConfigError}      | fix the option named in the message                   |
+ * | `MAW_UNSUPPORTED_PLATFORM`   | {@link PlatformError}    | run on Linux or macOS                                 |
+ * | `MAW_REMOTE_API`             | {@link RemoteApiError}   | retry (when `retryable`) or fix credentials/ids       |
+ * | `MAW_LEASE_LOST`             | {@link LeaseLostError}   | nothing: the item now belongs to another worker       |
+ * | `MAW_MEMORY_MOUNT`           | {@link MemoryMountError} | prepare the host as the message says                  |
+ * | `MAW_MARKER_MISMATCH`        | {@link MarkerMismatchError} | inspect the folder; it is left as found            |
+ * | `MAW_MEMORY_UNAVAILABLE`     | {@link MemoryUnavailableError} | forward the work secret or turn memory off      |
+ * | `MAW_MISSING_INPUT`          | {@link MissingInputError} | pass the named value or set its environment variable |
+ */
+export type WorkerErrorCode =
+  | 'MAW_CONFIG'
+  | 'MAW_UNSUPPORTED_PLATFORM'
+  | 'MAW_REMOTE_API'
+  | 'MAW_LEASE_LOST'
+  | 'MAW_MEMORY_MOUNT'
+  | 'MAW_MARKER_MISMATCH'
+  | 'MAW_MEMORY_UNAVAILABLE'
+  | 'MAW_MISSING_INPUT';
+
+/** Base class of every error thrown by this library. */
+export class WorkerError extends Error {
+  readonly code: WorkerErrorCode;
+
+  constructor(code: WorkerErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** An option was missing, of the wrong type or out of range. The message names it and the accepted range. */
+export class ConfigError extends WorkerError {
+  /** One line per problem, `path: expected …, got …`. */
+  readonly issues: readonly string[];
+
+  constructor(message: string, issues: readonly string[] = [], options?: { cause?: unknown }) {
+    super('MAW_CONFIG', message, options);
+    this.issues = issues;
+  }
+}
+
+/** The worker refuses to run on this platform (Windows: memory folders need POSIX semantics and O_NOFOLLOW). */
+export class PlatformError extends WorkerError {
+  readonly platform: string;
+
+  constructor(platform: string) {
+    super(
+      'MAW_UNSUPPORTED_PLATFORM',
+      `managed-agents-worker needs a POSIX host (Linux or macOS); this process runs on "${platform}". ` +
+        'Run the worker inside WSL2, a Linux container or a Linux VM.',
+    );
+    this.platform = platform;
+  }
+}
+
+/** A call to the Anthropic API failed. `status` is undefined for network failures and timeouts. */
+export class RemoteApiError extends WorkerError {
+  readonly status: number | undefined;
+  readonly requestId: string | undefined;
+  /** True when the same request may succeed later (408, 409, 429, 5xx, network). */
+  readonly retryable: boolean;
+
+  constructor(
+    message: string,
+    fields: { status?: number | undefined; requestId?: string | undefined; retryable: boolean },
+    options?: { cause?: unknown },
+  ) {
+    super('MAW_REMOTE_API', message, options);
+    this.status = fields.status;
+    this.requestId = fields.requestId;
+    this.retryable = fields.retryable;
+  }
+}
+
+/** The server says the lease on a work item belongs to someone else now. */
+export class LeaseLostError extends WorkerError {
+  readonly workId: string;
+
+  constructor(workId: string, message?: string, options?: { cause?: unknown }) {
+    super('MAW_LEASE_LOST', message ?? `lease on work item ${workId} was lost; the item was left to its new owner`, options);
+    this.workId = workId;
+  }
+}
+
+/** A memory store could not be mounted. The message names the store, the path and the fix. */
+export class MemoryMountError extends WorkerError {
+  readonly storeId: string | undefined;
+  readonly path: string | undefined;
+
+  constructor(
+    message: string,
+    fields: { storeId?: string | undefined; path?: string | undefined } = {},
+    options?: { cause?: unknown },
+  ) {
+    super('MAW_MEMORY_MOUNT', message, options);
+    this.storeId = fields.storeId;
+    this.path = fields.path;
+  }
+}
+
+/** A store folder's `.anthropic-memory-store` marker is missing or does not name the expected store. */
+export class MarkerMismatchError extends WorkerError {
+  readonly storeId: string;
+  readonly path: string;
+
+  constructor(message: string, fields: { storeId: string; path: string }, options?: { cause?: unknown }) {
+    super('MAW_MARKER_MISMATCH', message, options);
+    this.storeId = fields.storeId;
+    this.path = fields.path;
+  }
+}
+
+/**
+ * A session has memory stores attached, memory is on, but the work item carried no sessions token,
+ * so the stores cannot be mounted (the memory endpoints reject the environment key).
+ */
+export class MemoryUnavailableError extends WorkerError {
+  readonly workId: string;
+  readonly sessionId: string;
+
+  constructor(workId: string, sessionId: string) {
+    super(
+      'MAW_MEMORY_UNAVAILABLE',
+      `session ${sessionId} (work item ${workId}) has memory stores attached but its work item carried no ` +
+        'sessions token, and the memory endpoints do not accept the environment key. Forward the work ' +
+        "item's `secret` to the worker (handleItem({ workSecret }) or ANTHROPIC_WORK_SECRET), or set " +
+        '`memorySyncIntervalMs: null` to run sessions without their memory stores.',
+    );
+    this.workId = workId;
+    this.sessionId = sessionId;
+  }
+}
+
+/** A required value (work id, environment id, …) was neither passed nor set in the environment. */
+export class MissingInputError extends WorkerError {
+  readonly field: string;
+  readonly envVar: string | undefined;
+
+  constructor(field: string, envVar?: string, context = 'handleItem') {
+    super(
+      'MAW_MISSING_INPUT',
+      `${context}: ${field} is required; pass it` + (envVar ? ` or set ${envVar}` : ''),
+    );
+    this.field = field;
+    this.envVar = envVar;
+  }
+}
+
+/** Wrap anything thrown into an Error, so logs and events always carry a message. */
+export function coerceError(e: unknown): Error {
+  if (e instanceof Error) return e;
+  return new Error(typeof e === 'string' ? e : `non-error thrown: ${safeString(e)}`);
+}
+
+function safeString(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
