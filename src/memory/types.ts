@@ -1,0 +1,70 @@
+/**
+ * The contract between the memory pieces (mounter, planner, sync loop) and the worker that drives
+ * them. Plain data only: everything here can be serialised to JSON, so a later journal can persist
+ * it and a crash-recovery pass can read it back.
+ */
+
+/** What a local deletion may do on the server (requirement M13). */
+export type MemoryDeleteMode = 'enabled' | 'log_only' | 'disabled';
+
+/** Access a session grants to one attached store. */
+export type MemoryAccess = 'read_write' | 'read_only';
+
+/** One memory as the last successful sync left it on both sides: same bytes here and there. */
+export interface BaselineEntry {
+  /** The memory id (`mem_…`), stable across renames. */
+  id: string;
+  /** Lowercase hex SHA-256 of the content bytes. */
+  sha: string;
+}
+
+/**
+ * The sync state of one mounted store. Keys are store-relative POSIX paths without the leading
+ * slash (`notes/todo.md`), exactly as the file sits below the mount root.
+ */
+export interface StoreSyncState {
+  storeId: string;
+  /** Absolute path of the folder the store is mounted at. */
+  root: string;
+  access: MemoryAccess;
+  /** Number of completed syncs (download counts as 0). Pending deletes compare against it. */
+  generation: number;
+  baseline: Record<string, BaselineEntry>;
+  /** Files missing locally whose remote delete waits for a later sync to confirm them still gone. */
+  pendingDeletes: Record<string, { sinceGeneration: number; baseSha: string }>;
+  /** Shas uploaded whose response may have been lost; a listing showing one is our own write. */
+  sentShas: Record<string, string[]>;
+  /** Local content versions the server (or our own checks) refused; retried only when the file changes. */
+  refused: Record<string, { fingerprint: string; reason: string }>;
+  /** Remote paths deliberately not materialised (case collisions, names this filesystem cannot hold). */
+  shadowed: Record<string, { reason: string }>;
+}
+
+/** Counts a sync of one store (or of all stores) produced. */
+export interface SyncReport {
+  uploads: number;
+  downloads: number;
+  conflicts: number;
+  deletes: number;
+  localDeletes: number;
+  wouldDeletes: number;
+  refusals: number;
+  errors: number;
+  /** Stores skipped because their marker was missing or altered (M9). */
+  skippedStores: number;
+  durationMs: number;
+}
+
+/** Payloads of the memory events. Every payload is one object, so fields can be added later. */
+export interface MemoryEventMap {
+  mounted: [{ storeId: string; root: string; memories: number; durationMs: number }];
+  downloaded: [{ storeId: string; path: string; sha: string }];
+  uploaded: [{ storeId: string; path: string; sha: string; created: boolean }];
+  conflict: [{ storeId: string; path: string; conflictCopy: string | undefined }];
+  deleted: [{ storeId: string; path: string; side: 'local' | 'remote' }];
+  wouldDelete: [{ storeId: string; path: string }];
+  refused: [{ storeId: string; path: string; reason: string }];
+  synced: [{ storeId: string | undefined; report: SyncReport; phase: 'sync' | 'final' | 'flush' }];
+  flushCutOff: [{ phase: 'final' | 'flush'; boundMs: number; pendingUploads: number }];
+  unmounted: [{ storeId: string; root: string; removed: boolean; reason?: string }];
+}
