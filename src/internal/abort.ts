@@ -1,0 +1,87 @@
+/**
+ * Abort plumbing. Every wait in the library can be cut short by a signal, and every link between
+ * a caller's signal and an internal controller is detached once the work it guards is done.
+ */
+
+/** Abort `target` when `source` aborts. Returns the function that undoes the link. */
+export function linkAbort(source: AbortSignal | undefined, target: AbortController): () => void {
+  if (!source) return () => {};
+  if (source.aborted) {
+    target.abort(source.reason);
+    return () => {};
+  }
+  const onAbort = (): void => target.abort(source.reason);
+  source.addEventListener('abort', onAbort, { once: true });
+  return () => source.removeEventListener('abort', onAbort);
+}
+
+/** Resolve after `ms`, or reject with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(abortReason(signal));
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abortReason(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, Math.max(0, ms));
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Like {@link sleep}, but resolves (with `false`) instead of rejecting when the signal aborts. */
+export async function sleepUnlessAborted(ms: number, signal?: AbortSignal): Promise<boolean> {
+  try {
+    await sleep(ms, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The reason an aborted signal carries, always as an Error. */
+export function abortReason(signal: AbortSignal): Error {
+  const r: unknown = signal.reason;
+  if (r instanceof Error) return r;
+  const e = new Error(typeof r === 'string' ? r : 'aborted');
+  e.name = 'AbortError';
+  return e;
+}
+
+/** True when `e` is the rejection of an aborted request or sleep. */
+export function isAbortError(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  return e.name === 'AbortError' || e.name === 'APIUserAbortError' || e.name === 'TimeoutError';
+}
+
+/**
+ * A signal that aborts when any input aborts or after `ms` (when given). `dispose()` clears the
+ * timer and detaches from the inputs; call it in `finally`.
+ */
+export function combineSignals(
+  signals: ReadonlyArray<AbortSignal | undefined>,
+  ms?: number,
+): { signal: AbortSignal; dispose: () => void } {
+  const ctrl = new AbortController();
+  const detach = signals.map((s) => linkAbort(s, ctrl));
+  let timer: NodeJS.Timeout | undefined;
+  if (ms !== undefined && !ctrl.signal.aborted) {
+    timer = setTimeout(() => {
+      const e = new Error(`timed out after ${ms} ms`);
+      e.name = 'TimeoutError';
+      ctrl.abort(e);
+    }, ms);
+  }
+  return {
+    signal: ctrl.signal,
+    dispose: () => {
+      if (timer) clearTimeout(timer);
+      for (const d of detach) d();
+    },
+  };
+}
