@@ -1,0 +1,231 @@
+/**
+ * The host checks `managed-agents-worker doctor` runs. Pure decisions over {@link DoctorProbes}:
+ * every fact about the host comes from a probe, so tests feed plain objects and the real run feeds
+ * {@link realProbes}. Each result carries the fix an operator should apply.
+ */
+
+export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
+
+export interface CheckResult {
+  /** Stable short id, e.g. `mount_parent`. */
+  id: string;
+  title: string;
+  status: CheckStatus;
+  /** What was found. Never contains a credential. */
+  detail: string;
+  /** What to do about it; empty when nothing needs doing. */
+  fix: string;
+}
+
+export type DirState = 'ok' | 'missing' | 'not_directory' | 'not_writable';
+
+export type ApiProbeResult =
+  | { ok: true; latencyMs: number; serverDate: string | undefined }
+  | { ok: false; status: number | undefined; message: string };
+
+/** Everything doctor needs to know about the host, each behind a function a test can replace. */
+export interface DoctorProbes {
+  platform(): string;
+  nodeVersion(): string;
+  /** Opens a symlink with O_NOFOLLOW in a scratch folder: `ok` when the open is refused as it must be. */
+  noFollow(): Promise<{ ok: boolean; detail: string }>;
+  dirState(path: string): Promise<DirState>;
+  /** `true` when names differing only by case are different files in `dir`; `undefined` when it cannot tell. */
+  caseSensitive(dir: string): Promise<boolean | undefined>;
+  isExecutable(path: string): Promise<boolean>;
+  /** One authenticated read with the environment key. */
+  api(input: { baseURL: string | undefined; environmentId: string; environmentKey: string }): Promise<ApiProbeResult>;
+  /** Wall-clock now, ms since the epoch (for the clock-skew check). */
+  nowMs(): number;
+}
+
+export interface DoctorInput {
+  mountParent: string;
+  environmentId: string | undefined;
+  environmentKey: string | undefined;
+  baseURL: string | undefined;
+  /** Skip the API check (no network). */
+  offline: boolean;
+}
+
+/** Clock skew above which doctor warns: webhook signatures are refused beyond 5 minutes. */
+export const CLOCK_SKEW_WARN_MS = 60_000;
+
+export async function runChecks(probes: DoctorProbes, input: DoctorInput): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  results.push(checkPosix(probes.platform()));
+  results.push(await checkNoFollow(probes));
+  const parentState = await probes.dirState(input.mountParent);
+  results.push(checkMountParent(input.mountParent, parentState));
+  results.push(await checkCaseSensitivity(probes, input.mountParent, parentState));
+  results.push(checkBash(await probes.isExecutable('/bin/bash')));
+  results.push(checkNode(probes.nodeVersion()));
+  results.push(checkEnv(input));
+  const api = await checkApi(probes, input);
+  results.push(...api);
+  return results;
+}
+
+export function checkPosix(platform: string): CheckResult {
+  const ok = platform !== 'win32';
+  return {
+    id: 'posix',
+    title: 'POSIX host',
+    status: ok ? 'pass' : 'fail',
+    detail: `platform ${platform}`,
+    fix: ok ? '' : 'Run the worker on Linux or macOS (WSL2, a Linux container or VM on Windows).',
+  };
+}
+
+async function checkNoFollow(probes: DoctorProbes): Promise<CheckResult> {
+  const r = await probes.noFollow();
+  return {
+    id: 'o_nofollow',
+    title: 'O_NOFOLLOW refuses symlinks',
+    status: r.ok ? 'pass' : 'fail',
+    detail: r.detail,
+    fix: r.ok ? '' : 'Use a Linux or macOS kernel and a filesystem with symlink support; memory files are opened with O_NOFOLLOW.',
+  };
+}
+
+export function checkMountParent(path: string, state: DirState): CheckResult {
+  const base = { id: 'mount_parent', title: 'mount parent exists and is writable' };
+  const chown = `sudo mkdir -p ${path} && sudo chown "$(id -u):$(id -g)" ${path}`;
+  switch (state) {
+    case 'ok':
+      return { ...base, status: 'pass', detail: `${path} is a writable directory`, fix: '' };
+    case 'missing':
+      return {
+        ...base,
+        status: 'fail',
+        detail: `${path} does not exist (the worker creates each store folder inside it, never the parent itself)`,
+        fix: `${chown}  (in a container: a writable volume at ${path})`,
+      };
+    case 'not_directory':
+      return { ...base, status: 'fail', detail: `${path} exists but is not a directory`, fix: `Remove it and run: ${chown}` };
+    case 'not_writable':
+      return { ...base, status: 'fail', detail: `${path} is not writable by this user`, fix: chown };
+    default: {
+      const never: never = state;
+      return never;
+    }
+  }
+}
+
+async function checkCaseSensitivity(probes: DoctorProbes, path: string, parentState: DirState): Promise<CheckResult> {
+  const base = { id: 'case_sensitive', title: 'case-sensitive filesystem' };
+  if (parentState !== 'ok') return { ...base, status: 'skip', detail: 'mount parent not usable', fix: '' };
+  const sensitive = await probes.caseSensitive(path);
+  if (sensitive === undefined) return { ...base, status: 'skip', detail: 'could not tell', fix: '' };
+  return sensitive
+    ? { ...base, status: 'pass', detail: `${path} is case-sensitive`, fix: '' }
+    : {
+        ...base,
+        status: 'warn',
+        detail: `${path} is case-insensitive: memories whose paths differ only by case cannot all be mounted (one is kept, the others are skipped with a warning)`,
+        fix: 'Mount a case-sensitive volume at the mount parent (ext4/xfs, or an APFS case-sensitive volume on macOS).',
+      };
+}
+
+export function checkBash(executable: boolean): CheckResult {
+  return {
+    id: 'bash',
+    title: '/bin/bash for the bash tool',
+    status: executable ? 'pass' : 'fail',
+    detail: executable ? '/bin/bash is executable' : '/bin/bash is missing or not executable',
+    fix: executable ? '' : 'Install bash (apt-get install bash, apk add bash); the agent toolset runs commands with /bin/bash.',
+  };
+}
+
+export function checkNode(version: string): CheckResult {
+  const major = Number(/^v?(\d+)/.exec(version)?.[1] ?? 0);
+  const base = { id: 'node', title: 'Node.js version' };
+  if (major < 20) {
+    return { ...base, status: 'fail', detail: `Node ${version}; this library needs Node >= 20`, fix: 'Install Node 22 (or at least 20).' };
+  }
+  if (major < 22) {
+    return {
+      ...base,
+      status: 'warn',
+      detail: `Node ${version}: everything works except the SDK's glob tool, which needs Node 22 (fs.glob)`,
+      fix: 'Install Node 22 if your agents use the glob tool.',
+    };
+  }
+  return { ...base, status: 'pass', detail: `Node ${version}`, fix: '' };
+}
+
+export function checkEnv(input: Pick<DoctorInput, 'environmentId' | 'environmentKey'>): CheckResult {
+  const missing = [
+    input.environmentId ? undefined : 'ANTHROPIC_ENVIRONMENT_ID',
+    input.environmentKey ? undefined : 'ANTHROPIC_ENVIRONMENT_KEY',
+  ].filter((v): v is string => v !== undefined);
+  return {
+    id: 'env',
+    title: 'environment id and key',
+    status: missing.length === 0 ? 'pass' : 'fail',
+    detail: missing.length === 0 ? 'ANTHROPIC_ENVIRONMENT_ID and ANTHROPIC_ENVIRONMENT_KEY are set' : `missing: ${missing.join(', ')}`,
+    fix:
+      missing.length === 0
+        ? ''
+        : 'Export them (or pass --environment-id / --environment-key); the key is shown once when you create it in the Console.',
+  };
+}
+
+async function checkApi(probes: DoctorProbes, input: DoctorInput): Promise<CheckResult[]> {
+  const base = { id: 'api', title: 'API reachable with the key' };
+  const clockBase = { id: 'clock', title: 'clock in step with the API' };
+  if (input.offline) {
+    return [
+      { ...base, status: 'skip', detail: '--offline', fix: '' },
+      { ...clockBase, status: 'skip', detail: '--offline', fix: '' },
+    ];
+  }
+  if (!input.environmentId || !input.environmentKey) {
+    return [
+      { ...base, status: 'skip', detail: 'no environment id or key', fix: '' },
+      { ...clockBase, status: 'skip', detail: 'no environment id or key', fix: '' },
+    ];
+  }
+  const r = await probes.api({ baseURL: input.baseURL, environmentId: input.environmentId, environmentKey: input.environmentKey });
+  if (!r.ok) {
+    return [
+      { ...base, status: 'fail', detail: r.message, fix: apiFix(r.status) },
+      { ...clockBase, status: 'skip', detail: 'API not reachable', fix: '' },
+    ];
+  }
+  return [
+    { ...base, status: 'pass', detail: `answered in ${r.latencyMs} ms`, fix: '' },
+    checkClock(r.serverDate, probes.nowMs()),
+  ];
+}
+
+export function apiFix(status: number | undefined): string {
+  if (status === undefined) return 'Check ANTHROPIC_BASE_URL, DNS, proxy settings and outbound HTTPS from this host.';
+  if (status === 401) return 'The environment key was refused: create a new key for this environment and export ANTHROPIC_ENVIRONMENT_KEY.';
+  if (status === 403) return 'The key may not read this environment: check it belongs to ANTHROPIC_ENVIRONMENT_ID.';
+  if (status === 404) return 'No such environment: check ANTHROPIC_ENVIRONMENT_ID (env_...) and that it is a self-hosted environment.';
+  if (status >= 500) return 'The API had an error; retry in a minute.';
+  return `The API answered ${status}; check the id, the key and ANTHROPIC_BASE_URL.`;
+}
+
+export function checkClock(serverDate: string | undefined, nowMs: number): CheckResult {
+  const base = { id: 'clock', title: 'clock in step with the API' };
+  const serverMs = serverDate ? Date.parse(serverDate) : NaN;
+  if (Number.isNaN(serverMs)) return { ...base, status: 'skip', detail: 'the API sent no Date header', fix: '' };
+  const skewMs = nowMs - serverMs;
+  // The Date header has a one-second resolution, so a skew under a few seconds is noise.
+  if (Math.abs(skewMs) > CLOCK_SKEW_WARN_MS) {
+    return {
+      ...base,
+      status: 'warn',
+      detail: `local clock is ${Math.round(skewMs / 1000)} s ${skewMs > 0 ? 'ahead of' : 'behind'} the API`,
+      fix: 'Enable NTP (timedatectl set-ntp true); webhook signatures older than 5 minutes are refused.',
+    };
+  }
+  return { ...base, status: 'pass', detail: `skew ${Math.round(skewMs / 1000)} s`, fix: '' };
+}
+
+/** Exit status of a doctor run: any `fail` fails it; warnings do not. */
+export function allPassed(results: readonly CheckResult[]): boolean {
+  return results.every((r) => r.status !== 'fail');
+}

@@ -1,0 +1,160 @@
+// Pins `managed-agents-worker doctor`: each host fact maps to pass/warn/fail with a fix, the exit
+// code is 5 only when a check fails, no credential is ever printed, and a real run in a temp
+// folder passes on this (POSIX) machine.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  allPassed,
+  apiFix,
+  checkBash,
+  checkClock,
+  checkEnv,
+  checkMountParent,
+  checkNode,
+  checkPosix,
+  runChecks,
+  type DoctorProbes,
+} from '../../src/cli/doctor/checks.js';
+import { doctorCommand } from '../../src/cli/doctor/command.js';
+import { EXIT } from '../../src/cli/exit-codes.js';
+import type { CliIo } from '../../src/cli/io.js';
+
+function captureIo(env: NodeJS.ProcessEnv = {}): CliIo & { out: string; err: string } {
+  const io = { out: '', err: '', env, cwd: process.cwd(), stdout: (t: string) => void (io.out += t), stderr: (t: string) => void (io.err += t) };
+  return io;
+}
+
+const healthy: DoctorProbes = {
+  platform: () => 'linux',
+  nodeVersion: () => 'v22.11.0',
+  noFollow: async () => ({ ok: true, detail: 'refused (ELOOP)' }),
+  dirState: async () => 'ok',
+  caseSensitive: async () => true,
+  isExecutable: async () => true,
+  api: async () => ({ ok: true, latencyMs: 12, serverDate: new Date(1_700_000_000_000).toUTCString() }),
+  nowMs: () => 1_700_000_000_000,
+};
+
+describe('single checks', () => {
+  const rows: Array<{ description: string; result: () => { status: string; fix: string }; status: string; fixIncludes?: string }> = [
+    { description: 'linux is a POSIX host', result: () => checkPosix('linux'), status: 'pass' },
+    { description: 'windows is refused with a pointer to WSL2', result: () => checkPosix('win32'), status: 'fail', fixIncludes: 'WSL2' },
+    { description: 'a writable parent passes', result: () => checkMountParent('/mnt/memory', 'ok'), status: 'pass' },
+    { description: 'a missing parent fails with the mkdir/chown fix', result: () => checkMountParent('/mnt/memory', 'missing'), status: 'fail', fixIncludes: 'sudo mkdir -p /mnt/memory' },
+    { description: 'an unwritable parent fails with the chown fix', result: () => checkMountParent('/mnt/memory', 'not_writable'), status: 'fail', fixIncludes: 'chown' },
+    { description: 'a file in place of the parent fails', result: () => checkMountParent('/mnt/memory', 'not_directory'), status: 'fail', fixIncludes: 'Remove it' },
+    { description: 'a missing /bin/bash fails', result: () => checkBash(false), status: 'fail', fixIncludes: 'bash' },
+    { description: 'Node 18 fails', result: () => checkNode('v18.20.0'), status: 'fail', fixIncludes: 'Node 22' },
+    { description: 'Node 20 warns about the glob tool', result: () => checkNode('v20.19.0'), status: 'warn', fixIncludes: 'glob' },
+    { description: 'Node 22 passes', result: () => checkNode('v22.1.0'), status: 'pass' },
+    { description: 'missing variables fail and are named', result: () => checkEnv({ environmentId: undefined, environmentKey: 'k' }), status: 'fail', fixIncludes: 'Export' },
+    { description: 'both variables set passes', result: () => checkEnv({ environmentId: 'env_1', environmentKey: 'k' }), status: 'pass' },
+    { description: 'a clock 2 minutes ahead warns about webhook signatures', result: () => checkClock(new Date(0).toUTCString(), 120_000), status: 'warn', fixIncludes: 'NTP' },
+    { description: 'a clock 3 seconds off passes', result: () => checkClock(new Date(0).toUTCString(), 3_000), status: 'pass' },
+    { description: 'no Date header skips the clock check', result: () => checkClock(undefined, 0), status: 'skip' },
+  ];
+  it.each(rows)('$description', ({ result, status, fixIncludes }) => {
+    const r = result();
+    expect(r.status).toBe(status);
+    if (fixIncludes) expect(r.fix).toContain(fixIncludes);
+    if (status === 'pass') expect(r.fix).toBe('');
+  });
+
+  it('names the fix for each API failure status', () => {
+    expect(apiFix(401)).toContain('key was refused');
+    expect(apiFix(404)).toContain('ANTHROPIC_ENVIRONMENT_ID');
+    expect(apiFix(undefined)).toContain('ANTHROPIC_BASE_URL');
+    expect(apiFix(503)).toContain('retry');
+  });
+});
+
+describe('runChecks', () => {
+  const input = { mountParent: '/mnt/memory', environmentId: 'env_1', environmentKey: 'sk-secret-key', baseURL: undefined, offline: false };
+
+  it('passes every check on a healthy host', async () => {
+    const results = await runChecks(healthy, input);
+    expect(results.map((r) => r.id)).toEqual(['posix', 'o_nofollow', 'mount_parent', 'case_sensitive', 'bash', 'node', 'env', 'api', 'clock']);
+    expect(results.every((r) => r.status === 'pass')).toBe(true);
+  });
+
+  it('skips the case check when the parent is missing, and fails overall', async () => {
+    const results = await runChecks({ ...healthy, dirState: async () => 'missing' }, input);
+    expect(results.find((r) => r.id === 'case_sensitive')?.status).toBe('skip');
+    expect(allPassed(results)).toBe(false);
+  });
+
+  it('warns, without failing, on a case-insensitive filesystem', async () => {
+    const results = await runChecks({ ...healthy, caseSensitive: async () => false }, input);
+    expect(results.find((r) => r.id === 'case_sensitive')?.status).toBe('warn');
+    expect(allPassed(results)).toBe(true);
+  });
+
+  it('reports a refused key as a failing API check and skips the clock', async () => {
+    const results = await runChecks({ ...healthy, api: async () => ({ ok: false, status: 401, message: 'HTTP 401' }) }, input);
+    expect(results.find((r) => r.id === 'api')).toMatchObject({ status: 'fail', fix: expect.stringContaining('key was refused') });
+    expect(results.find((r) => r.id === 'clock')?.status).toBe('skip');
+  });
+
+  it('never calls the API offline or without a key', async () => {
+    let calls = 0;
+    const counting = { ...healthy, api: async () => (calls++, { ok: true as const, latencyMs: 1, serverDate: undefined }) };
+    await runChecks(counting, { ...input, offline: true });
+    await runChecks(counting, { ...input, environmentKey: undefined });
+    expect(calls).toBe(0);
+  });
+});
+
+describe('the doctor command', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-doctor-test-'));
+  });
+  afterEach(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('prints a table and exits 5 when a check fails, without printing the key', async () => {
+    const io = captureIo({ ANTHROPIC_ENVIRONMENT_ID: 'env_1', ANTHROPIC_ENVIRONMENT_KEY: 'sk-very-secret' });
+    const code = await doctorCommand({ ...healthy, isExecutable: async () => false }).run([], io);
+    expect(code).toBe(EXIT.CHECK_FAILED);
+    expect(io.out).toMatch(/FAIL\s+\/bin\/bash for the bash tool/);
+    expect(io.out).toContain('fix: Install bash');
+    expect(io.out + io.err).not.toContain('sk-very-secret');
+  });
+
+  it('prints JSON with --json', async () => {
+    const io = captureIo({ ANTHROPIC_ENVIRONMENT_ID: 'env_1', ANTHROPIC_ENVIRONMENT_KEY: 'k' });
+    const code = await doctorCommand(healthy).run(['--json'], io);
+    expect(code).toBe(EXIT.OK);
+    const parsed = JSON.parse(io.out) as { ok: boolean; checks: Array<{ id: string }> };
+    expect(parsed.ok).toBe(true);
+    expect(parsed.checks).toHaveLength(9);
+  });
+
+  it('passes its host checks for real in a writable temp folder', async () => {
+    const io = captureIo({});
+    await doctorCommand().run(['--mount-parent', dir, '--offline', '--json'], io);
+    const { checks } = JSON.parse(io.out) as { checks: Array<{ id: string; status: string }> };
+    const status = Object.fromEntries(checks.map((c) => [c.id, c.status]));
+    expect(status).toMatchObject({ posix: 'pass', o_nofollow: 'pass', mount_parent: 'pass', bash: 'pass', env: 'fail', api: 'skip' });
+    expect(['pass', 'warn']).toContain(status['case_sensitive']);
+    // The probes clean up after themselves.
+    expect(await fs.readdir(dir)).toEqual([]);
+  });
+
+  it('fails the mount parent check for a folder that does not exist', async () => {
+    const io = captureIo({});
+    const code = await doctorCommand().run(['--mount-parent', path.join(dir, 'nope'), '--offline'], io);
+    expect(code).toBe(EXIT.CHECK_FAILED);
+    expect(io.out).toMatch(/FAIL\s+mount parent exists and is writable/);
+  });
+
+  it('answers --help with the exit code table', async () => {
+    const io = captureIo({});
+    expect(await doctorCommand(healthy).run(['--help'], io)).toBe(EXIT.OK);
+    expect(io.out).toContain('--mount-parent');
+    expect(io.out).toContain('143');
+  });
+});
