@@ -24,7 +24,8 @@
  *   since the scan, skip the upload (`transient`) so the next sync sees the new version.
  */
 
-import type { MemoryDeleteMode, StoreSyncState } from './types.js';
+import { checkRelPath } from './paths.js';
+import type { BaselineEntry, MemoryDeleteMode, StoreSyncState } from './types.js';
 
 /**
  * Local view of one path, produced by the local scan. Unchanged files are not read: the stat
@@ -259,11 +260,271 @@ export function assertNever(value: never): never {
   throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }
 
+/** Presence of a path in (baseline, local, remote), one bit each, in that order. */
+type PresenceKey = '000' | '001' | '010' | '011' | '100' | '101' | '110' | '111';
+
+function presenceKey(base: boolean, local: boolean, remote: boolean): PresenceKey {
+  return `${base ? 1 : 0}${local ? 1 : 0}${remote ? 1 : 0}` as PresenceKey;
+}
+
+/** Reasons reported for versions that are deliberately not synced. */
+export const REFUSAL_READ_ONLY_EDIT = 'read-only store: local changes are never uploaded; the next change in the store overwrites them';
+export const REFUSAL_READ_ONLY_DELETE =
+  'read-only store: a local deletion is never synced; the memory stays in the store and comes back when it changes';
+
+/** Everything the per-path rules look at, resolved once. */
+interface PathFacts {
+  path: string;
+  /** The baseline, or — when the listing shows a sha we sent whose response was lost — that remote version. */
+  base: BaselineEntry | undefined;
+  /** True when `base` is exactly the recorded baseline and no stale sent/refused entry remains. */
+  baseClean: boolean;
+  local: LocalEntry | undefined;
+  remote: RemoteEntry | undefined;
+  /** The refused version of this path, if any. */
+  refusedFingerprint: string | undefined;
+}
+
+/** Sha (file) or fingerprint (unsyncable) of the local version: what `refused` is keyed on. */
+function versionOf(local: LocalEntry): string {
+  return local.kind === 'file' ? local.sha : local.fingerprint;
+}
+
+/** A delete-remote decision before the per-sync cap is applied. */
+interface DeleteCandidate {
+  index: number;
+  path: string;
+  baseSha: string;
+}
+
 /**
  * Decide what one sync of one store does. Pure and deterministic: the same input gives the same
- * plan, with actions in ascending path order.
+ * plan, with one action per path in ascending code-unit order.
+ *
+ * Rules (base = last synced version, L = local file, R = remote memory):
+ * - whole folder wiped (baseline > 1 entry, no local file left): pull everything again, delete
+ *   nothing (`wiped: true`);
+ * - L and R hold the same bytes: adopt (or noop when that is already the clean baseline);
+ * - only R changed: pull. Only L changed: upload (update with precondition, or create). Both
+ *   changed: the store wins (conflict pull);
+ * - L deleted, R unchanged: remote delete once a later sync (or the final one) confirms it, per
+ *   deletion mode, capped per sync; L deleted, R changed: restore;
+ * - R deleted, L unchanged: delete the local file; R deleted, L edited: re-create (writable) or
+ *   delete the local file (read-only);
+ * - read-only store: never upload, never delete remotely; a local edit or deletion is reported
+ *   once and left alone until the store changes;
+ * - a version already refused (same sha/fingerprint) is not retried until it changes;
+ * - `flush` keeps only uploads and state-only bookkeeping.
  */
 export function planSync(input: PlanInput): SyncPlan {
-  void input;
-  return { actions: [], wiped: false, deleteCapped: 0 };
+  const { state, local, remote, deletions, phase } = input;
+  const readOnly = state.access === 'read_only';
+  const baselineSize = Object.keys(state.baseline).length;
+  // A folder wiped whole is re-downloaded, never turned into mass remote deletes.
+  const wiped = baselineSize > 1 && local.size === 0;
+
+  const pathSet = new Set<string>([
+    ...Object.keys(state.baseline),
+    ...Object.keys(state.pendingDeletes),
+    ...local.keys(),
+    ...remote.keys(),
+  ]);
+  const paths = [...pathSet].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+
+  const actions: SyncAction[] = [];
+  const deleteCandidates: DeleteCandidate[] = [];
+
+  for (const path of paths) {
+    const decided = decidePath(path);
+    if (decided === 'delete-candidate') {
+      // Placeholder, replaced once the per-sync cap is applied below.
+      deleteCandidates.push({ index: actions.length, path, baseSha: remote.get(path)?.sha ?? '' });
+      actions.push({ kind: 'noop', path });
+    } else {
+      actions.push(phase === 'flush' ? restrictToFlush(decided) : decided);
+    }
+  }
+
+  function decidePath(path: string): SyncAction | 'delete-candidate' {
+    const localEntry = local.get(path);
+    const remoteEntry = remote.get(path);
+    const recorded = state.baseline[path];
+
+    // Shadowed paths (case collisions, names this filesystem cannot hold) are never synced.
+    if (Object.hasOwn(state.shadowed, path)) return { kind: 'noop', path };
+
+    // A key that is not a safe store-relative path never reaches a pull or an upload.
+    const check = checkRelPath(path);
+    if (!check.ok) {
+      if (localEntry !== undefined && state.refused[path]?.fingerprint !== versionOf(localEntry)) {
+        return { kind: 'refuse', path, reason: check.reason, fingerprint: versionOf(localEntry) };
+      }
+      return { kind: 'noop', path };
+    }
+
+    // A listed sha we sent ourselves (response lost) is our own write: it is the base.
+    const sent = state.sentShas[path];
+    const ownWrite = remoteEntry !== undefined && sent !== undefined && sent.includes(remoteEntry.sha);
+    const base = ownWrite ? { id: remoteEntry.id, sha: remoteEntry.sha } : recorded;
+    const baseClean =
+      recorded !== undefined &&
+      base !== undefined &&
+      recorded.id === base.id &&
+      recorded.sha === base.sha &&
+      sent === undefined &&
+      !Object.hasOwn(state.refused, path);
+
+    const facts: PathFacts = {
+      path,
+      base,
+      baseClean,
+      local: localEntry,
+      remote: remoteEntry,
+      refusedFingerprint: state.refused[path]?.fingerprint,
+    };
+    return decide(facts);
+  }
+
+  function decide(f: PathFacts): SyncAction | 'delete-candidate' {
+    const { path, base, local: l, remote: r } = f;
+    const key = presenceKey(base !== undefined, l !== undefined, r !== undefined);
+    switch (key) {
+      case '000':
+        // Only a stale pending delete mentions this path: clear it.
+        return { kind: 'noop', path };
+
+      case '001': {
+        // New in the store (or the folder was wiped): download it.
+        const rr = r!;
+        return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: wiped ? 'redownload' : 'remote-new' };
+      }
+
+      case '010': {
+        // New local file: upload it, unless refused already or the store is read-only.
+        const ll = l!;
+        const version = versionOf(ll);
+        if (f.refusedFingerprint === version) return { kind: 'noop', path };
+        if (ll.kind === 'unsyncable') return { kind: 'refuse', path, reason: ll.reason, fingerprint: version };
+        if (readOnly) return { kind: 'refuse', path, reason: REFUSAL_READ_ONLY_EDIT, fingerprint: version };
+        return { kind: 'push-create', path, sha: ll.sha };
+      }
+
+      case '011': {
+        // Both sides created the path independently: same bytes → adopt; otherwise the store wins.
+        const ll = l!;
+        const rr = r!;
+        if (ll.kind === 'file' && ll.sha === rr.sha) return { kind: 'adopt', path, id: rr.id, sha: rr.sha };
+        return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'conflict' };
+      }
+
+      case '100':
+        // Gone on both sides: forget it.
+        return { kind: 'forget', path };
+
+      case '101': {
+        const bb = base!;
+        const rr = r!;
+        // Folder wiped whole: download again, never delete remotely.
+        if (wiped) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'redownload' };
+        // Deleted locally but changed in the store meanwhile: the store wins, the file comes back.
+        if (rr.sha !== bb.sha || rr.id !== bb.id) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'restore' };
+        // A deletion already reported as not synced (read-only, log_only) stays as is.
+        if (f.refusedFingerprint === DELETED_FINGERPRINT) return { kind: 'noop', path };
+        // Read-only: never delete remotely; report once and leave the file missing.
+        if (readOnly) return { kind: 'refuse', path, reason: REFUSAL_READ_ONLY_DELETE, fingerprint: DELETED_FINGERPRINT };
+        // disabled: the memory stays; the baseline is kept so the file is not downloaded again.
+        if (deletions === 'disabled') return { kind: 'noop', path };
+        // A later sync than the one that first saw it missing confirms it; the final sync waives the wait.
+        const pending = state.pendingDeletes[path];
+        const confirmed =
+          phase === 'final' || (pending !== undefined && pending.baseSha === bb.sha && state.generation > pending.sinceGeneration);
+        if (!confirmed) return { kind: 'await-delete', path, baseSha: bb.sha, capped: false };
+        // log_only: say what would be deleted, delete nothing.
+        if (deletions === 'log_only') return { kind: 'would-delete-remote', path, id: rr.id };
+        return 'delete-candidate';
+      }
+
+      case '110': {
+        // Deleted in the store.
+        const bb = base!;
+        const ll = l!;
+        const version = versionOf(ll);
+        // Unchanged locally: delete the local file too.
+        if (ll.kind === 'file' && ll.sha === bb.sha) return { kind: 'delete-local', path, expectedLocalSha: ll.sha };
+        if (f.refusedFingerprint === version) return { kind: 'noop', path };
+        if (ll.kind === 'unsyncable') return { kind: 'refuse', path, reason: ll.reason, fingerprint: version };
+        // Edited locally: re-create it from the file (writable); a read-only store follows the store.
+        if (readOnly) return { kind: 'delete-local', path, expectedLocalSha: ll.sha };
+        return { kind: 'push-create', path, sha: ll.sha };
+      }
+
+      case '111': {
+        const bb = base!;
+        const ll = l!;
+        const rr = r!;
+        // Same bytes on both sides: adopt, unless that is already the clean baseline.
+        if (ll.kind === 'file' && ll.sha === rr.sha) {
+          return f.baseClean ? { kind: 'noop', path } : { kind: 'adopt', path, id: rr.id, sha: rr.sha };
+        }
+        const localChanged = ll.kind === 'unsyncable' || ll.sha !== bb.sha;
+        const remoteChanged = rr.sha !== bb.sha || rr.id !== bb.id;
+        // Only the store changed: download.
+        if (!localChanged) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'remote-changed' };
+        // Both changed to different bytes: the store wins (M15); the executor keeps a conflict copy.
+        if (remoteChanged) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'conflict' };
+        // Only the local file changed.
+        const version = versionOf(ll);
+        if (f.refusedFingerprint === version) return { kind: 'noop', path };
+        if (ll.kind === 'unsyncable') return { kind: 'refuse', path, reason: ll.reason, fingerprint: version };
+        if (readOnly) return { kind: 'refuse', path, reason: REFUSAL_READ_ONLY_EDIT, fingerprint: version };
+        return { kind: 'push-update', path, id: rr.id, sha: ll.sha, expectedSha: rr.sha };
+      }
+
+      default:
+        return assertNever(key);
+    }
+  }
+
+  // Cap remote deletes per sync; the rest stay pending for the next sync (ascending path order).
+  const cap = deleteCapFor(baselineSize);
+  let deleteCapped = 0;
+  deleteCandidates.forEach((candidate, n) => {
+    const remoteEntry = remote.get(candidate.path)!;
+    let action: SyncAction;
+    if (n < cap) {
+      action = { kind: 'delete-remote', path: candidate.path, id: remoteEntry.id, expectedSha: remoteEntry.sha };
+    } else {
+      deleteCapped++;
+      action = { kind: 'await-delete', path: candidate.path, baseSha: candidate.baseSha, capped: true };
+    }
+    actions[candidate.index] = phase === 'flush' ? restrictToFlush(action) : action;
+  });
+
+  return { actions, wiped, deleteCapped };
+}
+
+/**
+ * The `flush` phase pushes only: uploads and state-only bookkeeping pass through; pulls and
+ * local deletes become noops; remote deletes stay pending (`await-delete`) for recovery.
+ */
+function restrictToFlush(action: SyncAction): SyncAction {
+  switch (action.kind) {
+    case 'push-create':
+    case 'push-update':
+    case 'adopt':
+    case 'forget':
+    case 'refuse':
+    case 'noop':
+    case 'await-delete':
+      return action;
+    case 'delete-remote':
+      // Stays pending (a noop would clear it): a crash-recovery pass may still confirm it.
+      return { kind: 'await-delete', path: action.path, baseSha: action.expectedSha, capped: false };
+    case 'would-delete-remote':
+    case 'pull':
+    case 'delete-local':
+      return { kind: 'noop', path: action.path };
+    default:
+      return assertNever(action);
+  }
 }
