@@ -1,0 +1,106 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import { monotonicClock, type Clock } from '../internal/clock.js';
+import { resolveLogger, type Logger } from '../internal/logger.js';
+import type { ObservedWorker } from './observed-worker.js';
+import { createPrometheusMetrics, type PrometheusMetricsOptions } from './prometheus-metrics.js';
+
+export interface MetricsServerOptions extends PrometheusMetricsOptions {
+  worker: ObservedWorker;
+  /** TCP port; 0 picks a free one (read it back from `server.port`). */
+  port: number;
+  /** Interface to bind. Default `0.0.0.0` (orchestrators probe from outside the container). */
+  host?: string;
+  /**
+   * `/readyz` fails when no poll succeeded for this long and no session is running. Default 60 000
+   * (an idle worker polls every few seconds; a worker at its concurrency limit does not poll).
+   */
+  readyWithinMs?: number;
+  logger?: Logger;
+  /** @internal test clock; must be the clock the worker stamps `lastPollOkAt` with. */
+  clock?: Clock;
+}
+
+export interface MetricsServer {
+  readonly port: number;
+  /** `http://host:port` */
+  readonly url: string;
+  readonly registry: Registry;
+  close(): Promise<void>;
+}
+
+export interface Readiness {
+  ready: boolean;
+  reason: string;
+}
+
+/** Readiness rule of `/readyz`, pure: not closing, and a recent successful poll or a running session. */
+export function readiness(w: Pick<ObservedWorker, 'closing' | 'activeSessions' | 'lastPollOkAt'>, nowMs: number, readyWithinMs: number): Readiness {
+  if (w.closing) return { ready: false, reason: 'worker is shutting down' };
+  if (w.activeSessions > 0) return { ready: true, reason: `${w.activeSessions} session(s) running` };
+  if (w.lastPollOkAt === undefined) return { ready: false, reason: 'no successful poll yet' };
+  const ageMs = nowMs - w.lastPollOkAt;
+  if (ageMs > readyWithinMs) return { ready: false, reason: `last successful poll ${ageMs} ms ago (limit ${readyWithinMs} ms)` };
+  return { ready: true, reason: `last successful poll ${ageMs} ms ago` };
+}
+
+/**
+ * Serve `/healthz` (the process is alive), `/readyz` ({@link readiness}) and `/metrics`
+ * (Prometheus text format) for one worker. Opt-in: the worker never opens a port by itself.
+ */
+export async function serveMetrics(options: MetricsServerOptions): Promise<MetricsServer> {
+  const log = resolveLogger(options.logger).child({ scope: 'metrics' });
+  const clock = options.clock ?? monotonicClock;
+  const readyWithinMs = options.readyWithinMs ?? 60_000;
+  const metrics = createPrometheusMetrics(options.worker, options);
+
+  const server = http.createServer((req, res) => {
+    const url = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+    } else if (url === '/readyz') {
+      const r = readiness(options.worker, clock.now(), readyWithinMs);
+      res.writeHead(r.ready ? 200 : 503, { 'content-type': 'text/plain' }).end(`${r.ready ? 'ready' : 'not ready'}: ${r.reason}\n`);
+    } else if (url === '/metrics') {
+      metrics.registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+        (err: unknown) => {
+          log.error({ err }, 'collecting metrics failed');
+          res.writeHead(500).end();
+        },
+      );
+    } else {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end(`no route ${req.method} ${url}; try /healthz, /readyz or /metrics\n`);
+    }
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '0.0.0.0', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host ?? '0.0.0.0';
+  log.info({ port, host }, 'health and metrics endpoint listening');
+  let closed: Promise<void> | undefined;
+  return {
+    port,
+    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    registry: metrics.registry,
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        metrics.dispose();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closed;
+    },
+  };
+}
