@@ -1,0 +1,250 @@
+import { EventEmitter } from 'node:events';
+import { ConfigError, MissingInputError } from '../errors.js';
+import { linkAbort } from '../internal/abort.js';
+import { monotonicClock } from '../internal/clock.js';
+import { resolveLogger, type Logger } from '../internal/logger.js';
+import { safeEmit, type ItemOutcome, type WorkerEventMap } from './events.js';
+import { runItem } from './item-runner.js';
+import { defaultMemoryPort } from './default-memory-port.js';
+import type { MemoryPort } from './memory-port.js';
+import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
+import { assertPosixPlatform, resolveWorkerOptions, type EnvironmentWorkerOptions, type ResolvedWorkerOptions } from './options.js';
+import { PathLocks } from './path-locks.js';
+import { defaultWorkerId, Poller, type ClaimedWork } from './poller.js';
+import { scopedClient } from './scoped-client.js';
+
+export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
+export type { WorkerMetricsSnapshot } from './metrics.js';
+export type { EnvironmentWorkerOptions, EnvironmentWorkerTools } from './options.js';
+
+/** One already-claimed item for {@link EnvironmentWorker.handleItem}; each field falls back to its `ANTHROPIC_*` variable. */
+export interface HandleItemOptions {
+  /** Falls back to `ANTHROPIC_WORK_ID`. */
+  workId?: string;
+  /** Falls back to `ANTHROPIC_ENVIRONMENT_ID`. */
+  environmentId?: string;
+  /** Falls back to `ANTHROPIC_SESSION_ID`. */
+  sessionId?: string;
+  /** Falls back to the worker's `environmentKey`, then `ANTHROPIC_ENVIRONMENT_KEY`. Needed only without a usable secret. */
+  environmentKey?: string;
+  /** The item's `secret` from the poll response. Falls back to `ANTHROPIC_WORK_SECRET`. */
+  workSecret?: string;
+  /** Aborting it ends this item the way close() does. */
+  signal?: AbortSignal;
+}
+
+/** @internal construction hooks for tests. */
+export interface WorkerInternals {
+  memory?: MemoryPort;
+}
+
+function env(name: string): string | undefined {
+  const v = process.env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+/**
+ * Serves Claude Managed Agents sessions of a self-hosted environment on this machine, with their
+ * memory stores mounted as folders and kept in sync.
+ *
+ * - `run()` claims work (long polls with the environment key) and serves up to `concurrency`
+ *   sessions at once; it polls only while a slot is free.
+ * - `handleItem()` serves one item something else claimed (webhook, launcher).
+ * - `close()` stops claiming, ends every running session (final sync, bounded flush, folders
+ *   removed, item stopped) and resolves when all have; aborting `options.signal` does the same.
+ * - One bad item never stops the worker; only a permanent poll failure (bad key, unknown
+ *   environment) ends `run()`, with that error.
+ *
+ * The library never installs signal handlers; wire SIGTERM to `close()` yourself (the CLI does).
+ */
+export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
+  readonly workerId: string;
+  readonly #opts: ResolvedWorkerOptions;
+  readonly #log: Logger;
+  readonly #metrics = new WorkerMetrics();
+  readonly #pathLocks = new PathLocks();
+  readonly #memory: MemoryPort;
+  readonly #closeCtrl = new AbortController();
+  readonly #active = new Set<Promise<ItemOutcome>>();
+  #slotWaiters: Array<() => void> = [];
+  #idleWaiters: Array<() => void> = [];
+  #closePromise: Promise<void> | undefined;
+  #running = false;
+  #poller: Poller | undefined;
+
+  constructor(options: EnvironmentWorkerOptions, internals: WorkerInternals = {}) {
+    super();
+    assertPosixPlatform();
+    this.#opts = resolveWorkerOptions(options);
+    this.workerId = this.#opts.workerId ?? defaultWorkerId();
+    this.#log = resolveLogger(this.#opts.logger).child({ worker_id: this.workerId });
+    this.#memory = internals.memory ?? defaultMemoryPort;
+    const external = this.#opts.signal;
+    if (external) {
+      if (external.aborted) void this.close();
+      else external.addEventListener('abort', () => void this.close(), { once: true });
+    }
+  }
+
+  /** Sessions running now. */
+  get activeSessions(): number {
+    return this.#active.size;
+  }
+
+  /** Monotonic ms of the last successful poll, for readiness probes. */
+  get lastPollOkAt(): number | undefined {
+    return this.#poller?.lastOkAt;
+  }
+
+  /** True once close() was called (or the signal aborted). */
+  get closing(): boolean {
+    return this.#closePromise !== undefined;
+  }
+
+  metrics(): WorkerMetricsSnapshot {
+    return this.#metrics.snapshot(this.#active.size);
+  }
+
+  /** Resolves when no session is running. */
+  onIdle(): Promise<void> {
+    if (this.#active.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /**
+   * Poll for work and serve it until close() or `signal` (or the constructor's signal) aborts, then
+   * resolve once every session has finished. Rejects with a RemoteApiError on a permanent poll
+   * failure, after the sessions already running have ended.
+   */
+  async run(signal?: AbortSignal): Promise<void> {
+    const { environmentId, environmentKey } = this.#opts;
+    if (environmentId === undefined || environmentKey === undefined) {
+      const missing = environmentId === undefined ? 'environmentId' : 'environmentKey';
+      throw new ConfigError(`run() needs \`${missing}\` to poll for work; pass it to the EnvironmentWorker constructor`, [
+        `${missing}: expected a non-empty string, got undefined`,
+      ]);
+    }
+    if (this.#running) throw new ConfigError('run() is already running on this worker; call it once');
+    this.#running = true;
+    const detachRunSignal = linkAbortToClose(signal, () => void this.close());
+    const poller = new Poller({
+      client: scopedClient(this.#opts.client, environmentKey),
+      environmentId,
+      workerId: this.workerId,
+      logger: this.#log.child({ component: 'poller' }),
+      requestOptions: this.#opts.requestOptions,
+      waitForSlot: (s) => this.#waitForSlot(s),
+      onPolled: (workId) => safeEmit(this, this.#log, 'polled', { workId }),
+      onPollFailed: (error, retryInMs) => safeEmit(this, this.#log, 'pollFailed', { error, retryInMs }),
+    });
+    this.#poller = poller;
+    this.#log.info({ environmentId, concurrency: this.#opts.concurrency }, 'worker polling for work');
+    try {
+      for await (const work of poller.claims(this.#closeCtrl.signal)) {
+        this.#startItem(work, environmentKey);
+      }
+    } finally {
+      detachRunSignal();
+      await this.#drained();
+      this.#running = false;
+    }
+  }
+
+  /**
+   * Serve one already-claimed work item (webhook handler, one-sandbox-per-session launcher). Each
+   * field falls back to its `ANTHROPIC_*` variable; the first required value still missing is named
+   * in the MissingInputError thrown. Resolves with how the item ended; never rejects after that check.
+   */
+  async handleItem(opts: HandleItemOptions = {}): Promise<ItemOutcome> {
+    const workId = opts.workId || env('ANTHROPIC_WORK_ID');
+    const environmentId = opts.environmentId || env('ANTHROPIC_ENVIRONMENT_ID');
+    const sessionId = opts.sessionId || env('ANTHROPIC_SESSION_ID');
+    const environmentKey = opts.environmentKey || this.#opts.environmentKey || env('ANTHROPIC_ENVIRONMENT_KEY');
+    const workSecret = opts.workSecret || env('ANTHROPIC_WORK_SECRET');
+    if (!workId) throw new MissingInputError('workId', 'ANTHROPIC_WORK_ID');
+    if (!environmentId) throw new MissingInputError('environmentId', 'ANTHROPIC_ENVIRONMENT_ID');
+    if (!sessionId) throw new MissingInputError('sessionId', 'ANTHROPIC_SESSION_ID');
+    if (!environmentKey && !workSecret) {
+      throw new MissingInputError('environmentKey (or workSecret)', 'ANTHROPIC_ENVIRONMENT_KEY or ANTHROPIC_WORK_SECRET');
+    }
+    const work: ClaimedWork = { id: workId, environmentId, data: { type: 'session', id: sessionId }, secret: workSecret ?? null };
+    return this.#startItem(work, environmentKey, opts.signal);
+  }
+
+  /**
+   * Stop claiming, end every running session (final sync and bounded flush, folders removed, items
+   * stopped) and resolve when all have. Idempotent: every call returns the same promise.
+   */
+  close(): Promise<void> {
+    this.#closePromise ??= (async () => {
+      this.#log.info({ activeSessions: this.#active.size }, 'worker closing');
+      safeEmit(this, this.#log, 'closing', {});
+      this.#closeCtrl.abort(new Error('worker closing'));
+      for (const wake of this.#slotWaiters.splice(0)) wake();
+      await this.#drained();
+      this.#log.info('worker closed');
+      safeEmit(this, this.#log, 'closed', {});
+    })();
+    return this.#closePromise;
+  }
+
+  #startItem(work: ClaimedWork, environmentKey: string | undefined, signal?: AbortSignal): Promise<ItemOutcome> {
+    const claimedAt = monotonicClock.now();
+    this.#metrics.add('itemsClaimed');
+    safeEmit(this, this.#log, 'workClaimed', {
+      workId: work.id,
+      sessionId: work.data.type === 'session' ? work.data.id : undefined,
+      environmentId: work.environmentId,
+    });
+    const itemCtrl = new AbortController();
+    const detach = [linkAbort(this.#closeCtrl.signal, itemCtrl), linkAbort(signal, itemCtrl)];
+    const deps = {
+      options: this.#opts,
+      logger: this.#log,
+      emitter: this,
+      metrics: this.#metrics,
+      pathLocks: this.#pathLocks,
+      memory: this.#memory,
+    };
+    const p: Promise<ItemOutcome> = runItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
+      .catch((e: unknown) => {
+        // runItem does not throw; this is the last line of defence so one item never stops the worker.
+        this.#log.error({ err: e, work_id: work.id }, 'work item crashed');
+        return { workId: work.id, sessionId: undefined, status: 'failed' as const, error: e as Error, durationMs: 0 };
+      })
+      .finally(() => {
+        for (const d of detach) d();
+        this.#active.delete(p);
+        const slot = this.#slotWaiters.shift();
+        slot?.();
+        if (this.#active.size === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
+      });
+    this.#active.add(p);
+    return p;
+  }
+
+  #waitForSlot(signal: AbortSignal): Promise<void> {
+    if (this.#active.size < this.#opts.concurrency || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        if (this.#active.size < this.#opts.concurrency || signal.aborted) resolve();
+        else this.#slotWaiters.push(wake);
+      };
+      this.#slotWaiters.push(wake);
+    });
+  }
+
+  async #drained(): Promise<void> {
+    while (this.#active.size > 0) await Promise.allSettled([...this.#active]);
+  }
+}
+
+function linkAbortToClose(signal: AbortSignal | undefined, close: () => void): () => void {
+  if (!signal) return () => {};
+  if (signal.aborted) {
+    close();
+    return () => {};
+  }
+  signal.addEventListener('abort', close, { once: true });
+  return () => signal.removeEventListener('abort', close);
+}

@@ -1,0 +1,83 @@
+import type { EventEmitter } from 'node:events';
+import type { Logger } from '../internal/logger.js';
+import type { MemoryEventMap } from '../memory/types.js';
+import type { FinishReport } from './memory-port.js';
+
+/** How one work item ended. */
+export type ItemStatus = 'completed' | 'skipped' | 'failed' | 'lease_lost' | 'stopped_by_server' | 'aborted';
+
+export interface ItemOutcome {
+  workId: string;
+  sessionId: string | undefined;
+  status: ItemStatus;
+  error?: Error;
+  durationMs: number;
+}
+
+/** The ids every memory event carries once the worker re-emits it. */
+export interface ItemIds {
+  workId: string;
+  sessionId: string;
+}
+
+type WithIds<K extends keyof MemoryEventMap> = [MemoryEventMap[K][0] & ItemIds];
+
+/** Names of the memory events the worker forwards. */
+export const MEMORY_EVENT_NAMES = [
+  'mounted',
+  'downloaded',
+  'uploaded',
+  'conflict',
+  'deleted',
+  'wouldDelete',
+  'refused',
+  'synced',
+  'flushCutOff',
+  'unmounted',
+] as const satisfies ReadonlyArray<keyof MemoryEventMap>;
+
+/** Events of {@link EnvironmentWorker}. Each carries one payload object, so fields can be added later. */
+export interface WorkerEventMap {
+  /** Every successful poll, empty or not. */
+  polled: [{ workId: string | undefined }];
+  pollFailed: [{ error: Error; retryInMs: number }];
+  workClaimed: [{ workId: string; sessionId: string | undefined; environmentId: string }];
+  /** The session's tools can run: `readyMs` is claim (or handleItem start) → first tool call possible. */
+  sessionStarted: [{ workId: string; sessionId: string; stores: number; readyMs: number }];
+  sessionEnded: [{ workId: string; sessionId: string; outcome: ItemOutcome; flush?: FinishReport }];
+  workFailed: [{ workId: string; sessionId: string | undefined; error: Error }];
+  workStopped: [{ workId: string }];
+  leaseLost: [{ workId: string; sessionId: string | undefined; reason: 'lease_lost' | 'assumed_lost' }];
+  closing: [{}];
+  closed: [{}];
+  mounted: WithIds<'mounted'>;
+  downloaded: WithIds<'downloaded'>;
+  uploaded: WithIds<'uploaded'>;
+  conflict: WithIds<'conflict'>;
+  deleted: WithIds<'deleted'>;
+  wouldDelete: WithIds<'wouldDelete'>;
+  refused: WithIds<'refused'>;
+  synced: WithIds<'synced'>;
+  flushCutOff: WithIds<'flushCutOff'>;
+  unmounted: WithIds<'unmounted'>;
+}
+
+/**
+ * Emit without letting a throwing listener break the worker or starve the listeners after it: each
+ * listener runs in turn and a throw is logged and dropped.
+ */
+export function safeEmit<K extends keyof WorkerEventMap>(
+  emitter: EventEmitter<WorkerEventMap>,
+  log: Logger,
+  name: K,
+  ...payload: WorkerEventMap[K]
+): void {
+  const listeners = (emitter.rawListeners as (n: string) => Array<(...a: unknown[]) => unknown>)(name);
+  for (const listener of listeners) {
+    try {
+      listener.apply(emitter, payload);
+    } catch (err) {
+      log.error({ err, event: name }, 'an event listener threw; ignored');
+    }
+  }
+}

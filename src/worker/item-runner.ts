@@ -1,0 +1,370 @@
+import type { EventEmitter } from 'node:events';
+import type Anthropic from '@anthropic-ai/sdk';
+import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
+import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
+import { betaAgentToolset20260401, setupSkills, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
+import { statusOf } from '../api/classify.js';
+import { coerceError, LeaseLostError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
+import { combineSignals, linkAbort } from '../internal/abort.js';
+import { monotonicClock, type Clock } from '../internal/clock.js';
+import type { Logger } from '../internal/logger.js';
+import type { MemoryEventMap } from '../memory/types.js';
+import { decodeWorkSecret } from './credentials.js';
+import { MEMORY_EVENT_NAMES, safeEmit, type ItemOutcome, type ItemStatus, type WorkerEventMap } from './events.js';
+import { Lease, type HeartbeatApi } from './lease.js';
+import type { FinishReport, MemoryPort, MountedSessionView, SyncLoopView } from './memory-port.js';
+import type { WorkerMetrics } from './metrics.js';
+import type { ResolvedWorkerOptions } from './options.js';
+import type { PathLocks } from './path-locks.js';
+import type { ClaimedWork } from './poller.js';
+import { scopedClient } from './scoped-client.js';
+import { ToolGuard } from './tool-guard.js';
+
+/** Bound on the final force-stop request (close() must stay bounded). */
+const STOP_CUT_OFF_MS = 15_000;
+/** Slack on top of finalFlushMs before the worker stops waiting for the memory core's own bound. */
+const FINISH_SLACK_MS = 2_000;
+
+/** Everything one item run needs from its worker. */
+export interface ItemRunnerDeps {
+  options: ResolvedWorkerOptions;
+  logger: Logger;
+  emitter: EventEmitter<WorkerEventMap>;
+  metrics: WorkerMetrics;
+  pathLocks: PathLocks;
+  memory: MemoryPort;
+  clock?: Clock;
+}
+
+export interface ItemRun {
+  work: ClaimedWork;
+  /** The environment key for this item, when there is one. */
+  environmentKey: string | undefined;
+  /** Monotonic ms when the item was claimed (or handed over): the start of `readyMs`. */
+  claimedAt: number;
+  /** Aborts when the worker closes or the caller gives up. */
+  signal: AbortSignal;
+}
+
+/** Why an item's session ended early; the first recorded wins. */
+type EndCause = 'lease' | 'closed';
+
+/**
+ * Serve one claimed work item, end to end, and never throw: the outcome says how it ended.
+ *
+ * Order: resolve the item credential → start the lease heartbeat → fetch the session → skills →
+ * (memory) wait for the mount paths, mount, start the sync loop → run the session's tool calls →
+ * tear down (skills cleanup, final sync / flush / unmount bounded by `finalFlushMs`, release the
+ * paths) → stop the lease → force-stop the item unless the lease was lost. The teardown runs
+ * whatever happened before it, so an acknowledged item always ends stopped or left to its new owner.
+ */
+export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemOutcome> {
+  const clock = deps.clock ?? monotonicClock;
+  const { work } = run;
+  const opts = deps.options;
+  const startedAt = clock.now();
+  const sessionId = work.data.type === 'session' ? work.data.id : undefined;
+  const log = deps.logger.child({ work_id: work.id, ...(sessionId ? { session_id: sessionId } : {}) });
+  const emit = <K extends keyof WorkerEventMap>(name: K, ...payload: WorkerEventMap[K]): void =>
+    safeEmit(deps.emitter, log, name, ...payload);
+
+  const finishOutcome = (status: ItemStatus, error?: Error): ItemOutcome => ({
+    workId: work.id,
+    sessionId,
+    status,
+    ...(error ? { error } : {}),
+    durationMs: clock.now() - startedAt,
+  });
+
+  // 1. Credential: the sessions token from the secret, else the environment key.
+  const secret = decodeWorkSecret(work.secret);
+  if (secret.status === 'malformed') {
+    log.warn('work item secret carries no usable sessions token; falling back to the environment key');
+  }
+  const credential = secret.sessionsToken ?? run.environmentKey;
+  if (credential === undefined) {
+    const error = new MissingInputError(
+      'environmentKey',
+      'ANTHROPIC_ENVIRONMENT_KEY',
+      `work item ${work.id}: the secret yields no sessions token, so an environment key`,
+    );
+    log.error({ err: error }, 'no credential for this work item; it cannot be heartbeated or stopped');
+    deps.metrics.add('itemsFailed');
+    emit('workFailed', { workId: work.id, sessionId, error });
+    return finishOutcome('failed', error);
+  }
+  const client = scopedClient(opts.client, credential);
+  const requestOptions = opts.requestOptions ?? {};
+
+  // 2. Lease first: a slow download must never let the lease lapse.
+  const itemCtrl = new AbortController();
+  let endCause: EndCause | undefined;
+  const onOuterAbort = (): void => {
+    endCause ??= 'closed';
+  };
+  run.signal.addEventListener('abort', onOuterAbort, { once: true });
+  if (run.signal.aborted) onOuterAbort();
+  const detachOuter = linkAbort(run.signal, itemCtrl);
+  const lease = new Lease({ api: heartbeatApi(client, requestOptions), workId: work.id, environmentId: work.environmentId, logger: log });
+  lease.signal.addEventListener('abort', () => {
+    if (lease.reason !== 'done') {
+      endCause ??= 'lease';
+      itemCtrl.abort(new LeaseLostError(work.id, `work item ${work.id}: lease ended (${lease.reason})`));
+    }
+  }, { once: true });
+  lease.start();
+
+  let status: ItemStatus = 'completed';
+  let error: Error | undefined;
+  let cleanEnd = false;
+  let cleanupSkills: () => Promise<void> = async () => {};
+  let releasePaths: () => void = () => {};
+  let mounted: MountedSessionView | undefined;
+  let syncLoop: SyncLoopView | undefined;
+  let flush: FinishReport | undefined;
+  let sessionStarted = false;
+  const detachMemoryEvents: Array<() => void> = [];
+
+  try {
+    if (itemCtrl.signal.aborted) {
+      status = 'aborted';
+    } else if (work.data.type !== 'session' || sessionId === undefined) {
+      log.info({ type: work.data.type }, 'not a session work item; stopping it without running anything');
+      status = 'skipped';
+    } else {
+      // 3. The session: one fetch shared by skills and memory.
+      const session: BetaManagedAgentsSession = await client.beta.sessions.retrieve(sessionId, {}, {
+        ...requestOptions,
+        signal: itemCtrl.signal,
+      });
+      if (session.status === 'terminated') {
+        log.info('session already terminated; stopping its work item without running anything');
+        status = 'skipped';
+      } else {
+        const storeResources = session.resources.filter((r) => r.type === 'memory_store');
+        const memoryOn = opts.memorySyncIntervalMs !== null;
+        // 4. M12: stores + memory on + no token → fail with the fix.
+        if (storeResources.length > 0 && memoryOn && secret.sessionsToken === null) {
+          throw new MemoryUnavailableError(work.id, sessionId);
+        }
+        const ctx: AgentToolContext = {
+          workdir: opts.workdir,
+          client,
+          session,
+          ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
+        };
+        // 7. Skills, as the official worker: failures are only logged.
+        try {
+          cleanupSkills = await setupSkills(ctx);
+        } catch (e) {
+          log.warn({ err: coerceError(e) }, 'skill setup failed; the session runs without them');
+        }
+        // 5. Memory: exclusive paths, mount, sync loop.
+        if (storeResources.length > 0 && memoryOn) {
+          const lockKeys = storeResources.map((r) => r.mount_path || `/.maw-store-lock/${r.memory_store_id}`);
+          releasePaths = await deps.pathLocks.acquire(lockKeys, { sessionId, workId: work.id }, {
+            waitMs: opts.pathWaitMs,
+            signal: itemCtrl.signal,
+          });
+          const mounter = deps.memory.mounter({ client, logger: log, stateDir: opts.stateDir });
+          detachMemoryEvents.push(forwardMemoryEvents(mounter, deps, emit, work.id, sessionId));
+          mounted = await mounter.mount(session, { signal: itemCtrl.signal });
+          ctx.allowedRoots = [...mounted.roots];
+          ctx.readOnlyRoots = [...mounted.readOnlyRoots];
+          syncLoop = deps.memory.syncLoop({
+            client,
+            mounted,
+            intervalMs: opts.memorySyncIntervalMs as number,
+            deletions: opts.memorySyncDeletions,
+            finalFlushMs: opts.finalFlushMs,
+            logger: log,
+            stateDir: opts.stateDir,
+          });
+          detachMemoryEvents.push(forwardMemoryEvents(syncLoop, deps, emit, work.id, sessionId));
+        } else if (storeResources.length > 0) {
+          log.debug('memory turned off (memorySyncIntervalMs: null); the session runs without its stores');
+        }
+        itemCtrl.signal.throwIfAborted();
+
+        const tools: BetaRunnableTool[] =
+          typeof opts.tools === 'function' ? opts.tools(ctx) : (opts.tools ?? betaAgentToolset20260401(ctx));
+        const guard = new ToolGuard({ hooks: syncLoop, logger: log });
+        const runner = new SessionToolRunner(sessionId, {
+          client,
+          tools: guard.wrapAll(tools),
+          ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),
+          ...(opts.requestOptions !== undefined ? { requestOptions: opts.requestOptions } : {}),
+          signal: itemCtrl.signal,
+        });
+        sessionStarted = true;
+        const readyMs = clock.now() - run.claimedAt;
+        log.info({ stores: mounted?.stores.length ?? 0, readyMs }, 'session started');
+        emit('sessionStarted', { workId: work.id, sessionId, stores: mounted?.stores.length ?? 0, readyMs });
+        for await (const call of runner) {
+          log.debug({ tool: call.name, toolUseId: call.toolUseId, isError: call.isError, posted: call.posted }, 'tool call done');
+        }
+        if (guard.replays > 0) log.info({ replays: guard.replays }, 'replayed tool calls answered from the record');
+      }
+    }
+  } catch (e) {
+    error = coerceError(e);
+  } finally {
+    run.signal.removeEventListener('abort', onOuterAbort);
+  }
+
+  // How did it end? An abort caused by the lease or by close() is not a failure of the item.
+  if (endCause === 'lease') {
+    status = lease.lost ? 'lease_lost' : lease.reason === 'server_stop' ? 'stopped_by_server' : 'failed';
+    if (status === 'failed') error ??= new WorkerError('MAW_REMOTE_API', `work item ${work.id}: the server rejected its heartbeat`);
+    if (status !== 'failed') error = undefined;
+  } else if (endCause === 'closed') {
+    if (status !== 'skipped') status = 'aborted';
+    error = undefined;
+  } else if (error) {
+    status = 'failed';
+  }
+  // Memory end: a session the runner or the operator ended gets its final sync; a lost lease or a
+  // failure gets the push-only flush.
+  cleanEnd = error === undefined && (endCause === undefined || endCause === 'closed' || lease.reason === 'server_stop');
+
+  // 6. Teardown, always. The lease keeps heartbeating until it is done.
+  try {
+    await cleanupSkills();
+  } catch (e) {
+    log.warn({ err: coerceError(e) }, 'skill cleanup failed');
+  }
+  if (syncLoop) {
+    flush = await boundedFinish(syncLoop, cleanEnd, opts.finalFlushMs, log);
+  } else if (mounted) {
+    await mounted.unmount().catch((e: unknown) => log.warn({ err: coerceError(e) }, 'unmount failed'));
+  }
+  for (const detach of detachMemoryEvents) detach();
+  releasePaths();
+  detachOuter();
+  await lease.release();
+
+  if (lease.lost) {
+    deps.metrics.add('leaseLosses');
+    log.warn({ reason: lease.reason }, 'lease lost; the work item is left to its new owner, not stopped');
+    emit('leaseLost', { workId: work.id, sessionId, reason: lease.reason as 'lease_lost' | 'assumed_lost' });
+  } else if (await forceStop(client, work, requestOptions, log)) {
+    emit('workStopped', { workId: work.id });
+  }
+
+  const outcome = finishOutcome(status, error);
+  if (status === 'failed') {
+    deps.metrics.add('itemsFailed');
+    log.error({ err: error }, 'work item failed');
+    emit('workFailed', { workId: work.id, sessionId, error: error ?? new Error('work item failed') });
+  } else if (status === 'completed' || status === 'skipped' || status === 'stopped_by_server') {
+    deps.metrics.add('itemsCompleted');
+  }
+  log.info({ status, durationMs: outcome.durationMs }, 'work item done');
+  if (sessionStarted && sessionId !== undefined) {
+    emit('sessionEnded', { workId: work.id, sessionId, outcome, ...(flush ? { flush } : {}) });
+  }
+  return outcome;
+}
+
+/** The heartbeat call over a scoped client, with the caller's request options merged in. */
+function heartbeatApi(client: Anthropic, requestOptions: object): HeartbeatApi {
+  return {
+    heartbeat: (workId, params, options) =>
+      client.beta.environments.work.heartbeat(workId, params, { ...requestOptions, signal: options.signal }),
+  };
+}
+
+/**
+ * Run the memory core's finish (it bounds itself by finalFlushMs and unmounts); if it has not
+ * returned shortly after that bound, stop waiting so close() stays bounded.
+ */
+async function boundedFinish(syncLoop: SyncLoopView, clean: boolean, finalFlushMs: number, log: Logger): Promise<FinishReport | undefined> {
+  const guard = combineSignals([], finalFlushMs + FINISH_SLACK_MS);
+  try {
+    return await Promise.race([
+      syncLoop.finish({ clean, signal: guard.signal }),
+      new Promise<undefined>((resolve) => guard.signal.addEventListener('abort', () => resolve(undefined), { once: true })),
+    ]).then((report) => {
+      if (report === undefined) log.error({ boundMs: finalFlushMs }, 'memory finish overran its bound; the worker moved on');
+      return report;
+    });
+  } catch (e) {
+    log.error({ err: coerceError(e) }, 'memory finish failed');
+    return undefined;
+  } finally {
+    guard.dispose();
+  }
+}
+
+/** Force-stop the item with the item credential; 409 means it already is. True when stopped. */
+async function forceStop(client: Anthropic, work: ClaimedWork, requestOptions: object, log: Logger): Promise<boolean> {
+  const cut = combineSignals([], STOP_CUT_OFF_MS);
+  try {
+    await client.beta.environments.work.stop(
+      work.id,
+      { environment_id: work.environmentId, force: true },
+      { ...requestOptions, signal: cut.signal },
+    );
+    return true;
+  } catch (e) {
+    if (statusOf(e) === 409) return true;
+    log.error({ err: coerceError(e), status: statusOf(e) }, 'force-stop failed; the server will reclaim the item when its lease expires');
+    return false;
+  } finally {
+    cut.dispose();
+  }
+}
+
+/** Re-emit a memory emitter's events with the item's ids, and count them. Returns the detacher. */
+function forwardMemoryEvents(
+  source: EventEmitter<MemoryEventMap>,
+  deps: ItemRunnerDeps,
+  emit: <K extends keyof WorkerEventMap>(name: K, ...payload: WorkerEventMap[K]) => void,
+  workId: string,
+  sessionId: string,
+): () => void {
+  const handlers: Array<[string, (p: object) => void]> = [];
+  for (const name of MEMORY_EVENT_NAMES) {
+    const handler = (payload: object): void => {
+      countMemoryEvent(deps.metrics, name, payload);
+      (emit as (n: string, p: object) => void)(name, { ...payload, workId, sessionId });
+    };
+    handlers.push([name, handler]);
+    (source.on as (n: string, h: (p: object) => void) => void)(name, handler);
+  }
+  return () => {
+    for (const [name, handler] of handlers) (source.off as (n: string, h: (p: object) => void) => void)(name, handler);
+  };
+}
+
+function countMemoryEvent(metrics: WorkerMetrics, name: (typeof MEMORY_EVENT_NAMES)[number], payload: object): void {
+  switch (name) {
+    case 'uploaded':
+      metrics.add('uploads');
+      break;
+    case 'downloaded':
+      metrics.add('downloads');
+      break;
+    case 'conflict':
+      metrics.add('conflicts');
+      break;
+    case 'deleted':
+      metrics.add('deletes');
+      break;
+    case 'flushCutOff':
+      metrics.add('flushCutOffs');
+      break;
+    case 'synced': {
+      const p = payload as MemoryEventMap['synced'][0];
+      // One count per pass over the session's stores, not per store.
+      if (p.storeId === undefined) {
+        metrics.add('syncs');
+        metrics.add('syncDurationMsTotal', p.report.durationMs);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}

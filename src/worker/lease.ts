@@ -1,0 +1,216 @@
+import type { BetaSelfHostedWorkHeartbeatResponse } from '@anthropic-ai/sdk/resources/beta/environments/work';
+import { APIError } from '@anthropic-ai/sdk';
+import { classifyFailure, statusOf } from '../api/classify.js';
+import { sleepUnlessAborted } from '../internal/abort.js';
+import { monotonicClock, type Clock } from '../internal/clock.js';
+import type { Logger } from '../internal/logger.js';
+
+/** The sentinel the first heartbeat sends to claim an unclaimed lease. */
+export const NO_HEARTBEAT = 'NO_HEARTBEAT';
+/** Interval before the server has told us its TTL. */
+export const HEARTBEAT_INTERVAL_DEFAULT_MS = 30_000;
+/** TTL assumed before the first successful beat. */
+export const LEASE_TTL_DEFAULT_MS = 90_000;
+/** Shortest interval between beats, whatever the TTL. */
+export const HEARTBEAT_INTERVAL_FLOOR_MS = 1_000;
+
+/**
+ * Why heartbeating ended. The first reason recorded wins.
+ * - `done`: the session is over and the worker let go of the lease itself.
+ * - `server_stop`: the server answered `stopping`/`stopped` or `lease_extended: false`.
+ * - `lease_lost`: 412: the lease belongs to someone else now.
+ * - `rejected`: a permanent 4xx other than 412 (401, 404, …).
+ * - `assumed_lost`: no successful beat within the TTL.
+ */
+export type LeaseEndReason = 'done' | 'server_stop' | 'lease_lost' | 'rejected' | 'assumed_lost';
+
+/** The one call the lease needs: a narrow interface so unit tests can pass a plain object. */
+export interface HeartbeatApi {
+  heartbeat(
+    workId: string,
+    params: { environment_id: string; expected_last_heartbeat: string },
+    options: { signal: AbortSignal },
+  ): Promise<Pick<BetaSelfHostedWorkHeartbeatResponse, 'last_heartbeat' | 'ttl_seconds' | 'state' | 'lease_extended'>>;
+}
+
+export interface LeaseOptions {
+  api: HeartbeatApi;
+  workId: string;
+  environmentId: string;
+  logger: Logger;
+  clock?: Clock;
+  /** Called with the server's TTL after every successful beat that reports one. */
+  onTtl?: (ttlMs: number) => void;
+  /** @internal test tuning */
+  timing?: { defaultIntervalMs?: number; defaultTtlMs?: number; floorMs?: number };
+}
+
+/** Beat interval for a lease TTL: half the TTL, at least the floor, at most the default. */
+export function heartbeatIntervalMs(ttlMs: number, floorMs = HEARTBEAT_INTERVAL_FLOOR_MS, capMs = HEARTBEAT_INTERVAL_DEFAULT_MS): number {
+  return Math.max(floorMs, Math.min(ttlMs / 2, capMs));
+}
+
+/**
+ * Keeps one work item's lease alive while its session is served.
+ *
+ * Rules: the first beat sends `NO_HEARTBEAT` and every later beat echoes the previous answer's
+ * `last_heartbeat` exactly; beats come every `max(1 s, min(ttl/2, 30 s))`; each beat is cut off
+ * after the current interval so a hung request cannot outlive the lease; a 412 means lost (the
+ * item must not be stopped); a stop verdict or `lease_extended: false` ends the session; a
+ * permanent 4xx ends it as rejected; with no successful beat for a whole TTL (monotonic clock)
+ * the lease is assumed lost. `signal` aborts when the lease ends for any reason.
+ */
+export class Lease {
+  readonly #api: HeartbeatApi;
+  readonly #workId: string;
+  readonly #environmentId: string;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #onTtl: ((ttlMs: number) => void) | undefined;
+  readonly #ctrl = new AbortController();
+  readonly #floorMs: number;
+  readonly #capMs: number;
+  #ttlMs: number;
+  #intervalMs: number;
+  #last = NO_HEARTBEAT;
+  #lastSuccessAt = 0;
+  #reason: LeaseEndReason | undefined;
+  #loop: Promise<void> | undefined;
+  #beats = 0;
+  #serverState: string | undefined;
+
+  constructor(opts: LeaseOptions) {
+    this.#api = opts.api;
+    this.#workId = opts.workId;
+    this.#environmentId = opts.environmentId;
+    this.#log = opts.logger;
+    this.#clock = opts.clock ?? monotonicClock;
+    this.#onTtl = opts.onTtl;
+    this.#capMs = opts.timing?.defaultIntervalMs ?? HEARTBEAT_INTERVAL_DEFAULT_MS;
+    this.#floorMs = opts.timing?.floorMs ?? HEARTBEAT_INTERVAL_FLOOR_MS;
+    this.#ttlMs = opts.timing?.defaultTtlMs ?? LEASE_TTL_DEFAULT_MS;
+    this.#intervalMs = this.#capMs;
+  }
+
+  /** Aborts when the lease ends, whatever the reason. */
+  get signal(): AbortSignal {
+    return this.#ctrl.signal;
+  }
+
+  get reason(): LeaseEndReason | undefined {
+    return this.#reason;
+  }
+
+  /** True once the item belongs to the queue or another worker: it must not be stopped. */
+  get lost(): boolean {
+    return this.#reason === 'lease_lost' || this.#reason === 'assumed_lost';
+  }
+
+  /** Successful beats so far. */
+  get beats(): number {
+    return this.#beats;
+  }
+
+  /** The lease TTL in force (server's once known). */
+  get ttlMs(): number {
+    return this.#ttlMs;
+  }
+
+  /** The last work state a beat reported, for logs. */
+  get serverState(): string | undefined {
+    return this.#serverState;
+  }
+
+  /** Start heartbeating; the first beat goes out now. Calling it twice does nothing. */
+  start(): void {
+    if (this.#loop) return;
+    this.#lastSuccessAt = this.#clock.now();
+    this.#loop = this.#run().catch((e: unknown) => {
+      this.#log.error({ err: e }, 'heartbeat loop failed; ending the session');
+      this.#end('rejected');
+    });
+  }
+
+  /** Record why the lease ended (first reason wins) and stop heartbeating. */
+  #end(reason: LeaseEndReason): void {
+    this.#reason ??= reason;
+    this.#ctrl.abort(new Error(`lease ended: ${this.#reason}`));
+  }
+
+  /** Let go of the lease (the session is over) and wait for the loop to wind down. */
+  async release(): Promise<void> {
+    this.#end('done');
+    await this.#loop;
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#ctrl.signal;
+    while (!signal.aborted) {
+      await this.#beat();
+      if (signal.aborted) return;
+      if (!(await sleepUnlessAborted(this.#intervalMs, signal))) return;
+    }
+  }
+
+  async #beat(): Promise<void> {
+    const cutOff = new AbortController();
+    const onEnd = (): void => cutOff.abort();
+    this.#ctrl.signal.addEventListener('abort', onEnd, { once: true });
+    const timer = setTimeout(() => cutOff.abort(new Error(`heartbeat cut off after ${this.#intervalMs} ms`)), this.#intervalMs);
+    try {
+      const resp = await this.#api.heartbeat(
+        this.#workId,
+        { environment_id: this.#environmentId, expected_last_heartbeat: this.#last },
+        { signal: cutOff.signal },
+      );
+      this.#beats++;
+      this.#lastSuccessAt = this.#clock.now();
+      this.#last = resp.last_heartbeat;
+      this.#serverState = resp.state;
+      if (typeof resp.ttl_seconds === 'number' && resp.ttl_seconds > 0) {
+        this.#ttlMs = resp.ttl_seconds * 1000;
+        this.#intervalMs = heartbeatIntervalMs(this.#ttlMs, this.#floorMs, this.#capMs);
+        this.#onTtl?.(this.#ttlMs);
+      }
+      if (resp.state === 'stopping' || resp.state === 'stopped') {
+        this.#log.info({ state: resp.state }, 'server asked to stop the work item; ending the session');
+        this.#end('server_stop');
+      } else if (resp.lease_extended === false) {
+        this.#log.warn('server did not extend the lease; ending the session');
+        this.#end('server_stop');
+      }
+    } catch (e) {
+      if (this.#ctrl.signal.aborted) return;
+      if (statusOf(e) === 412) {
+        this.#log.error({ server: serverLeaseState(e) }, 'lease lost (heartbeat precondition failed); leaving the item to its new owner');
+        this.#end('lease_lost');
+        return;
+      }
+      if (classifyFailure(e) === 'fatal') {
+        this.#log.error({ status: statusOf(e), err: e }, 'heartbeat rejected for good; ending the session');
+        this.#end('rejected');
+        return;
+      }
+      const silentMs = this.#clock.now() - this.#lastSuccessAt;
+      if (silentMs > this.#ttlMs) {
+        this.#log.error({ silentMs, ttlMs: this.#ttlMs, err: e }, 'no successful heartbeat within the lease TTL; assuming the lease lost');
+        this.#end('assumed_lost');
+        return;
+      }
+      this.#log.warn({ silentMs, err: e }, 'heartbeat failed; retrying at the next beat');
+    } finally {
+      clearTimeout(timer);
+      this.#ctrl.signal.removeEventListener('abort', onEnd);
+    }
+  }
+}
+
+/** The server's view of the lease from a 412 body, for the log line only. */
+function serverLeaseState(e: unknown): Record<string, unknown> | undefined {
+  if (!(e instanceof APIError)) return undefined;
+  const body = e.error as { error?: { details?: { current_state?: unknown } } } | undefined;
+  const state = body?.error?.details?.current_state;
+  if (typeof state !== 'object' || state === null) return undefined;
+  const s = state as Record<string, unknown>;
+  return { state: s['state'], ttl_seconds: s['ttl_seconds'], last_heartbeat: s['last_heartbeat'] };
+}

@@ -1,0 +1,56 @@
+/**
+ * The slice of the memory core the worker drives, as narrow interfaces: the per-item flow depends on
+ * these, and `defaultMemoryPort` binds them to `MemoryMounter` / `SyncLoop` from `src/memory/`.
+ */
+import type { EventEmitter } from 'node:events';
+import type Anthropic from '@anthropic-ai/sdk';
+import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
+import type { Logger } from '../internal/logger.js';
+import type { MemoryAccess, MemoryDeleteMode, MemoryEventMap, SyncReport } from '../memory/types.js';
+import type { ToolCallHooks } from './tool-guard.js';
+
+/** What the end-of-session memory work did. */
+export interface FinishReport {
+  final?: SyncReport;
+  flush: SyncReport;
+  cutOff: boolean;
+  pendingUploads: number;
+  durationMs: number;
+  removed: string[];
+  kept: string[];
+}
+
+export interface MountedStoreView {
+  storeId: string;
+  root: string;
+  access: MemoryAccess;
+}
+
+export interface MountedSessionView {
+  sessionId: string;
+  stores: MountedStoreView[];
+  roots: string[];
+  readOnlyRoots: string[];
+  unmount(): Promise<void>;
+}
+
+export interface MounterView extends EventEmitter<MemoryEventMap> {
+  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal }): Promise<MountedSessionView>;
+}
+
+export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHooks {
+  finish(opts: { clean: boolean; signal?: AbortSignal }): Promise<FinishReport>;
+}
+
+export interface MemoryPort {
+  mounter(opts: { client: Anthropic; logger: Logger; stateDir?: string | undefined }): MounterView;
+  syncLoop(opts: {
+    client: Anthropic;
+    mounted: MountedSessionView;
+    intervalMs: number;
+    deletions: MemoryDeleteMode;
+    finalFlushMs: number;
+    logger: Logger;
+    stateDir?: string | undefined;
+  }): SyncLoopView;
+}

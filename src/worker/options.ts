@@ -1,0 +1,231 @@
+import path from 'node:path';
+import { z } from 'zod';
+import type Anthropic from '@anthropic-ai/sdk';
+import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import type { BetaToolRunnerRequestOptions } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner';
+import type { AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
+import { ConfigError, PlatformError } from '../errors.js';
+import type { Logger } from '../internal/logger.js';
+import type { MemoryDeleteMode } from '../memory/types.js';
+
+/** Default memory sync interval (requirement M11). */
+export const MEMORY_SYNC_INTERVAL_DEFAULT_MS = 15_000;
+/** Smallest accepted memory sync interval (requirement M11). */
+export const MEMORY_SYNC_INTERVAL_MIN_MS = 5_000;
+/** Default bound of the end-of-session final sync plus flush (requirement M7). */
+export const FINAL_FLUSH_DEFAULT_MS = 30_000;
+/** Default time a session waits for a mount path held by another session of this process. */
+export const PATH_WAIT_DEFAULT_MS = 60_000;
+/** Most sessions one worker serves at once. */
+export const CONCURRENCY_MAX = 64;
+
+/** Either a fixed tool list, or a factory called once per session with that session's tool context. */
+export type EnvironmentWorkerTools = BetaRunnableTool[] | ((ctx: AgentToolContext) => BetaRunnableTool[]);
+
+/**
+ * Options of {@link EnvironmentWorker}. The official SDK worker's option names keep their meaning,
+ * so switching is one import line (X1); the options marked "ours" are additions.
+ */
+export interface EnvironmentWorkerOptions {
+  /** The SDK client. Its base URL, timeouts and retries are inherited by every scoped copy the worker makes. */
+  client: Anthropic;
+  /** The self-hosted environment to poll. Required by `run()`; `handleItem()` falls back to `ANTHROPIC_ENVIRONMENT_ID`. */
+  environmentId?: string;
+  /** The environment key: polling always uses it; per-item calls use it only when the item carries no sessions token. */
+  environmentKey?: string;
+  /** Base directory of each session's tool context. Default: `process.cwd()`. */
+  workdir?: string;
+  /** Tools per session. Default: the SDK's `agent_toolset_20260401` bound to the session's context. */
+  tools?: EnvironmentWorkerTools;
+  /** Size cap (bytes) for whole-file reads and edits by the file tools; `null` disables it. Default: the toolset's. */
+  maxFileBytes?: number | null;
+  /** Milliseconds a session may stay idle after its turn ended before the runner stops. Default: the SDK runner's 60 000. */
+  maxIdleMs?: number;
+  /** Milliseconds between memory syncs (at most one per interval). Default 15 000, minimum 5 000; `null` turns memory off. */
+  memorySyncIntervalMs?: number | null;
+  /** What a local deletion does on the server: `enabled` (default), `log_only`, `disabled`. */
+  memorySyncDeletions?: MemoryDeleteMode;
+  /** Sent as `Anthropic-Worker-ID` on every poll. Default: `<HOSTNAME>-<uuid>` or a bare uuid. */
+  workerId?: string;
+  /** Aborting it does what `close()` does. */
+  signal?: AbortSignal;
+  /** Extra request options (e.g. proxy headers) merged into every call; a `signal` in it is ignored. */
+  requestOptions?: BetaToolRunnerRequestOptions;
+  /** Ours: sessions served at once, 1..64. Default 1 (as the official worker). */
+  concurrency?: number;
+  /** Ours: a pino logger. Default: `warn` and above to stderr, with credentials redacted. */
+  logger?: Logger;
+  /** Ours: milliseconds the end-of-session final sync plus flush may take in total. Default 30 000. */
+  finalFlushMs?: number;
+  /** Ours: where the memory core keeps sync state and conflict copies. Default: the memory core's own. */
+  stateDir?: string;
+  /** Ours: milliseconds a session waits for a mount path another running session holds, then fails. Default 60 000. */
+  pathWaitMs?: number;
+  /**
+   * Removed official option. Passing it throws a {@link ConfigError} explaining the migration.
+   * @deprecated
+   */
+  unrestrictedPaths?: never;
+}
+
+/** The options after validation and defaults. */
+export interface ResolvedWorkerOptions {
+  client: Anthropic;
+  environmentId: string | undefined;
+  environmentKey: string | undefined;
+  workdir: string;
+  tools: EnvironmentWorkerTools | undefined;
+  maxFileBytes: number | null | undefined;
+  maxIdleMs: number | undefined;
+  memorySyncIntervalMs: number | null;
+  memorySyncDeletions: MemoryDeleteMode;
+  workerId: string | undefined;
+  signal: AbortSignal | undefined;
+  requestOptions: BetaToolRunnerRequestOptions | undefined;
+  concurrency: number;
+  logger: Logger | undefined;
+  finalFlushMs: number;
+  stateDir: string | undefined;
+  pathWaitMs: number;
+}
+
+const isFunction = (v: unknown): boolean => typeof v === 'function';
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+function looksLikeClient(v: unknown): boolean {
+  if (!isObject(v) || !isFunction(v['withOptions'])) return false;
+  const beta = v['beta'];
+  return isObject(beta) && isObject(beta['environments']) && isObject(beta['sessions']);
+}
+
+function looksLikeLogger(v: unknown): boolean {
+  return isObject(v) && ['child', 'info', 'warn', 'error', 'debug'].every((k) => isFunction(v[k]));
+}
+
+function looksLikeSignal(v: unknown): boolean {
+  return isObject(v) && typeof v['aborted'] === 'boolean' && isFunction(v['addEventListener']);
+}
+
+const nonEmpty = z.string().min(1);
+
+const schema = z
+  .object({
+    client: z.custom<Anthropic>(looksLikeClient),
+    environmentId: nonEmpty.optional(),
+    environmentKey: nonEmpty.optional(),
+    workdir: nonEmpty.optional(),
+    tools: z.custom<EnvironmentWorkerTools>((v) => Array.isArray(v) || isFunction(v)).optional(),
+    maxFileBytes: z.number().int().positive().nullable().optional(),
+    maxIdleMs: z.number().int().optional(),
+    memorySyncIntervalMs: z.number().int().min(MEMORY_SYNC_INTERVAL_MIN_MS).nullable().optional(),
+    memorySyncDeletions: z.enum(['enabled', 'log_only', 'disabled']).optional(),
+    workerId: nonEmpty.optional(),
+    signal: z.custom<AbortSignal>(looksLikeSignal).optional(),
+    requestOptions: z.custom<BetaToolRunnerRequestOptions>(isObject).optional(),
+    concurrency: z.number().int().min(1).max(CONCURRENCY_MAX).optional(),
+    logger: z.custom<Logger>(looksLikeLogger).optional(),
+    finalFlushMs: z.number().int().min(0).max(600_000).optional(),
+    stateDir: nonEmpty.optional(),
+    pathWaitMs: z.number().int().min(0).optional(),
+  })
+  .strict();
+
+/** What each option accepts, as the error message says it. */
+const EXPECTED: Record<string, string> = {
+  client: 'an Anthropic client (new Anthropic({ ... }))',
+  environmentId: 'a non-empty string (env_...)',
+  environmentKey: 'a non-empty string',
+  workdir: 'a non-empty directory path',
+  tools: 'an array of runnable tools or a function (ctx) => tools',
+  maxFileBytes: 'a positive integer or null',
+  maxIdleMs: 'an integer number of milliseconds',
+  memorySyncIntervalMs: `a number >= ${MEMORY_SYNC_INTERVAL_MIN_MS} or null`,
+  memorySyncDeletions: '"enabled", "log_only" or "disabled"',
+  workerId: 'a non-empty string',
+  signal: 'an AbortSignal',
+  requestOptions: 'an object of request options',
+  concurrency: `an integer from 1 to ${CONCURRENCY_MAX}`,
+  logger: 'a pino logger',
+  finalFlushMs: 'an integer number of milliseconds from 0 to 600000',
+  stateDir: 'a non-empty directory path',
+  pathWaitMs: 'an integer number of milliseconds >= 0',
+};
+
+/** Options whose value must never appear in a message, even when it is wrong. */
+const SECRET_OPTIONS = new Set(['environmentKey']);
+
+/** A short, safe rendering of a received value. */
+export function describeValue(key: string, v: unknown): string {
+  if (v === undefined) return 'undefined';
+  if (v === null) return 'null';
+  if (SECRET_OPTIONS.has(key)) return typeof v === 'string' ? (v === '' ? 'an empty string' : 'a string') : typeof v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'function') return 'a function';
+  return typeof v === 'object' ? 'an object' : typeof v;
+}
+
+const UNRESTRICTED_PATHS_MIGRATION =
+  'unrestrictedPaths: this official option was removed; the file tools are always confined to `workdir` ' +
+  "plus the session's memory folders. Remove it; to open another directory to the file tools, return tools " +
+  'built with `allowedRoots` from a `tools: (ctx) => ...` factory.';
+
+/** Refuse to run on Windows (M3): memory folders need POSIX semantics and O_NOFOLLOW. */
+export function assertPosixPlatform(platform: string = process.platform): void {
+  if (platform === 'win32') throw new PlatformError(platform);
+}
+
+/**
+ * Validate the constructor options and fill in defaults. Throws {@link ConfigError} with one line per
+ * problem (`option: expected …, got …`); never echoes a credential.
+ */
+export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
+  if (!isObject(input)) {
+    throw new ConfigError('EnvironmentWorker options must be an object with at least `client`', [
+      `options: expected an object, got ${describeValue('options', input)}`,
+    ]);
+  }
+  const issues: string[] = [];
+  if ('unrestrictedPaths' in input && input['unrestrictedPaths'] !== undefined) issues.push(UNRESTRICTED_PATHS_MIGRATION);
+  const { unrestrictedPaths: _ignored, ...rest } = input;
+  const parsed = schema.safeParse(rest);
+  if (!parsed.success) {
+    const seen = new Set<string>();
+    for (const issue of parsed.error.issues) {
+      if (issue.code === 'unrecognized_keys') {
+        for (const key of issue.keys) {
+          issues.push(`${key}: unknown option; accepted options are ${Object.keys(EXPECTED).join(', ')}`);
+        }
+        continue;
+      }
+      const key = String(issue.path[0] ?? 'options');
+      if (seen.has(key)) continue;
+      seen.add(key);
+      issues.push(`${key}: expected ${EXPECTED[key] ?? issue.message}, got ${describeValue(key, rest[key])}`);
+    }
+  }
+  if (issues.length > 0 || !parsed.success) {
+    throw new ConfigError(`invalid EnvironmentWorker options:\n  ${issues.join('\n  ')}`, issues);
+  }
+  const o = parsed.data;
+  return {
+    client: o.client,
+    environmentId: o.environmentId,
+    environmentKey: o.environmentKey,
+    workdir: path.resolve(o.workdir ?? process.cwd()),
+    tools: o.tools,
+    maxFileBytes: o.maxFileBytes,
+    maxIdleMs: o.maxIdleMs,
+    memorySyncIntervalMs: o.memorySyncIntervalMs === undefined ? MEMORY_SYNC_INTERVAL_DEFAULT_MS : o.memorySyncIntervalMs,
+    memorySyncDeletions: o.memorySyncDeletions ?? 'enabled',
+    workerId: o.workerId,
+    signal: o.signal,
+    requestOptions: o.requestOptions,
+    concurrency: o.concurrency ?? 1,
+    logger: o.logger,
+    finalFlushMs: o.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS,
+    stateDir: o.stateDir,
+    pathWaitMs: o.pathWaitMs ?? PATH_WAIT_DEFAULT_MS,
+  };
+}

@@ -1,0 +1,90 @@
+import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import type { Logger } from '../internal/logger.js';
+
+/** The part of the sync loop a tool call triggers. Both are "never throw". */
+export interface ToolCallHooks {
+  beforeToolCall(): Promise<void>;
+  afterToolCall(): void;
+}
+
+type ToolOutput = Awaited<ReturnType<BetaRunnableTool['run']>>;
+type Recorded = { ok: true; output: ToolOutput } | { ok: false; error: unknown };
+
+/**
+ * Makes every tool call run at most once per `tool_use` id within a session, and brackets each
+ * real run with the memory sync hooks.
+ *
+ * The SDK's session runner keeps its "answered" set in memory and learns answers from the event
+ * history; when posting a result fails for good and the stream reconnects, the history shows the
+ * `tool_use` without a result and the runner dispatches it again. The runner passes the source
+ * event to `run` as `context.toolUse`, so the guard keys on `context.toolUse.id`: the first call
+ * runs the tool and records what it returned or threw; a replay of the same id gets the recorded
+ * outcome again (the runner re-posts it) without touching the filesystem. A call for an id that is
+ * still running waits for that run instead of starting a second one.
+ */
+export class ToolGuard {
+  readonly #outcomes = new Map<string, Promise<Recorded>>();
+  readonly #hooks: ToolCallHooks | undefined;
+  readonly #log: Logger;
+  #runs = 0;
+  #replays = 0;
+
+  constructor(opts: { hooks?: ToolCallHooks | undefined; logger: Logger }) {
+    this.#hooks = opts.hooks;
+    this.#log = opts.logger;
+  }
+
+  /** Tool runs that really executed. */
+  get runs(): number {
+    return this.#runs;
+  }
+
+  /** Calls answered from the record instead of running again. */
+  get replays(): number {
+    return this.#replays;
+  }
+
+  /** Wrap every tool of a session. Tool objects are copied, never mutated. */
+  wrapAll(tools: readonly BetaRunnableTool[]): BetaRunnableTool[] {
+    return tools.map((t) => this.wrap(t));
+  }
+
+  wrap(tool: BetaRunnableTool): BetaRunnableTool {
+    const run = async (args: unknown, context?: BetaToolRunContext): Promise<ToolOutput> => {
+      const id = context?.toolUse?.id;
+      if (id === undefined) return this.#execute(tool, args, context);
+      const previous = this.#outcomes.get(id);
+      if (previous) {
+        this.#replays++;
+        this.#log.warn({ toolUseId: id, tool: toolLabel(tool) }, 'tool call replayed; answering with the recorded result instead of running it again');
+        return unwrap(await previous);
+      }
+      const outcome = this.#execute(tool, args, context).then(
+        (output): Recorded => ({ ok: true, output }),
+        (error: unknown): Recorded => ({ ok: false, error }),
+      );
+      this.#outcomes.set(id, outcome);
+      return unwrap(await outcome);
+    };
+    return { ...tool, run } as BetaRunnableTool;
+  }
+
+  async #execute(tool: BetaRunnableTool, args: unknown, context: BetaToolRunContext | undefined): Promise<ToolOutput> {
+    if (this.#hooks) await this.#hooks.beforeToolCall();
+    this.#runs++;
+    try {
+      return await tool.run(args, context);
+    } finally {
+      this.#hooks?.afterToolCall();
+    }
+  }
+}
+
+function unwrap(r: Recorded): ToolOutput {
+  if (r.ok) return r.output;
+  throw r.error;
+}
+
+function toolLabel(tool: BetaRunnableTool): string {
+  return 'name' in tool && typeof tool.name === 'string' ? tool.name : String((tool as { type?: unknown }).type);
+}

@@ -1,0 +1,96 @@
+// Pins option validation: official names accepted with their defaults, every bad value rejected at
+// construction with a ConfigError line naming the option, the value and the accepted range, the
+// removed `unrestrictedPaths` explained, credentials never echoed, and Windows refused.
+import Anthropic from '@anthropic-ai/sdk';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, PlatformError } from '../../src/errors.js';
+import { assertPosixPlatform, resolveWorkerOptions } from '../../src/worker/options.js';
+
+const client = new Anthropic({ apiKey: 'sk-test', baseURL: 'http://127.0.0.1:1' });
+
+function issuesOf(input: Record<string, unknown>): string[] {
+  try {
+    resolveWorkerOptions({ client, ...input });
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return [...(e as ConfigError).issues];
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('resolveWorkerOptions', () => {
+  it('fills the documented defaults', () => {
+    const o = resolveWorkerOptions({ client });
+    expect(o.memorySyncIntervalMs).toBe(15_000);
+    expect(o.memorySyncDeletions).toBe('enabled');
+    expect(o.concurrency).toBe(1);
+    expect(o.finalFlushMs).toBe(30_000);
+    expect(o.pathWaitMs).toBe(60_000);
+    expect(o.workdir).toBe(process.cwd());
+  });
+
+  it('keeps null as "memory off"', () => {
+    expect(resolveWorkerOptions({ client, memorySyncIntervalMs: null }).memorySyncIntervalMs).toBeNull();
+  });
+
+  const rejected = [
+    { description: 'a sync interval under the minimum', input: { memorySyncIntervalMs: 1000 }, line: 'memorySyncIntervalMs: expected a number >= 5000 or null, got 1000' },
+    { description: 'an unknown deletion mode', input: { memorySyncDeletions: 'always' }, line: 'memorySyncDeletions: expected "enabled", "log_only" or "disabled", got "always"' },
+    { description: 'concurrency zero', input: { concurrency: 0 }, line: 'concurrency: expected an integer from 1 to 64, got 0' },
+    { description: 'concurrency above the cap', input: { concurrency: 65 }, line: 'concurrency: expected an integer from 1 to 64, got 65' },
+    { description: 'a fractional concurrency', input: { concurrency: 1.5 }, line: 'concurrency: expected an integer from 1 to 64, got 1.5' },
+    { description: 'a negative final flush bound', input: { finalFlushMs: -1 }, line: 'finalFlushMs: expected an integer number of milliseconds from 0 to 600000, got -1' },
+    { description: 'tools that are neither array nor function', input: { tools: 'bash' }, line: 'tools: expected an array of runnable tools or a function (ctx) => tools, got "bash"' },
+    { description: 'a logger that is not pino-like', input: { logger: console }, line: 'logger: expected a pino logger, got an object' },
+    { description: 'a client that is not an Anthropic client', input: { client: {} }, line: 'client: expected an Anthropic client (new Anthropic({ ... })), got an object' },
+    { description: 'a typo in an option name', input: { memorySyncInterval: 5000 }, line: 'memorySyncInterval: unknown option' },
+  ];
+  for (const row of rejected) {
+    it(`rejects ${row.description}`, () => {
+      const issues = issuesOf(row.input);
+      expect(issues.some((l) => l.startsWith(row.line))).toBe(true);
+    });
+  }
+
+  it('explains the migration for the removed unrestrictedPaths option', () => {
+    const issues = issuesOf({ unrestrictedPaths: true });
+    expect(issues[0]).toMatch(/^unrestrictedPaths: this official option was removed/);
+    expect(issues[0]).toMatch(/allowedRoots/);
+  });
+
+  it('never echoes an environment key, even a wrong one', () => {
+    try {
+      resolveWorkerOptions({ client, environmentKey: 42 as unknown as string, concurrency: 0 });
+      expect.unreachable();
+    } catch (e) {
+      expect((e as Error).message).toContain('environmentKey: expected a non-empty string, got number');
+    }
+    try {
+      resolveWorkerOptions({ client, environmentKey: 'env-key-very-secret', concurrency: 0 });
+      expect.unreachable();
+    } catch (e) {
+      expect((e as Error).message).not.toContain('env-key-very-secret');
+    }
+  });
+
+  it('puts one line per problem in the message', () => {
+    try {
+      resolveWorkerOptions({ client, concurrency: 0, memorySyncIntervalMs: 10 });
+      expect.unreachable();
+    } catch (e) {
+      const msg = (e as Error).message;
+      expect(msg).toContain('\n  concurrency:');
+      expect(msg).toContain('\n  memorySyncIntervalMs:');
+    }
+  });
+});
+
+describe('assertPosixPlatform', () => {
+  it('refuses Windows with a PlatformError', () => {
+    expect(() => assertPosixPlatform('win32')).toThrow(PlatformError);
+  });
+  it('accepts Linux and macOS', () => {
+    expect(() => assertPosixPlatform('linux')).not.toThrow();
+    expect(() => assertPosixPlatform('darwin')).not.toThrow();
+  });
+});

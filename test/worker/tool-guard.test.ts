@@ -1,0 +1,99 @@
+// Pins the tool guard: a tool runs at most once per tool_use id (a replay gets the recorded result
+// or error back), concurrent calls for one id share one run, calls without an id always run, and
+// each real run is bracketed by the sync hooks (before awaited first, after called once).
+import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { ToolGuard } from '../../src/worker/tool-guard.js';
+
+const logger = pino({ level: 'silent' });
+const ctx = (id: string) => ({ toolUse: { id, name: 't', input: {}, type: 'agent.tool_use' }, toolUseBlock: { id } }) as never;
+
+function countingTool(impl: (n: number) => string | Promise<string>): { tool: BetaRunnableTool; calls: () => number } {
+  let n = 0;
+  const tool = {
+    name: 'write',
+    input_schema: { type: 'object' },
+    parse: (x: unknown) => x,
+    run: async () => impl(++n),
+  } as unknown as BetaRunnableTool;
+  return { tool, calls: () => n };
+}
+
+describe('ToolGuard', () => {
+  it('runs a tool once per tool_use id and replays the recorded result', async () => {
+    const { tool, calls } = countingTool((n) => `result ${n}`);
+    const guard = new ToolGuard({ logger });
+    const wrapped = guard.wrap(tool);
+    expect(await wrapped.run({}, ctx('tu_1'))).toBe('result 1');
+    expect(await wrapped.run({}, ctx('tu_1'))).toBe('result 1');
+    expect(await wrapped.run({}, ctx('tu_2'))).toBe('result 2');
+    expect(calls()).toBe(2);
+    expect(guard.runs).toBe(2);
+    expect(guard.replays).toBe(1);
+  });
+
+  it('replays a thrown error as the same error', async () => {
+    const boom = new Error('disk full');
+    const { tool, calls } = countingTool(() => {
+      throw boom;
+    });
+    const wrapped = new ToolGuard({ logger }).wrap(tool);
+    await expect(wrapped.run({}, ctx('tu_1'))).rejects.toBe(boom);
+    await expect(wrapped.run({}, ctx('tu_1'))).rejects.toBe(boom);
+    expect(calls()).toBe(1);
+  });
+
+  it('shares one run between concurrent calls for the same id', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { tool, calls } = countingTool(async (n) => {
+      await gate;
+      return `r${n}`;
+    });
+    const wrapped = new ToolGuard({ logger }).wrap(tool);
+    const a = wrapped.run({}, ctx('tu_1'));
+    const b = wrapped.run({}, ctx('tu_1'));
+    release();
+    expect(await Promise.all([a, b])).toEqual(['r1', 'r1']);
+    expect(calls()).toBe(1);
+  });
+
+  it('always runs a call that carries no tool_use id', async () => {
+    const { tool, calls } = countingTool((n) => `r${n}`);
+    const wrapped = new ToolGuard({ logger }).wrap(tool);
+    await wrapped.run({});
+    await wrapped.run({});
+    expect(calls()).toBe(2);
+  });
+
+  it('awaits beforeToolCall first and calls afterToolCall once per real run, even when the tool throws', async () => {
+    const log: string[] = [];
+    const hooks = {
+      beforeToolCall: async () => {
+        await new Promise((r) => setTimeout(r, 5));
+        log.push('before');
+      },
+      afterToolCall: () => log.push('after'),
+    };
+    const guard = new ToolGuard({ hooks, logger });
+    const ok = guard.wrap(countingTool(() => (log.push('run'), 'ok')).tool);
+    const bad = guard.wrap(countingTool(() => {
+      log.push('run');
+      throw new Error('x');
+    }).tool);
+    await ok.run({}, ctx('tu_1'));
+    await ok.run({}, ctx('tu_1'));
+    await bad.run({}, ctx('tu_2')).catch(() => {});
+    expect(log).toEqual(['before', 'run', 'after', 'before', 'run', 'after']);
+  });
+
+  it('copies tools instead of mutating them', () => {
+    const { tool } = countingTool(() => 'x');
+    const original = tool.run;
+    const [wrapped] = new ToolGuard({ logger }).wrapAll([tool]);
+    expect(tool.run).toBe(original);
+    expect(wrapped).not.toBe(tool);
+    expect((wrapped as { name: string }).name).toBe('write');
+  });
+});
