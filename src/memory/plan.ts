@@ -277,7 +277,7 @@ interface PathFacts {
   path: string;
   /** The baseline, or — when the listing shows a sha we sent whose response was lost — that remote version. */
   base: BaselineEntry | undefined;
-  /** True when `base` is exactly the recorded baseline and no stale sent/refused entry remains. */
+  /** True when the recorded baseline is exactly the listed memory and no sent/refused entry remains. */
   baseClean: boolean;
   local: LocalEntry | undefined;
   remote: RemoteEntry | undefined;
@@ -368,9 +368,9 @@ export function planSync(input: PlanInput): SyncPlan {
     const base = ownWrite ? { id: remoteEntry.id, sha: remoteEntry.sha } : recorded;
     const baseClean =
       recorded !== undefined &&
-      base !== undefined &&
-      recorded.id === base.id &&
-      recorded.sha === base.sha &&
+      remoteEntry !== undefined &&
+      recorded.id === remoteEntry.id &&
+      recorded.sha === remoteEntry.sha &&
       sent === undefined &&
       !Object.hasOwn(state.refused, path);
 
