@@ -1,0 +1,104 @@
+import { isUtf8 } from 'node:buffer';
+import { createHash } from 'node:crypto';
+import type { BigIntStats } from 'node:fs';
+import pLimit from 'p-limit';
+import { LocalDir, LocalDirError, MAX_MEMORY_BYTES, type SkippedEntry } from './local-dir.js';
+import { checkRelPath } from './paths.js';
+import type { LocalEntry } from './plan.js';
+import type { StatCache } from './stat-cache.js';
+
+/**
+ * The local half of a sync's inputs: every regular file of a store folder as a planner
+ * `LocalEntry`. Unchanged files are answered by the stat cache and not read (X4); files over the
+ * server's size limit are reported `unsyncable` from their size alone and never read; files that
+ * are not UTF-8 text are `unsyncable` too (the server stores text).
+ */
+export interface LocalScan {
+  entries: Map<string, LocalEntry>;
+  /** The lstat each file had when scanned (fingerprints, delete checks). */
+  stats: Map<string, BigIntStats>;
+  skipped: SkippedEntry[];
+  markerPresent: boolean;
+  /** How many files had to be read (0 on an idle sync). */
+  filesRead: number;
+}
+
+export interface ScanOptions {
+  /** Paths deliberately not synced (case-collision losers…): left out of the scan. */
+  exclude?: ReadonlySet<string>;
+  /** Reads in flight. Default 16. */
+  concurrency?: number;
+  maxBytes?: number;
+}
+
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** Cheap identity of a file version that was not read: size, mtime and inode. */
+export function statFingerprint(st: BigIntStats): string {
+  return `${st.size}:${st.mtimeNs}:${st.ino}`;
+}
+
+export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptions = {}): Promise<LocalScan> {
+  const maxBytes = opts.maxBytes ?? MAX_MEMORY_BYTES;
+  const raw = await dir.scan();
+  const entries = new Map<string, LocalEntry>();
+  const stats = new Map<string, BigIntStats>();
+  const limit = pLimit(opts.concurrency ?? 16);
+  let filesRead = 0;
+  const jobs: Promise<void>[] = [];
+  for (const [rel, st] of raw.files) {
+    if (opts.exclude?.has(rel)) continue;
+    stats.set(rel, st);
+    const pathCheck = checkRelPath(rel);
+    if (!pathCheck.ok) {
+      entries.set(rel, { kind: 'unsyncable', reason: pathCheck.reason, fingerprint: statFingerprint(st) });
+      continue;
+    }
+    if (st.size > BigInt(maxBytes)) {
+      entries.set(rel, {
+        kind: 'unsyncable',
+        reason: `${st.size} bytes, over the store's ${maxBytes}-byte limit per memory`,
+        fingerprint: statFingerprint(st),
+      });
+      continue;
+    }
+    const hit = cache.lookup(rel, st);
+    if (hit) {
+      entries.set(rel, toEntry(hit.sha, hit.utf8, Number(st.size)));
+      continue;
+    }
+    jobs.push(
+      limit(async () => {
+        const hashedAtNs = cache.nowNs();
+        try {
+          const { bytes, stat } = await dir.readFile(rel, maxBytes);
+          filesRead++;
+          const sha = sha256Hex(bytes);
+          const utf8 = isUtf8(bytes);
+          cache.record(rel, stat, sha, utf8, hashedAtNs);
+          stats.set(rel, stat);
+          entries.set(rel, toEntry(sha, utf8, bytes.length));
+        } catch (e) {
+          if (!(e instanceof LocalDirError)) throw e;
+          if (e.failure === 'too-large') {
+            entries.set(rel, { kind: 'unsyncable', reason: e.message, fingerprint: statFingerprint(st) });
+          } else {
+            // Vanished or swapped for a symlink/FIFO since the walk: not a regular file now.
+            stats.delete(rel);
+            cache.delete(rel);
+          }
+        }
+      }),
+    );
+  }
+  await Promise.all(jobs);
+  cache.retain(stats);
+  return { entries, stats, skipped: raw.skipped, markerPresent: raw.markerPresent, filesRead };
+}
+
+function toEntry(sha: string, utf8: boolean, size: number): LocalEntry {
+  if (!utf8) return { kind: 'unsyncable', reason: 'not UTF-8 text; the store holds text only', fingerprint: sha };
+  return { kind: 'file', sha, size };
+}

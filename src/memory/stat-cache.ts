@@ -1,0 +1,94 @@
+import type { BigIntStats } from 'node:fs';
+
+/**
+ * Remembers the sha of each file under the stat that file had when it was hashed, so a sync that
+ * finds nothing changed reads no file content (requirement X4).
+ *
+ * Key: (inode, size, mtime ns, ctime ns). A hit is trusted only when the file's mtime is safely
+ * older than the moment the hash was taken: git's racy-timestamp guard. A file modified in the
+ * same timestamp tick as the hash could keep an identical stat, so such an entry is re-hashed.
+ * The guard compares filesystem timestamps, which are wall-clock, so the recording moment is
+ * wall-clock too (a clock jump only causes extra re-hashing, never a missed change: any write after
+ * the hash carries an mtime at or after the jump's "now").
+ *
+ * Files the sync writes itself are backdated (see LocalDir.writeFileAtomic) so their entries are
+ * trusted at once: any later write by someone else moves the mtime to "now", off the backdated value.
+ */
+export interface StatCacheEntry {
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  sha: string;
+  /** Whether the bytes are valid UTF-8 (the server only accepts text). */
+  utf8: boolean;
+  /** Wall-clock ns taken before the bytes were read (or after our own write completed). */
+  hashedAtNs: bigint;
+}
+
+export interface StatCacheOptions {
+  /**
+   * How much older than the hash moment an mtime must be to be trusted. Default 1 s, which covers
+   * filesystems with one-second timestamps; finer filesystems only re-hash a little more often.
+   */
+  racySlackNs?: bigint;
+  /** Wall-clock now in ns (tests inject it). */
+  nowNs?: () => bigint;
+}
+
+const DEFAULT_SLACK_NS = 1_000_000_000n;
+
+export class StatCache {
+  readonly #entries = new Map<string, StatCacheEntry>();
+  readonly #slackNs: bigint;
+  readonly #nowNs: () => bigint;
+  #hits = 0;
+  #misses = 0;
+
+  constructor(opts: StatCacheOptions = {}) {
+    this.#slackNs = opts.racySlackNs ?? DEFAULT_SLACK_NS;
+    this.#nowNs = opts.nowNs ?? (() => BigInt(Date.now()) * 1_000_000n);
+  }
+
+  /** Wall-clock now in ns; take it before reading a file and pass it to {@link record}. */
+  nowNs(): bigint {
+    return this.#nowNs();
+  }
+
+  /** The cached entry for `rel` when its stat still matches and it is not racy; else undefined. */
+  lookup(rel: string, st: BigIntStats): StatCacheEntry | undefined {
+    const e = this.#entries.get(rel);
+    if (!e || e.ino !== st.ino || e.size !== st.size || e.mtimeNs !== st.mtimeNs || e.ctimeNs !== st.ctimeNs) {
+      this.#misses++;
+      return undefined;
+    }
+    if (st.mtimeNs >= e.hashedAtNs - this.#slackNs) {
+      this.#misses++;
+      return undefined;
+    }
+    this.#hits++;
+    return e;
+  }
+
+  record(rel: string, st: BigIntStats, sha: string, utf8: boolean, hashedAtNs: bigint): void {
+    this.#entries.set(rel, { ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, sha, utf8, hashedAtNs });
+  }
+
+  delete(rel: string): void {
+    this.#entries.delete(rel);
+  }
+
+  /** Drop entries whose path is not in `keep`. */
+  retain(keep: ReadonlySet<string> | ReadonlyMap<string, unknown>): void {
+    for (const rel of this.#entries.keys()) if (!keep.has(rel)) this.#entries.delete(rel);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Lookups answered from the cache / needing a read, since creation. */
+  stats(): { hits: number; misses: number } {
+    return { hits: this.#hits, misses: this.#misses };
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * Pins the hardened filesystem layer (X6): no read or write passes through a symlink in any path
+ * component, a FIFO is never opened for reading (and never blocks), writes are atomic and leave no
+ * temp file behind, paths that could leave the root are refused, and the scan skips special files
+ * and our reserved names without opening them.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LocalDir, LocalDirError } from '../../src/memory/local-dir.js';
+
+let tmp: string;
+let root: string;
+let outside: string;
+let dir: LocalDir;
+
+beforeEach(async () => {
+  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-localdir-'));
+  root = path.join(tmp, 'store');
+  outside = path.join(tmp, 'outside');
+  await fsp.mkdir(root);
+  await fsp.mkdir(outside);
+  await fsp.writeFile(path.join(outside, 'secret.md'), 'outside bytes');
+  dir = new LocalDir(root);
+});
+
+afterEach(async () => {
+  await fsp.rm(tmp, { recursive: true, force: true });
+});
+
+async function failureOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof LocalDirError) return e.failure;
+    throw e;
+  }
+  return 'no failure';
+}
+
+describe('reading', () => {
+  it('reads a regular file in a nested folder', async () => {
+    await fsp.mkdir(path.join(root, 'a/b'), { recursive: true });
+    await fsp.writeFile(path.join(root, 'a/b/c.md'), 'hello');
+    const { bytes } = await dir.readFile('a/b/c.md');
+    expect(bytes.toString()).toBe('hello');
+  });
+
+  it('refuses a symlink as the final component', async () => {
+    await fsp.symlink(path.join(outside, 'secret.md'), path.join(root, 'link.md'));
+    expect(await failureOf(dir.readFile('link.md'))).toBe('symlink');
+  });
+
+  it('refuses a symlink as an intermediate component', async () => {
+    await fsp.symlink(outside, path.join(root, 'sub'));
+    expect(await failureOf(dir.readFile('sub/secret.md'))).toBe('symlink');
+  });
+
+  it('refuses to read when the root itself is a symlink', async () => {
+    const linkedRoot = path.join(tmp, 'linked-root');
+    await fsp.symlink(outside, linkedRoot);
+    expect(await failureOf(new LocalDir(linkedRoot).readFile('secret.md'))).toBe('symlink');
+  });
+
+  it('never blocks on or reads from a FIFO', async () => {
+    execFileSync('mkfifo', [path.join(root, 'pipe.md')]);
+    const started = Date.now();
+    expect(await failureOf(dir.readFile('pipe.md'))).toBe('not-regular');
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('refuses a file over the limit from its size, without reading it', async () => {
+    await fsp.writeFile(path.join(root, 'big.md'), Buffer.alloc(200_000, 0x61));
+    expect(await failureOf(dir.readFile('big.md', 102_400))).toBe('too-large');
+  });
+
+  it.each([
+    { description: 'a parent reference', rel: '../outside/secret.md' },
+    { description: 'a parent reference in the middle', rel: 'a/../../outside/secret.md' },
+    { description: 'an empty segment', rel: 'a//b.md' },
+    { description: 'a dot segment', rel: './b.md' },
+    { description: 'a NUL byte', rel: 'a\0b.md' },
+    { description: 'an absolute path', rel: '/etc/passwd' },
+  ])('refuses a path with $description', async ({ rel }) => {
+    expect(await failureOf(dir.readFile(rel))).toBe('bad-path');
+  });
+});
+
+describe('writing', () => {
+  it('writes atomically and leaves no temp file behind', async () => {
+    await dir.writeFileAtomic('notes/deep/todo.md', Buffer.from('v1'));
+    await dir.writeFileAtomic('notes/deep/todo.md', Buffer.from('v2'));
+    expect(await fsp.readFile(path.join(root, 'notes/deep/todo.md'), 'utf8')).toBe('v2');
+    expect(await fsp.readdir(path.join(root, 'notes/deep'))).toEqual(['todo.md']);
+  });
+
+  it('backdates the mtime when asked and returns the stat of the written inode', async () => {
+    const mtimeMs = Date.now() - 60_000;
+    const st = await dir.writeFileAtomic('x.md', Buffer.from('abc'), { mtimeMs });
+    const onDisk = await fsp.lstat(path.join(root, 'x.md'), { bigint: true });
+    expect(st.ino).toBe(onDisk.ino);
+    expect(st.size).toBe(3n);
+    expect(Math.abs(Number(onDisk.mtimeMs) - mtimeMs)).toBeLessThan(1_000);
+  });
+
+  it('refuses to write through a symlinked intermediate folder', async () => {
+    await fsp.symlink(outside, path.join(root, 'sub'));
+    expect(await failureOf(dir.writeFileAtomic('sub/new.md', Buffer.from('x')))).toBe('symlink');
+    expect(await fsp.readdir(outside)).toEqual(['secret.md']);
+  });
+
+  it('replaces a planted symlink at the final component without touching its target', async () => {
+    await fsp.symlink(path.join(outside, 'secret.md'), path.join(root, 'm.md'));
+    await dir.writeFileAtomic('m.md', Buffer.from('memory'));
+    expect((await fsp.lstat(path.join(root, 'm.md'))).isFile()).toBe(true);
+    expect(await fsp.readFile(path.join(outside, 'secret.md'), 'utf8')).toBe('outside bytes');
+  });
+
+  it('refuses to create a folder where a file of that name exists', async () => {
+    await fsp.writeFile(path.join(root, 'notes'), 'a file');
+    expect(await failureOf(dir.writeFileAtomic('notes/todo.md', Buffer.from('x')))).toBe('not-directory');
+  });
+
+  it('refuses to write a file where a folder of that name exists', async () => {
+    await fsp.mkdir(path.join(root, 'notes'));
+    expect(await failureOf(dir.writeFileAtomic('notes', Buffer.from('x')))).toBe('not-regular');
+  });
+
+  it('refuses reserved names: the marker and the temp prefix', async () => {
+    expect(await failureOf(dir.writeFileAtomic('.anthropic-memory-store', Buffer.from('x')))).toBe('bad-path');
+    expect(await failureOf(dir.writeFileAtomic('a/.maw-tmp-123', Buffer.from('x')))).toBe('bad-path');
+  });
+
+  it('refuses a path that escapes the root', async () => {
+    expect(await failureOf(dir.writeFileAtomic('../outside/evil.md', Buffer.from('x')))).toBe('bad-path');
+    expect(fs.existsSync(path.join(outside, 'evil.md'))).toBe(false);
+  });
+});
+
+describe('removing', () => {
+  it('removes a file and the folders it leaves empty, never the root', async () => {
+    await dir.writeFileAtomic('a/b/c.md', Buffer.from('x'));
+    expect(await dir.removeFile('a/b/c.md')).toBe(true);
+    expect(await fsp.readdir(root)).toEqual([]);
+    expect(fs.existsSync(root)).toBe(true);
+  });
+
+  it('refuses to remove through a symlinked folder', async () => {
+    await fsp.symlink(outside, path.join(root, 'sub'));
+    expect(await failureOf(dir.removeFile('sub/secret.md'))).toBe('symlink');
+    expect(fs.existsSync(path.join(outside, 'secret.md'))).toBe(true);
+  });
+});
+
+describe('scanning', () => {
+  it('lists regular files and skips symlinks, FIFOs, the marker and temp files without opening them', async () => {
+    await dir.writeFileAtomic('a/one.md', Buffer.from('1'));
+    await dir.writeFileAtomic('two.md', Buffer.from('2'));
+    await dir.writeMarker('version 1\nmemstore_x');
+    await fsp.writeFile(path.join(root, '.maw-tmp-abc'), 'half');
+    await fsp.symlink(path.join(outside, 'secret.md'), path.join(root, 'link.md'));
+    await fsp.symlink(outside, path.join(root, 'linkdir'));
+    execFileSync('mkfifo', [path.join(root, 'a/pipe')]);
+    const scan = await dir.scan();
+    expect([...scan.files.keys()].sort()).toEqual(['a/one.md', 'two.md']);
+    expect(scan.markerPresent).toBe(true);
+    expect(scan.skipped.map((s) => `${s.kind}:${s.rel}`).sort()).toEqual(['fifo:a/pipe', 'symlink:link.md', 'symlink:linkdir']);
+  });
+
+  it('refuses to scan a root that was swapped for a symlink', async () => {
+    const linkedRoot = path.join(tmp, 'linked-root');
+    await fsp.symlink(outside, linkedRoot);
+    expect(await failureOf(new LocalDir(linkedRoot).scan())).toBe('symlink');
+  });
+});
+
+describe('copying out', () => {
+  it('streams a file of any size to a destination outside the mount', async () => {
+    await fsp.writeFile(path.join(root, 'big.bin'), Buffer.alloc(300_000, 7));
+    const dest = path.join(tmp, 'copy.bin');
+    await dir.copyOut('big.bin', dest);
+    expect((await fsp.readFile(dest)).equals(Buffer.alloc(300_000, 7))).toBe(true);
+  });
+});
