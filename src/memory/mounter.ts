@@ -10,6 +10,7 @@ import { MemoryMountError, coerceError } from '../errors.js';
 import { combineSignals, isAbortError } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
+import { backdatedMtimeMs } from './executor.js';
 import { LocalDir, LocalDirError } from './local-dir.js';
 import { sha256Hex } from './local-scan.js';
 import { isValidMarker, markerContent } from './marker.js';
@@ -461,13 +462,6 @@ async function removeAll(roots: string[], log: Logger): Promise<void> {
       }
     }),
   );
-}
-
-/** The memory's own update time as the file's mtime, at least 2 s in the past (see StatCache). */
-function backdatedMtimeMs(updatedAt: string): number {
-  const latest = Date.now() - 2_000;
-  const t = Date.parse(updatedAt);
-  return Number.isFinite(t) ? Math.min(t, latest) : latest;
 }
 
 function isUnholdableName(e: unknown): boolean {

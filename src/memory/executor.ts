@@ -1,0 +1,351 @@
+import type { BigIntStats } from 'node:fs';
+import pLimit from 'p-limit';
+import { coerceError } from '../errors.js';
+import { isAbortError } from '../internal/abort.js';
+import type { Logger } from '../internal/logger.js';
+import type { ConflictCopies } from './conflict-copies.js';
+import { LocalDir, LocalDirError } from './local-dir.js';
+import { sha256Hex, type LocalScan } from './local-scan.js';
+import { relToRemotePath } from './paths.js';
+import type { SyncAction, SyncPlan } from './plan.js';
+import type { RemoteMemory, RemoteStore } from './remote-store.js';
+import type { StatCache } from './stat-cache.js';
+import { applyOutcome, type ActionOutcome } from './sync-state.js';
+import type { MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
+
+/**
+ * Runs one store's sync plan: the I/O edge of the planner. Actions run in four phases so that a
+ * path freed on one side is free before another path needs it (local deletes, remote deletes,
+ * pulls, uploads), each phase with bounded parallelism. Every action's outcome goes through the
+ * planner's pure `applyOutcome`, one at a time, so the state is always a consistent value.
+ *
+ * One failed file never fails the pass: it is logged, counted in `errors` and retried next sync.
+ * An abort stops starting new actions; the ones in flight are cancelled through the signal.
+ */
+export interface ExecuteContext {
+  storeId: string;
+  dir: LocalDir;
+  cache: StatCache;
+  remote: RemoteStore;
+  log: Logger;
+  conflicts: ConflictCopies;
+  /** Names this sync's conflict-copy folder. */
+  stamp: string;
+  scan: LocalScan;
+  /** The listing this plan was made from (update times for backdating pulled files). */
+  listed: ReadonlyMap<string, RemoteMemory>;
+  concurrency: number;
+  signal: AbortSignal;
+  /** True once the mount is gone: no file is touched after that. */
+  disposed: () => boolean;
+  emit: <K extends keyof MemoryEventMap>(event: K, ...args: MemoryEventMap[K]) => void;
+  /** Pull targets already reported as blocked locally, by path → sha (warned once per version). */
+  blockedPulls: Map<string, string>;
+}
+
+export interface ExecuteResult {
+  state: StoreSyncState;
+  report: SyncReport;
+  /** Uploads planned but not done (aborted, failed or skipped): local changes not in the store. */
+  notSaved: string[];
+}
+
+export function emptyReport(): SyncReport {
+  return { uploads: 0, downloads: 0, conflicts: 0, deletes: 0, localDeletes: 0, wouldDeletes: 0, refusals: 0, errors: 0, skippedStores: 0, durationMs: 0 };
+}
+
+const PHASES: ReadonlyArray<ReadonlyArray<SyncAction['kind']>> = [['delete-local'], ['delete-remote'], ['pull'], ['push-create', 'push-update']];
+
+export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, plan: SyncPlan): Promise<ExecuteResult> {
+  let state = initial;
+  const report = emptyReport();
+  const notSaved = new Set<string>();
+  const record = (action: SyncAction, outcome: ActionOutcome): void => {
+    state = applyOutcome(state, action, outcome);
+  };
+
+  // State-only actions first: they touch nothing and need no request.
+  for (const action of plan.actions) {
+    switch (action.kind) {
+      case 'refuse':
+        report.refusals++;
+        ctx.log.warn({ path: action.path, reason: action.reason }, 'not synced; reported once, retried only when the file changes');
+        ctx.emit('refused', { storeId: ctx.storeId, path: action.path, reason: action.reason });
+        record(action, { ok: true });
+        break;
+      case 'would-delete-remote':
+        report.wouldDeletes++;
+        ctx.log.info({ path: action.path }, 'memorySyncDeletions is "log_only": would delete this memory; kept in the store');
+        ctx.emit('wouldDelete', { storeId: ctx.storeId, path: action.path });
+        record(action, { ok: true });
+        break;
+      case 'await-delete':
+      case 'adopt':
+      case 'forget':
+      case 'noop':
+        record(action, { ok: true });
+        break;
+      default:
+        break;
+    }
+  }
+  if (plan.deleteCapped > 0) {
+    ctx.log.warn({ capped: plan.deleteCapped }, 'remote deletes held back by the per-sync cap; they run in later syncs');
+  }
+
+  const limit = pLimit(ctx.concurrency);
+  for (const kinds of PHASES) {
+    const actions = plan.actions.filter((a) => kinds.includes(a.kind));
+    await Promise.all(
+      actions.map((action) =>
+        limit(async () => {
+          const isUpload = action.kind === 'push-create' || action.kind === 'push-update';
+          if (ctx.signal.aborted || ctx.disposed()) {
+            if (isUpload) notSaved.add(action.path);
+            return;
+          }
+          try {
+            const outcome = await runAction(ctx, state, action, report);
+            if (outcome === undefined) return;
+            record(action, outcome);
+            if (!outcome.ok && isUpload && outcome.failure !== 'refused') notSaved.add(action.path);
+          } catch (e) {
+            if (isUpload) notSaved.add(action.path);
+            if (ctx.signal.aborted || isAbortError(e)) return;
+            report.errors++;
+            ctx.log.warn({ path: action.path, action: action.kind, err: coerceError(e) }, 'sync action failed; retried next sync');
+          }
+        }),
+      ),
+    );
+  }
+  return { state, report, notSaved: [...notSaved].sort() };
+}
+
+/** Run one action; `undefined` means "record nothing" (skipped without an outcome). */
+async function runAction(ctx: ExecuteContext, state: StoreSyncState, action: SyncAction, report: SyncReport): Promise<ActionOutcome | undefined> {
+  switch (action.kind) {
+    case 'pull':
+      return pull(ctx, state, action, report);
+    case 'push-create':
+    case 'push-update':
+      return push(ctx, action, report);
+    case 'delete-local':
+      return deleteLocal(ctx, action, report);
+    case 'delete-remote': {
+      const r = await ctx.remote.delete(action.id, action.expectedSha, ctx.signal);
+      if (r.ok) {
+        report.deletes++;
+        ctx.log.info({ path: action.path }, 'memory deleted in the store (local file stayed deleted)');
+        ctx.emit('deleted', { storeId: ctx.storeId, path: action.path, side: 'remote' });
+        return { ok: true };
+      }
+      if (r.failure === 'precondition') {
+        ctx.log.warn({ path: action.path }, 'memory changed in the store since; not deleted, the store version comes back');
+      } else {
+        report.errors++;
+        ctx.log.warn({ path: action.path, reason: r.reason }, 'remote delete failed; retried next sync');
+      }
+      return { ok: false, failure: r.failure, reason: r.reason };
+    }
+    default:
+      return undefined;
+  }
+}
+
+async function pull(
+  ctx: ExecuteContext,
+  state: StoreSyncState,
+  action: Extract<SyncAction, { kind: 'pull' }>,
+  report: SyncReport,
+): Promise<ActionOutcome | undefined> {
+  const log = ctx.log.child({ path: action.path });
+  // Can the folder hold this path at all? Checked before fetching, so a blocked path costs no request.
+  const blocked = await writeBlocker(ctx.dir, action.path);
+  if (blocked !== undefined) {
+    if (ctx.blockedPulls.get(action.path) !== action.sha) {
+      ctx.blockedPulls.set(action.path, action.sha);
+      report.refusals++;
+      log.warn({ reason: blocked }, 'memory cannot be written here; reported once per version, retried when the folder changes');
+      ctx.emit('refused', { storeId: ctx.storeId, path: action.path, reason: blocked });
+    }
+    return { ok: false, failure: 'transient', reason: blocked };
+  }
+  ctx.blockedPulls.delete(action.path);
+
+  let fetched;
+  try {
+    fetched = await ctx.remote.retrieve(action.id, ctx.signal);
+  } catch (e) {
+    if (ctx.signal.aborted || isAbortError(e)) throw e;
+    const status = (e as { status?: unknown }).status;
+    if (status === 404) return { ok: false, failure: 'not-found' };
+    report.errors++;
+    log.warn({ err: coerceError(e) }, 'download failed; retried next sync');
+    return { ok: false, failure: 'transient' };
+  }
+  if (ctx.disposed() || ctx.signal.aborted) return undefined;
+  const bytes = Buffer.from(fetched.content, 'utf8');
+  const sha = sha256Hex(bytes);
+
+  // Keep the local bytes the store's version is about to replace, when they were never synced:
+  // a planned conflict, or an edit that raced this sync.
+  let conflictCopy: string | undefined;
+  let conflict = action.why === 'conflict';
+  const current = await ctx.dir.lstat(action.path);
+  if (current?.isFile()) {
+    if (!conflict && !sameStat(current, ctx.scan.stats.get(action.path))) {
+      const now = await hashLocal(ctx.dir, action.path);
+      const base = state.baseline[action.path]?.sha;
+      conflict = now !== undefined && now !== base && now !== sha;
+    }
+    if (conflict) {
+      try {
+        conflictCopy = await ctx.conflicts.save(ctx.dir, ctx.storeId, action.path, ctx.stamp);
+      } catch (e) {
+        // Never overwrite bytes we could not keep.
+        report.errors++;
+        log.warn({ err: coerceError(e) }, 'could not keep a conflict copy; local file left as is, retried next sync');
+        return { ok: false, failure: 'transient' };
+      }
+    }
+  }
+
+  const listed = ctx.listed.get(action.path);
+  const st = await ctx.dir.writeFileAtomic(action.path, bytes, { mtimeMs: backdatedMtimeMs(fetched.updatedAt ?? listed?.updatedAt) });
+  ctx.cache.record(action.path, st, sha, true, ctx.cache.nowNs());
+  report.downloads++;
+  if (conflict && current?.isFile()) {
+    report.conflicts++;
+    log.warn(
+      { conflictCopy },
+      `changed both here and in the store; the store's version wins. Local version kept at ${conflictCopy ?? '(no copy)'}`,
+    );
+    ctx.emit('conflict', { storeId: ctx.storeId, path: action.path, conflictCopy });
+  }
+  ctx.emit('downloaded', { storeId: ctx.storeId, path: action.path, sha: fetched.sha });
+  return { ok: true, id: fetched.id, sha: fetched.sha };
+}
+
+async function push(
+  ctx: ExecuteContext,
+  action: Extract<SyncAction, { kind: 'push-create' | 'push-update' }>,
+  report: SyncReport,
+): Promise<ActionOutcome | undefined> {
+  const log = ctx.log.child({ path: action.path });
+  let bytes: Buffer;
+  try {
+    ({ bytes } = await ctx.dir.readFile(action.path));
+  } catch (e) {
+    if (e instanceof LocalDirError) {
+      // Gone, swapped or grown since the scan: the next sync sees what is there now.
+      return { ok: false, failure: 'transient', reason: e.message };
+    }
+    throw e;
+  }
+  const sha = sha256Hex(bytes);
+  if (sha !== action.sha) return { ok: false, failure: 'transient', reason: 'file changed since the scan' };
+  const content = bytes.toString('utf8');
+  const serverPath = relToRemotePath(action.path);
+  const r =
+    action.kind === 'push-create'
+      ? await ctx.remote.create(serverPath, content, ctx.signal)
+      : await ctx.remote.update(action.id, serverPath, content, action.expectedSha, ctx.signal);
+  if (r.ok) {
+    report.uploads++;
+    if (r.sha !== sha) log.warn({ sentSha: sha, storedSha: r.sha }, 'the store hashed the upload differently');
+    log.debug({ created: action.kind === 'push-create' }, 'uploaded');
+    ctx.emit('uploaded', { storeId: ctx.storeId, path: action.path, sha: r.sha, created: action.kind === 'push-create' });
+    return { ok: true, id: r.id, sha: r.sha };
+  }
+  switch (r.failure) {
+    case 'refused':
+      report.refusals++;
+      log.warn({ reason: r.reason }, 'upload refused; reported once, retried only when the file changes');
+      ctx.emit('refused', { storeId: ctx.storeId, path: action.path, reason: r.reason });
+      break;
+    case 'precondition':
+      log.warn('memory changed in the store since the listing; the next sync takes the store version (store wins)');
+      break;
+    case 'not-found':
+      log.info('memory was deleted in the store meanwhile; the next sync re-creates it');
+      break;
+    case 'lost-response':
+      report.errors++;
+      log.warn({ reason: r.reason }, 'upload response lost; the next listing settles it by sha');
+      break;
+    case 'transient':
+      report.errors++;
+      log.warn({ reason: r.reason }, 'upload failed; retried next sync');
+      break;
+  }
+  return { ok: false, failure: r.failure, reason: r.reason, sentSha: sha };
+}
+
+async function deleteLocal(
+  ctx: ExecuteContext,
+  action: Extract<SyncAction, { kind: 'delete-local' }>,
+  report: SyncReport,
+): Promise<ActionOutcome | undefined> {
+  if (ctx.disposed()) return undefined;
+  const current = await ctx.dir.lstat(action.path);
+  if (current === undefined) return { ok: true };
+  if (!current.isFile()) return { ok: false, failure: 'precondition', reason: 'no longer a regular file' };
+  if (!sameStat(current, ctx.scan.stats.get(action.path))) {
+    const now = await hashLocal(ctx.dir, action.path);
+    if (now !== action.expectedLocalSha) return { ok: false, failure: 'precondition', reason: 'file changed since the scan' };
+  }
+  await ctx.dir.removeFile(action.path);
+  ctx.cache.delete(action.path);
+  report.localDeletes++;
+  ctx.log.info({ path: action.path }, 'memory deleted in the store; local file removed');
+  ctx.emit('deleted', { storeId: ctx.storeId, path: action.path, side: 'local' });
+  return { ok: true };
+}
+
+/** Why `rel` cannot be written in `dir` (a file where a folder is needed, a folder where the file goes, a symlink), or undefined. */
+async function writeBlocker(dir: LocalDir, rel: string): Promise<string | undefined> {
+  const segments = rel.split('/');
+  for (let i = 1; i < segments.length; i++) {
+    const prefix = segments.slice(0, i).join('/');
+    let st: BigIntStats | undefined;
+    try {
+      st = await dir.lstat(prefix);
+    } catch (e) {
+      if (e instanceof LocalDirError) return e.message;
+      throw e;
+    }
+    if (st === undefined) return undefined;
+    if (st.isSymbolicLink()) return `${prefix} is a symlink here; never followed`;
+    if (!st.isDirectory()) return `${prefix} is a file here, where the store has a folder`;
+  }
+  try {
+    const st = await dir.lstat(rel);
+    if (st?.isDirectory()) return `${rel} is a folder here, where the store has a file`;
+  } catch (e) {
+    if (e instanceof LocalDirError) return e.message;
+    throw e;
+  }
+  return undefined;
+}
+
+/** Sha of the file now; `'too-large'` for a file over 16 MB (not read), undefined when not a regular file. */
+async function hashLocal(dir: LocalDir, rel: string): Promise<string | undefined> {
+  try {
+    return sha256Hex((await dir.readFile(rel, 16 * 1024 * 1024)).bytes);
+  } catch (e) {
+    if (e instanceof LocalDirError) return e.failure === 'too-large' ? 'too-large' : undefined;
+    throw e;
+  }
+}
+
+function sameStat(a: BigIntStats, b: BigIntStats | undefined): boolean {
+  return b !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
+}
+
+/** A pulled file's mtime: the memory's update time, at least 2 s in the past (see StatCache). */
+export function backdatedMtimeMs(updatedAt: string | undefined): number {
+  const latest = Date.now() - 2_000;
+  const t = updatedAt === undefined ? Number.NaN : Date.parse(updatedAt);
+  return Number.isFinite(t) ? Math.min(t, latest) : latest;
+}

@@ -1,0 +1,20 @@
+/** The memory core: mount a session's stores as folders and keep them in sync. */
+export { MemoryMounter, MAX_STORES_PER_SESSION, type MemoryMounterOptions } from './mounter.js';
+export type { MountedSession, MountedStore } from './mounted.js';
+export {
+  SyncLoop,
+  SYNC_INTERVAL_DEFAULT_MS,
+  SYNC_INTERVAL_MIN_MS,
+  FINAL_FLUSH_DEFAULT_MS,
+  type SyncLoopOptions,
+  type FinishReport,
+} from './sync-loop.js';
+export { defaultStateDir } from './conflict-copies.js';
+export type {
+  BaselineEntry,
+  MemoryAccess,
+  MemoryDeleteMode,
+  MemoryEventMap,
+  StoreSyncState,
+  SyncReport,
+} from './types.js';

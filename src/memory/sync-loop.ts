@@ -1,0 +1,527 @@
+import { EventEmitter } from 'node:events';
+import * as fsp from 'node:fs/promises';
+import type Anthropic from '@anthropic-ai/sdk';
+import { ConfigError, coerceError } from '../errors.js';
+import { combineSignals, isAbortError } from '../internal/abort.js';
+import { monotonicClock, type Clock } from '../internal/clock.js';
+import { resolveLogger, type Logger } from '../internal/logger.js';
+import { ConflictCopies, conflictStamp, defaultStateDir } from './conflict-copies.js';
+import { emptyReport, executePlan } from './executor.js';
+import { LocalDir } from './local-dir.js';
+import { scanLocal, type LocalScan } from './local-scan.js';
+import { isValidMarker, markerContent } from './marker.js';
+import { runtimeOf, type StoreRuntime } from './mount-runtime.js';
+import type { MountedSession, MountedStore } from './mounted.js';
+import { groupCaseCollisions, remotePathToRel } from './paths.js';
+import { isRemoteWrite, planSync, type RemoteEntry, type SyncPhase } from './plan.js';
+import { RemoteStore, type RemoteMemory } from './remote-store.js';
+import { safeEmit } from './safe-emit.js';
+import { StatCache } from './stat-cache.js';
+import { cloneSyncState, completeGeneration } from './sync-state.js';
+import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
+
+/** Default and minimum sync interval (M11). */
+export const SYNC_INTERVAL_DEFAULT_MS = 15_000;
+export const SYNC_INTERVAL_MIN_MS = 5_000;
+/** Default bound of the final sync and flush together (M7). */
+export const FINAL_FLUSH_DEFAULT_MS = 30_000;
+
+export interface SyncLoopOptions {
+  /** Client whose credential may write the session's stores (the work item's sessions token). */
+  client: Anthropic;
+  /** What {@link MemoryMounter.mount} returned. */
+  mounted: MountedSession;
+  /** Least time between two syncs, in ms. Default 15 000, minimum 5 000. */
+  intervalMs?: number;
+  /** What a local deletion may do on the server (M13). Default `enabled`. */
+  deletions?: MemoryDeleteMode;
+  /** Bound of the final sync and the flush together, in ms. Default 30 000. */
+  finalFlushMs?: number;
+  logger?: Logger;
+  /** Where conflict copies go (`<stateDir>/conflicts/…`). Default `<os.tmpdir()>/managed-agents-worker`; set a persistent folder in production. */
+  stateDir?: string;
+  /** Content fetches and uploads in flight per store. Default 16. */
+  concurrency?: number;
+  /** Monotonic time source for every interval and bound. Default the process's monotonic clock. */
+  clock?: Clock;
+  /** Per-request timeout in ms. Default 60 000. */
+  requestTimeoutMs?: number;
+}
+
+export interface FinishReport {
+  /** The final sync's report (clean end only). */
+  final?: SyncReport;
+  flush: SyncReport;
+  /** True when the bound expired (or the caller aborted) before the final sync and flush were done. */
+  cutOff: boolean;
+  /** Local changes that did not reach the store. */
+  pendingUploads: number;
+  durationMs: number;
+  /** Folders removed / kept by the unmount. */
+  removed: string[];
+  kept: string[];
+}
+
+interface StoreEntry {
+  store: MountedStore;
+  rt: StoreRuntime;
+  remote: RemoteStore;
+  state: StoreSyncState;
+  blockedPulls: Map<string, string>;
+  /** Last marker problem warned about, so a skipped store is not warned every sync. */
+  markerWarned: string | undefined;
+  notSaved: string[];
+}
+
+/**
+ * Keeps mounted folders and their stores in step (M7, M13–M15, X4–X6).
+ *
+ * Rules:
+ * - at most one sync runs at a time; `afterToolCall` starts one when the interval has passed since
+ *   the last one started, else arms a single trailing sync for when it has, so an edit made in the
+ *   last tool call of a turn reaches the store within one interval;
+ * - `beforeToolCall` runs a due sync first (or waits for the running one), so the agent does not
+ *   read a memory already known to be stale;
+ * - a sync reconciles all stores in parallel; one failed file or store never fails the pass, it is
+ *   counted in `errors` and retried next sync; `syncNow` rejects only when its own signal aborts;
+ * - a store whose marker is missing or altered is skipped with a warning (M9); a folder wiped
+ *   whole (marker gone, folder empty or removed) is downloaded again;
+ * - `finish` runs the final sync (clean end) and a push-only flush, the whole bounded by
+ *   `finalFlushMs`; when the bound expires the requests in flight are aborted, `flushCutOff` is
+ *   emitted and the unsaved paths are logged; then the folders are unmounted and nothing touches
+ *   them again;
+ * - every interval and bound reads the injected monotonic clock; a wall-clock jump changes nothing.
+ */
+export class SyncLoop extends EventEmitter<MemoryEventMap> {
+  readonly #mounted: MountedSession;
+  readonly #entries: StoreEntry[];
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #intervalMs: number;
+  readonly #deletions: MemoryDeleteMode;
+  readonly #finalFlushMs: number;
+  readonly #concurrency: number;
+  readonly #conflicts: ConflictCopies;
+  #lastSyncAt: number;
+  #running: Promise<SyncReport> | undefined;
+  #runningCtrl: AbortController | undefined;
+  #trailing: NodeJS.Timeout | undefined;
+  #finishing: Promise<FinishReport> | undefined;
+  #disposed = false;
+
+  constructor(opts: SyncLoopOptions) {
+    super();
+    const intervalMs = opts.intervalMs ?? SYNC_INTERVAL_DEFAULT_MS;
+    if (!Number.isFinite(intervalMs) || intervalMs < SYNC_INTERVAL_MIN_MS) {
+      throw new ConfigError(
+        `intervalMs (${intervalMs}) must be at least ${SYNC_INTERVAL_MIN_MS} ms; raise it, or turn memory off with memorySyncIntervalMs: null`,
+        [`intervalMs: expected a number >= ${SYNC_INTERVAL_MIN_MS}, got ${intervalMs}`],
+      );
+    }
+    const finalFlushMs = opts.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS;
+    if (!Number.isFinite(finalFlushMs) || finalFlushMs <= 0) {
+      throw new ConfigError(`finalFlushMs (${finalFlushMs}) must be a positive number of ms`, [
+        `finalFlushMs: expected a number > 0, got ${finalFlushMs}`,
+      ]);
+    }
+    this.#mounted = opts.mounted;
+    this.#intervalMs = intervalMs;
+    this.#finalFlushMs = finalFlushMs;
+    this.#deletions = opts.deletions ?? 'enabled';
+    this.#concurrency = Math.max(1, Math.floor(opts.concurrency ?? 16));
+    this.#clock = opts.clock ?? monotonicClock;
+    this.#log = resolveLogger(opts.logger).child({ component: 'memory-sync', sessionId: opts.mounted.sessionId });
+    this.#conflicts = new ConflictCopies(opts.stateDir ?? defaultStateDir());
+    const runtime = runtimeOf(opts.mounted);
+    this.#entries = opts.mounted.stores.map((store) => {
+      const rt: StoreRuntime = runtime?.stores.get(store) ?? {
+        dir: new LocalDir(store.root),
+        cache: new StatCache(),
+        caseInsensitive: false,
+        log: this.#log.child({ memory_store_id: store.storeId }),
+        warnedSkips: new Set(),
+      };
+      return {
+        store,
+        rt,
+        remote: new RemoteStore(opts.client, store.storeId, { requestTimeoutMs: opts.requestTimeoutMs }),
+        state: cloneSyncState(store.state),
+        blockedPulls: new Map(),
+        markerWarned: undefined,
+        notSaved: [],
+      };
+    });
+    // The download counts as the first sync.
+    this.#lastSyncAt = this.#clock.now();
+  }
+
+  async beforeToolCall(): Promise<void> {
+    try {
+      if (this.#closed()) return;
+      if (this.#running) {
+        await this.#running;
+        return;
+      }
+      if (this.#due()) await this.#startSync();
+    } catch (err) {
+      this.#log.warn({ err: coerceError(err) }, 'memory sync before a tool call failed; the tool call runs anyway');
+    }
+  }
+
+  afterToolCall(): void {
+    try {
+      if (this.#closed()) return;
+      if (!this.#running && this.#due()) {
+        void this.#startSync().catch(() => {});
+        return;
+      }
+      this.#armTrailing();
+    } catch (err) {
+      this.#log.warn({ err: coerceError(err) }, 'memory sync after a tool call failed');
+    }
+  }
+
+  /**
+   * Reconcile every store now (after the running sync, if any). Resolves with the counts; rejects
+   * only when `signal` aborts. After `finish`, resolves with an empty report and touches nothing.
+   */
+  async syncNow(opts: { signal?: AbortSignal } = {}): Promise<SyncReport> {
+    if (this.#closed()) return emptyReport();
+    while (this.#running) {
+      await this.#running.catch(() => {});
+      if (this.#closed()) return emptyReport();
+    }
+    return this.#startSync(opts.signal);
+  }
+
+  finish(opts: { clean: boolean; signal?: AbortSignal }): Promise<FinishReport> {
+    this.#finishing ??= this.#finish(opts);
+    return this.#finishing;
+  }
+
+  snapshot(): StoreSyncState[] {
+    return this.#entries.map((e) => cloneSyncState(e.state));
+  }
+
+  #closed(): boolean {
+    return this.#disposed || this.#finishing !== undefined || runtimeOf(this.#mounted)?.disposed === true;
+  }
+
+  #due(): boolean {
+    return this.#clock.now() - this.#lastSyncAt >= this.#intervalMs;
+  }
+
+  #armTrailing(): void {
+    if (this.#trailing || this.#closed()) return;
+    const waitMs = Math.max(0, this.#intervalMs - (this.#clock.now() - this.#lastSyncAt));
+    this.#trailing = setTimeout(() => {
+      this.#trailing = undefined;
+      if (this.#closed()) return;
+      if (this.#running) {
+        // Re-check once the running sync is over.
+        void this.#running.finally(() => this.#armTrailing()).catch(() => {});
+        return;
+      }
+      if (this.#due()) void this.#startSync().catch(() => {});
+      else this.#armTrailing();
+    }, waitMs);
+    this.#trailing.unref();
+  }
+
+  #startSync(signal?: AbortSignal, phase: SyncPhase = 'sync'): Promise<SyncReport> {
+    const ctrl = new AbortController();
+    const combined = combineSignals([signal, ctrl.signal]);
+    this.#runningCtrl = ctrl;
+    this.#lastSyncAt = this.#clock.now();
+    const run = this.#syncAll(phase, combined.signal).finally(() => {
+      combined.dispose();
+      if (this.#running === run) {
+        this.#running = undefined;
+        this.#runningCtrl = undefined;
+      }
+    });
+    this.#running = run;
+    return run.then((report) => {
+      if (signal?.aborted) throw coerceError(signal.reason);
+      return report;
+    });
+  }
+
+  async #syncAll(phase: SyncPhase, signal: AbortSignal): Promise<SyncReport> {
+    const started = this.#clock.now();
+    const stamp = conflictStamp();
+    const reports = await Promise.all(this.#entries.map((e) => this.#syncStore(e, phase, signal, stamp)));
+    const total = emptyReport();
+    for (const r of reports) addReport(total, r);
+    total.durationMs = this.#clock.now() - started;
+    const level = total.errors > 0 ? 'warn' : 'debug';
+    this.#log[level]({ phase, ...total }, 'memory sync done');
+    safeEmit(this, this.#log, 'synced', { storeId: undefined, report: total, phase });
+    return total;
+  }
+
+  async #syncStore(e: StoreEntry, phase: SyncPhase, signal: AbortSignal, stamp: string): Promise<SyncReport> {
+    const started = this.#clock.now();
+    const report = emptyReport();
+    const log = e.rt.log;
+    e.notSaved = [];
+    try {
+      if (this.#isDisposed()) return report;
+      const ready = await this.#checkFolder(e, phase);
+      if (ready === 'skip') {
+        report.skippedStores++;
+        return report;
+      }
+      const scan = await scanLocal(e.rt.dir, e.rt.cache, { exclude: new Set(Object.keys(e.state.shadowed)), concurrency: this.#concurrency });
+      this.#warnSkipped(e, scan);
+      if (phase === 'flush' && !hasLocalChanges(e.state, scan)) return report;
+      if (signal.aborted) throw coerceError(signal.reason);
+
+      const listed = await e.remote.listBasic(signal);
+      const { remote, byRel } = this.#remoteView(e, listed);
+      const plan = planSync({ state: e.state, local: scan.entries, remote, deletions: this.#deletions, phase });
+      if (plan.wiped) log.warn('the folder was emptied; downloading the store again instead of deleting its memories');
+      if (plan.actions.some(isRemoteWrite) && (await this.#checkFolder(e, phase)) === 'skip') {
+        report.skippedStores++;
+        return report;
+      }
+      const result = await executePlan(
+        {
+          storeId: e.store.storeId,
+          dir: e.rt.dir,
+          cache: e.rt.cache,
+          remote: e.remote,
+          log,
+          conflicts: this.#conflicts,
+          stamp,
+          scan,
+          listed: byRel,
+          concurrency: this.#concurrency,
+          signal,
+          disposed: () => this.#isDisposed(),
+          emit: (event, ...args) => safeEmit(this, log, event, ...args),
+          blockedPulls: e.blockedPulls,
+        },
+        e.state,
+        plan,
+      );
+      e.state = result.state;
+      e.notSaved = result.notSaved;
+      addReport(report, result.report);
+      if (!signal.aborted) e.state = completeGeneration(e.state, phase);
+    } catch (err) {
+      if (signal.aborted || isAbortError(err)) {
+        log.debug({ phase }, 'memory sync aborted');
+      } else {
+        report.errors++;
+        log.warn({ err: coerceError(err), phase }, 'memory sync of this store failed; retried next sync');
+      }
+    }
+    report.durationMs = this.#clock.now() - started;
+    safeEmit(this, log, 'synced', { storeId: e.store.storeId, report: { ...report }, phase });
+    return report;
+  }
+
+  /**
+   * The marker check of M9. `ok`: the folder is bound to this store. A folder wiped whole (removed,
+   * or marker gone and empty) is re-created with its marker and downloaded again by the plan.
+   */
+  async #checkFolder(e: StoreEntry, phase: SyncPhase): Promise<'ok' | 'skip'> {
+    const { dir, log } = e.rt;
+    const rootPresent = await dir.rootExists();
+    if (!rootPresent) {
+      const st = await fsp.lstat(dir.root).catch(() => undefined);
+      if (st !== undefined) return this.#markerProblem(e, `${dir.root} is no longer a real folder`);
+      if (phase === 'flush') return 'skip';
+      await fsp.mkdir(dir.root, { mode: 0o755 });
+      await dir.writeMarker(markerContent(e.store.storeId));
+      log.warn({ root: dir.root }, 'the store folder was removed; re-created and downloading again');
+      return 'ok';
+    }
+    const marker = await dir.readMarker();
+    if (marker !== undefined && isValidMarker(marker, e.store.storeId)) {
+      e.markerWarned = undefined;
+      return 'ok';
+    }
+    if (await dir.isEmpty()) {
+      if (phase === 'flush') return 'skip';
+      await dir.writeMarker(markerContent(e.store.storeId));
+      log.warn({ root: dir.root }, 'the store folder was emptied, marker included; downloading again');
+      return 'ok';
+    }
+    return this.#markerProblem(e, `marker .anthropic-memory-store is ${marker === undefined ? 'missing' : 'altered'}`);
+  }
+
+  #markerProblem(e: StoreEntry, problem: string): 'skip' {
+    if (e.markerWarned !== problem) {
+      e.markerWarned = problem;
+      e.rt.log.warn(
+        { root: e.store.root },
+        `${problem}; this folder is not synced (nothing uploaded, nothing deleted) until the marker holds "version 1\\n${e.store.storeId}" again`,
+      );
+    }
+    return 'skip';
+  }
+
+  /** The listing keyed by store-relative path, with unusable and case-colliding paths shadowed. */
+  #remoteView(e: StoreEntry, listed: RemoteMemory[]): { remote: Map<string, RemoteEntry>; byRel: Map<string, RemoteMemory> } {
+    const byRel = new Map<string, RemoteMemory>();
+    const shadowed: Record<string, { reason: string }> = {};
+    const keepShadow = (key: string, reason: string): void => {
+      if (!Object.hasOwn(e.state.shadowed, key)) e.rt.log.warn({ path: key, reason }, 'memory not materialised; never synced from this folder');
+      shadowed[key] = e.state.shadowed[key] ?? { reason };
+    };
+    for (const m of listed) {
+      const check = remotePathToRel(m.path);
+      if (!check.ok) keepShadow(m.path, check.reason);
+      else if (Object.hasOwn(e.state.shadowed, check.rel)) keepShadow(check.rel, e.state.shadowed[check.rel]!.reason);
+      else byRel.set(check.rel, m);
+    }
+    if (e.rt.caseInsensitive) {
+      // Baseline paths are what the folder holds: they win against newcomers of another case.
+      const known = [...byRel.keys()].filter((p) => Object.hasOwn(e.state.baseline, p));
+      const fresh = [...byRel.keys()].filter((p) => !Object.hasOwn(e.state.baseline, p));
+      const groups = groupCaseCollisions([...known, ...fresh]);
+      const keptKnown = new Set(groupCaseCollisions(known).kept);
+      for (const s of groups.shadowed) {
+        if (keptKnown.has(s.path)) continue;
+        keepShadow(s.path, s.reason);
+        byRel.delete(s.path);
+      }
+    }
+    e.state = { ...e.state, shadowed };
+    const remote = new Map<string, RemoteEntry>();
+    for (const [rel, m] of byRel) remote.set(rel, { id: m.id, sha: m.sha });
+    return { remote, byRel };
+  }
+
+  #warnSkipped(e: StoreEntry, scan: LocalScan): void {
+    for (const s of scan.skipped) {
+      const key = `${s.kind}:${s.rel}`;
+      if (e.rt.warnedSkips.has(key)) continue;
+      e.rt.warnedSkips.add(key);
+      e.rt.log.warn({ path: s.rel, kind: s.kind }, 'not a regular file; skipped, never opened and never synced');
+    }
+  }
+
+  #isDisposed(): boolean {
+    return this.#disposed || runtimeOf(this.#mounted)?.disposed === true;
+  }
+
+  async #finish(opts: { clean: boolean; signal?: AbortSignal }): Promise<FinishReport> {
+    const started = this.#clock.now();
+    if (this.#trailing) clearTimeout(this.#trailing);
+    this.#trailing = undefined;
+    const bound = combineSignals([opts.signal], this.#finalFlushMs);
+    const onBound = (): void => this.#runningCtrl?.abort(bound.signal.reason);
+    bound.signal.addEventListener('abort', onBound, { once: true });
+    let final: SyncReport | undefined;
+    let flush = emptyReport();
+    let phase: 'final' | 'flush' = opts.clean ? 'final' : 'flush';
+    try {
+      if (this.#running) await raceAbort(this.#running.catch(() => undefined), bound.signal);
+      if (opts.clean && !bound.signal.aborted) {
+        final = await this.#startSync(bound.signal, 'final').catch(() => undefined);
+      }
+      if (!bound.signal.aborted) {
+        phase = 'flush';
+        flush = await this.#startSync(bound.signal, 'flush').catch(() => emptyReport());
+      }
+    } finally {
+      bound.signal.removeEventListener('abort', onBound);
+    }
+    const cutOff = bound.signal.aborted;
+    bound.dispose();
+    // Let an aborted sync unwind (its requests are cancelled) before the folders go away.
+    if (this.#running) await raceAbort(this.#running.catch(() => undefined), AbortSignal.timeout(2_000)).catch(() => {});
+
+    const notSaved = cutOff ? await this.#unsavedPaths() : this.#entries.flatMap((e) => e.notSaved.map((p) => `${e.store.root}/${p}`));
+    if (cutOff) {
+      safeEmit(this, this.#log, 'flushCutOff', { phase, boundMs: this.#finalFlushMs, pendingUploads: notSaved.length });
+      this.#log.warn(
+        { boundMs: this.#finalFlushMs, phase, notSaved },
+        `final memory sync cut off after ${this.#finalFlushMs} ms; ${notSaved.length} local change(s) did not reach the store`,
+      );
+    } else if (notSaved.length > 0) {
+      this.#log.warn({ notSaved }, `${notSaved.length} local change(s) could not be uploaded before the end`);
+    }
+
+    this.#disposed = true;
+    const runtime = runtimeOf(this.#mounted);
+    let removed: string[] = [];
+    let kept: string[] = [];
+    if (runtime) {
+      ({ removed, kept } = await runtime.unmount());
+    } else {
+      await this.#mounted.unmount();
+      removed = [...this.#mounted.roots];
+    }
+    for (const root of kept) safeEmit(this, this.#log, 'unmounted', { storeId: this.#storeIdOf(root), root, removed: false });
+    for (const root of removed) safeEmit(this, this.#log, 'unmounted', { storeId: this.#storeIdOf(root), root, removed: true });
+    return { ...(final ? { final } : {}), flush, cutOff, pendingUploads: notSaved.length, durationMs: this.#clock.now() - started, removed, kept };
+  }
+
+  /** Local changes not in the store: files that differ from the baseline and were not refused. Reads only changed files. */
+  async #unsavedPaths(): Promise<string[]> {
+    const out: string[] = [];
+    for (const e of this.#entries) {
+      if (e.store.access === 'read_only') continue;
+      try {
+        const scan = await scanLocal(e.rt.dir, e.rt.cache, { exclude: new Set(Object.keys(e.state.shadowed)) });
+        for (const [rel, entry] of scan.entries) {
+          if (entry.kind !== 'file') continue;
+          if (e.state.baseline[rel]?.sha === entry.sha) continue;
+          if (e.state.refused[rel]?.fingerprint === entry.sha) continue;
+          out.push(`${e.store.root}/${rel}`);
+        }
+      } catch {
+        out.push(...e.notSaved.map((p) => `${e.store.root}/${p}`));
+      }
+    }
+    return out.sort();
+  }
+
+  #storeIdOf(root: string): string {
+    return this.#entries.find((e) => e.store.root === root)?.store.storeId ?? '';
+  }
+}
+
+function hasLocalChanges(state: StoreSyncState, scan: LocalScan): boolean {
+  for (const [rel, entry] of scan.entries) {
+    if (entry.kind !== 'file') continue;
+    if (state.baseline[rel]?.sha === entry.sha) continue;
+    if (state.refused[rel]?.fingerprint === entry.sha) continue;
+    return true;
+  }
+  return false;
+}
+
+function addReport(into: SyncReport, r: SyncReport): void {
+  into.uploads += r.uploads;
+  into.downloads += r.downloads;
+  into.conflicts += r.conflicts;
+  into.deletes += r.deletes;
+  into.localDeletes += r.localDeletes;
+  into.wouldDeletes += r.wouldDeletes;
+  into.refusals += r.refusals;
+  into.errors += r.errors;
+  into.skippedStores += r.skippedStores;
+}
+
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const onAbort = (): void => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(undefined);
+      },
+    );
+  });
+}
