@@ -113,6 +113,13 @@ export type SyncAction =
       /** Sha the listing showed; the fetched content may be newer, and its own sha is what the baseline records. */
       sha: string;
       why: PullReason;
+      /**
+       * Sha of the local file the scan saw; absent when the scan saw no file (or an unsyncable
+       * one). Before a non-conflict pull overwrites, the executor checks the file still holds
+       * exactly this (or is still missing); if the agent wrote meanwhile it skips the pull
+       * (`transient`), so the next sync sees a conflict instead of losing the edit.
+       */
+      expectedLocalSha?: string;
     }
   | {
       /** Create the memory from the local file. */
@@ -290,6 +297,11 @@ function versionOf(local: LocalEntry): string {
   return local.kind === 'file' ? local.sha : local.fingerprint;
 }
 
+/** `{ expectedLocalSha }` for a regular file, nothing for an unsyncable one. */
+function localShaOf(local: LocalEntry): { expectedLocalSha?: string } {
+  return local.kind === 'file' ? { expectedLocalSha: local.sha } : {};
+}
+
 /** A delete-remote decision before the per-sync cap is applied. */
 interface DeleteCandidate {
   index: number;
@@ -414,7 +426,7 @@ export function planSync(input: PlanInput): SyncPlan {
         const ll = l!;
         const rr = r!;
         if (ll.kind === 'file' && ll.sha === rr.sha) return { kind: 'adopt', path, id: rr.id, sha: rr.sha };
-        return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'conflict' };
+        return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'conflict', ...localShaOf(ll) };
       }
 
       case '100':
@@ -469,9 +481,9 @@ export function planSync(input: PlanInput): SyncPlan {
         const localChanged = ll.kind === 'unsyncable' || ll.sha !== bb.sha;
         const remoteChanged = rr.sha !== bb.sha || rr.id !== bb.id;
         // Only the store changed: download.
-        if (!localChanged) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'remote-changed' };
+        if (!localChanged) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'remote-changed', ...localShaOf(ll) };
         // Both changed to different bytes: the store wins (M15); the executor keeps a conflict copy.
-        if (remoteChanged) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'conflict' };
+        if (remoteChanged) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'conflict', ...localShaOf(ll) };
         // Only the local file changed.
         const version = versionOf(ll);
         if (f.refusedFingerprint === version) return { kind: 'noop', path };
