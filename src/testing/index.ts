@@ -1,1 +1,22 @@
-export {};
+/**
+ * `managed-agents-worker/testing`: a local emulator of the Managed Agents API subset a
+ * self-hosted worker uses. See `README.md` in this folder.
+ */
+export { startEmulator, Emulator } from './emulator/emulator.js';
+export type {
+  EmulatorOptions,
+  CreateSessionOptions,
+  SessionResourceOptions,
+  SessionOutcome,
+  SessionSnapshot,
+  WorkItemSnapshot,
+} from './emulator/emulator.js';
+export type { ScriptStep, SessionEnd } from './emulator/script.js';
+export type { FaultRule, FaultHandle, Faults } from './emulator/faults.js';
+export type { RequestRecord } from './emulator/server.js';
+export type { CredentialKind } from './emulator/auth.js';
+export type { EmulatorEvents, EnvironmentType } from './emulator/state.js';
+export type { MemoryObject, MemoryPrefixObject, MemoryStoreObject } from './emulator/model/memory-store.js';
+export type { SessionEvent, SessionStatus, ToolResultRecord, MemoryAccess } from './emulator/model/session.js';
+export type { WorkState, HeartbeatObject, WorkObject } from './emulator/model/work-queue.js';
+export type { ApiErrorType } from './emulator/errors.js';

@@ -1,0 +1,444 @@
+import Anthropic, { type ClientOptions } from '@anthropic-ai/sdk';
+import { Faults } from './faults.js';
+import type { MemoryObject, MemoryStoreObject } from './model/memory-store.js';
+import type { MemoryAccess, SessionEvent, SessionStatus, ToolResultRecord } from './model/session.js';
+import { encodeWorkSecret, type WorkItem, type WorkState } from './model/work-queue.js';
+import { Router } from './router.js';
+import { environmentRoutes } from './routes/environments.js';
+import { eventRoutes } from './routes/events.js';
+import { memoryRoutes } from './routes/memories.js';
+import { memoryStoreRoutes } from './routes/memory-stores.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { workRoutes } from './routes/work.js';
+import { ScriptPlayer, type ScriptStep, type SessionEnd } from './script.js';
+import { EmulatorServer, type RequestRecord } from './server.js';
+import { EmulatorState, type EmulatorEvents, type EnvironmentType, type StoreAttachment } from './state.js';
+
+/** Options of {@link startEmulator}; every field is optional. */
+export interface EmulatorOptions {
+  /** Parent folder of derived mount paths (`<mountRoot>/<slug of store name>`). Default `/mnt/memory`. */
+  mountRoot?: string;
+  /** Delay added before every answer, in ms. Default 0. */
+  latencyMs?: number;
+  /** Lease TTL the heartbeat reports, in seconds. Default 90 (tests use e.g. 2). */
+  leaseTtlSeconds?: number;
+  /** Server default for redelivering un-acked polled items, in ms. Default 5000. */
+  reclaimOlderThanMs?: number;
+  /** Interval of `: keep-alive` comments on event streams, in ms. Default 15 000. */
+  keepAliveMs?: number;
+  /** Seed of the PRNG that fault rules with `rate < 1` draw from. Default 1. */
+  seed?: number;
+  /** Largest memory content in UTF-8 bytes. Default 102 400. */
+  maxContentBytes?: number;
+  /** Most memories per store. Default 2000. */
+  maxMemoriesPerStore?: number;
+  /** Interface to listen on. Default `127.0.0.1`. */
+  host?: string;
+  /** Port to listen on. Default 0 (an ephemeral port). */
+  port?: number;
+}
+
+/** How {@link Emulator.createSession} attaches one store. */
+export interface SessionResourceOptions {
+  memoryStoreId: string;
+  /** Default `read_write`. */
+  access?: MemoryAccess;
+  /** `undefined`: `<mountRoot>/<slug of the store name>`; `null`: no mount path (the SDK then uses its workdir). */
+  mountPath?: string | null;
+  instructions?: string | null;
+}
+
+/** Options of {@link Emulator.createSession}. */
+export interface CreateSessionOptions {
+  resources?: SessionResourceOptions[];
+  /** What the agent does once a worker opens the event stream. Default `[]`. */
+  script?: ScriptStep<Emulator>[];
+  /** `false`: the work item carries no `secret` (so no sessions token). Default `true`. */
+  secret?: boolean;
+  /** Default `'terminate'`. */
+  end?: SessionEnd;
+  /** Environment to create the session on. Default: the emulator's own self-hosted environment. */
+  environmentId?: string;
+  agentName?: string;
+  metadata?: Record<string, string>;
+  title?: string;
+}
+
+/** What {@link Emulator.waitForSession} resolves with. */
+export interface SessionOutcome {
+  status: SessionStatus;
+  /** True when the session's work item is `stopped`. */
+  workStopped: boolean;
+  workState: WorkState | null;
+  /** Every result posted for a scripted tool call, in arrival order (duplicates included). */
+  toolResults: ToolResultRecord[];
+}
+
+/** A read-only view of one session. */
+export interface SessionSnapshot {
+  id: string;
+  status: SessionStatus;
+  workId: string | null;
+  /** The session object as `GET /v1/sessions/:id` returns it. */
+  object: Record<string, unknown>;
+  toolResults: ToolResultRecord[];
+  /** What the scripted agent is doing now. */
+  scriptProgress: string;
+  /** Open event streams right now. */
+  openStreams: number;
+}
+
+/** A read-only view of one work item. */
+export interface WorkItemSnapshot {
+  id: string;
+  environmentId: string;
+  sessionId: string;
+  dataType: 'session' | 'healthcheck';
+  state: WorkState;
+  /** The `secret` a poll hands out, or `null` when created with `secret: false`. */
+  secret: string | null;
+  /** How many times a poll handed the item out. */
+  deliveries: number;
+  /** Successful heartbeats. */
+  heartbeats: number;
+  lastHeartbeat: string | null;
+  acknowledged: boolean;
+  stopRequested: boolean;
+  stopped: boolean;
+}
+
+/**
+ * A local emulator of the Managed Agents API subset a self-hosted worker uses. Start it with
+ * {@link startEmulator}; see `src/testing/README.md` for the whole API.
+ */
+export class Emulator {
+  readonly baseURL: string;
+  /** The emulator's own self-hosted environment. */
+  readonly environmentId: string;
+  /** That environment's key (what workers poll with). */
+  readonly environmentKey: string;
+  /** The console credential `client()` uses (an API key that can do everything). */
+  readonly apiKey: string;
+  /** Fault injection: `faults.add(rule)`, `faults.clear()`. */
+  readonly faults: Faults;
+  /** Every request received so far, in completion order. */
+  readonly requests: RequestRecord[];
+  readonly #state: EmulatorState;
+  readonly #server: EmulatorServer;
+  readonly #stop = new AbortController();
+  readonly #players = new Map<string, ScriptPlayer<Emulator>>();
+  #closed: Promise<void> | undefined;
+
+  /** @internal Use {@link startEmulator}. */
+  constructor(init: { state: EmulatorState; server: EmulatorServer; faults: Faults; log: RequestRecord[]; baseURL: string; environmentId: string }) {
+    this.#state = init.state;
+    this.#server = init.server;
+    this.faults = init.faults;
+    this.requests = init.log;
+    this.baseURL = init.baseURL;
+    this.environmentId = init.environmentId;
+    this.environmentKey = init.state.environment(init.environmentId).key;
+    this.apiKey = init.state.consoleKey;
+  }
+
+  /** An SDK client on `baseURL` with the console credential (logging off unless overridden). */
+  client(options: ClientOptions = {}): Anthropic {
+    return new Anthropic({ apiKey: this.apiKey, baseURL: this.baseURL, logLevel: 'off', ...options });
+  }
+
+  /** An SDK client holding only the sessions token of `workIdOrSessionId`'s work item (what a worker uses). */
+  sessionClient(workIdOrSessionId: string, options: ClientOptions = {}): Anthropic {
+    const token = this.sessionsToken(workIdOrSessionId);
+    if (token === null) throw new Error(`work item of ${workIdOrSessionId} was created with secret: false; it has no sessions token`);
+    return new Anthropic({ apiKey: null, authToken: token, baseURL: this.baseURL, logLevel: 'off', ...options });
+  }
+
+  /** The sessions token of a work item (by work id or session id), or `null` without a secret. */
+  sessionsToken(workIdOrSessionId: string): string | null {
+    return this.#work(workIdOrSessionId).sessionsToken;
+  }
+
+  /** The `secret` a poll hands out for a work item (by work id or session id), or `null`. */
+  workSecret(workIdOrSessionId: string): string | null {
+    const token = this.#work(workIdOrSessionId).sessionsToken;
+    return token === null ? null : encodeWorkSecret(token);
+  }
+
+  /** Another environment (self-hosted by default) with its own key. */
+  createEnvironment(opts: { name?: string; type?: EnvironmentType } = {}): { id: string; key: string; type: EnvironmentType } {
+    const env = this.#state.createEnvironment(opts);
+    return { id: env.id, key: env.key, type: env.type };
+  }
+
+  /** Create a store, optionally seeded with `{ '/path': content }` memories. */
+  async createMemoryStore(opts: {
+    name: string;
+    description?: string;
+    metadata?: Record<string, string>;
+    memories?: Record<string, string>;
+  }): Promise<MemoryStoreObject> {
+    const store = this.#state.createStore({
+      name: opts.name,
+      ...(opts.description !== undefined ? { description: opts.description } : {}),
+      ...(opts.metadata !== undefined ? { metadata: opts.metadata } : {}),
+    });
+    for (const [path, content] of Object.entries(opts.memories ?? {})) store.create(path, content);
+    return store.toObject();
+  }
+
+  /** `{ '/path': content }` of every memory in the store now (the source of truth). */
+  memories(storeId: string): Record<string, string> {
+    return this.#state.store(storeId).snapshot();
+  }
+
+  /** The memory at `path` (full view), or `undefined`. */
+  memory(storeId: string, path: string): MemoryObject | undefined {
+    const store = this.#state.store(storeId);
+    const record = store.byPath(path);
+    return record ? store.memoryObject(record, 'full') : undefined;
+  }
+
+  /** Create or overwrite a memory, as an edit made in the Console would. */
+  putMemory(storeId: string, path: string, content: string): MemoryObject {
+    const store = this.#state.store(storeId);
+    return store.memoryObject(store.put(path, content), 'full');
+  }
+
+  /** Delete the memory at `path`; false when there was none. */
+  removeMemory(storeId: string, path: string): boolean {
+    const store = this.#state.store(storeId);
+    const record = store.byPath(path);
+    if (!record) return false;
+    store.delete(record.id);
+    return true;
+  }
+
+  /** Archive a store (no more memory writes or attachments). */
+  archiveMemoryStore(storeId: string): void {
+    const store = this.#state.store(storeId);
+    store.archivedAt ??= new Date().toISOString();
+  }
+
+  /**
+   * Create a session with a scripted agent; on a self-hosted environment this queues its work
+   * item. The script starts when a worker (a non-console credential) first opens the stream.
+   */
+  async createSession(opts: CreateSessionOptions = {}): Promise<{ sessionId: string; workId: string }> {
+    const attachments: StoreAttachment[] = (opts.resources ?? []).map((r) => ({
+      memoryStoreId: r.memoryStoreId,
+      ...(r.access !== undefined ? { access: r.access } : {}),
+      ...('mountPath' in r && r.mountPath !== undefined ? { mountPath: r.mountPath } : {}),
+      ...(r.instructions !== undefined ? { instructions: r.instructions } : {}),
+    }));
+    const { session, work } = this.#state.createSession({
+      environmentId: opts.environmentId ?? this.environmentId,
+      attachments,
+      ...(opts.agentName !== undefined ? { agentName: opts.agentName } : {}),
+      ...(opts.metadata !== undefined ? { metadata: opts.metadata } : {}),
+      ...(opts.title !== undefined ? { title: opts.title } : {}),
+      secret: opts.secret ?? true,
+    });
+    const player = new ScriptPlayer<Emulator>({
+      session,
+      steps: opts.script ?? [],
+      end: opts.end ?? 'terminate',
+      emu: this,
+      state: this.#state,
+      stop: this.#stop.signal,
+    });
+    this.#players.set(session.id, player);
+    this.#state.onWorkerAttach(session.id, () => player.start());
+    return { sessionId: session.id, workId: work?.id ?? '' };
+  }
+
+  /** Start a session's script now, without waiting for a worker to open the stream. */
+  startScript(sessionId: string): void {
+    const player = this.#players.get(sessionId);
+    if (!player) throw new Error(`session ${sessionId} has no script (it was not created with emu.createSession)`);
+    player.start();
+  }
+
+  /** Archive a session: status terminated, `session.status_terminated` on its streams. */
+  archiveSession(sessionId: string): void {
+    this.#state.archiveSession(this.#state.session(sessionId));
+  }
+
+  /**
+   * Resolve once the session is terminated **and** its work item is stopped; reject on timeout
+   * (naming what it was still waiting for) or when the session's script failed.
+   */
+  async waitForSession(sessionId: string, opts: { timeoutMs?: number } = {}): Promise<SessionOutcome> {
+    const timeoutMs = opts.timeoutMs ?? 60_000;
+    const session = this.#state.session(sessionId);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const work = session.workId ? this.#state.queue.find(session.workId) : undefined;
+      const workStopped = work === undefined || work.state === 'stopped';
+      if (session.scriptError) throw session.scriptError;
+      if (session.terminated && workStopped) {
+        return {
+          status: session.status,
+          workStopped: work?.state === 'stopped',
+          workState: work?.state ?? null,
+          toolResults: [...session.toolResults],
+        };
+      }
+      if (Date.now() >= deadline || this.#stop.signal.aborted) {
+        const waiting: string[] = [];
+        if (!session.terminated) waiting.push(`session status is ${session.status}, waiting for terminated; agent: ${session.scriptProgress}`);
+        if (!workStopped) waiting.push(`work item ${work?.id} is ${work?.state}, waiting for stopped`);
+        throw new Error(
+          `waitForSession(${sessionId}) ${this.#stop.signal.aborted ? 'interrupted by close()' : `timed out after ${timeoutMs} ms`}: ${waiting.join('; ')}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** A read-only view of a session. */
+  session(sessionId: string): SessionSnapshot {
+    const s = this.#state.session(sessionId);
+    return {
+      id: s.id,
+      status: s.status,
+      workId: s.workId,
+      object: s.toObject(),
+      toolResults: [...s.toolResults],
+      scriptProgress: s.scriptProgress,
+      openStreams: s.hub.size,
+    };
+  }
+
+  /** The session's event history (copies). */
+  events(sessionId: string): SessionEvent[] {
+    return this.#state.session(sessionId).events.map((e) => ({ ...e }));
+  }
+
+  /** Append an event to a session's history and broadcast it (e.g. a `user.message`). */
+  emitEvent(sessionId: string, event: { type: string } & Record<string, unknown>): SessionEvent {
+    return this.#state.session(sessionId).append(event);
+  }
+
+  /** A read-only view of a work item (by work id or session id). */
+  workItem(workIdOrSessionId: string): WorkItemSnapshot {
+    const w = this.#work(workIdOrSessionId);
+    return {
+      id: w.id,
+      environmentId: w.environmentId,
+      sessionId: w.data.id,
+      dataType: w.data.type,
+      state: w.state,
+      secret: w.sessionsToken === null ? null : encodeWorkSecret(w.sessionsToken),
+      deliveries: w.deliveries,
+      heartbeats: w.heartbeats,
+      lastHeartbeat: w.lastHeartbeat,
+      acknowledged: w.acknowledgedAt !== null,
+      stopRequested: w.stopRequestedAt !== null,
+      stopped: w.state === 'stopped',
+    };
+  }
+
+  /** Every work item, oldest first. */
+  workItems(): WorkItemSnapshot[] {
+    return this.#state.queue.all().map((w) => this.workItem(w.id));
+  }
+
+  /** Queue another work item: for an existing session (new input), or a healthcheck. */
+  enqueue(opts: { sessionId?: string; type?: 'session' | 'healthcheck'; environmentId?: string; secret?: boolean }): string {
+    if ((opts.type ?? 'session') === 'session') {
+      if (!opts.sessionId) throw new Error('enqueue: sessionId is required for a session work item');
+      return this.#state.enqueueSessionWork(this.#state.session(opts.sessionId), opts.secret ?? true).id;
+    }
+    const envId = opts.environmentId ?? this.environmentId;
+    return this.#state.queue.enqueue(envId, { type: 'healthcheck', id: `hc_${Date.now()}` }, opts.secret ?? false).id;
+  }
+
+  /** Stop a work item as the API would (graceful → `stopping`, force → `stopped`). */
+  stopWork(workIdOrSessionId: string, opts: { force?: boolean } = {}): void {
+    this.#state.queue.stop(this.#work(workIdOrSessionId), opts.force === true);
+  }
+
+  /** Void a work item's lease: its holder's next heartbeat answers 412. */
+  loseLease(workIdOrSessionId: string): void {
+    this.#state.queue.loseLease(this.#work(workIdOrSessionId));
+  }
+
+  /** Cut every open event stream of a session (the client sees a network error); returns how many. */
+  dropStreams(sessionId: string): number {
+    return this.#state.session(sessionId).hub.cutAll();
+  }
+
+  /** Forget the request log so far. */
+  clearRequests(): void {
+    this.requests.length = 0;
+  }
+
+  /**
+   * Throw if anything is left pending: queued work items nobody acknowledged, or scripted
+   * sessions whose agent has not finished.
+   */
+  expectNoPending(): void {
+    const pending: string[] = [];
+    for (const w of this.#state.queue.all()) {
+      if (w.state === 'queued') pending.push(`work item ${w.id} (session ${w.data.id}) is still queued`);
+    }
+    for (const [id, player] of this.#players) {
+      const s = this.#state.sessions.get(id);
+      if (s && !s.terminated && player.started) pending.push(`session ${id} is ${s.status}: ${s.scriptProgress}`);
+    }
+    if (pending.length > 0) throw new Error(`emulator has pending work:\n- ${pending.join('\n- ')}`);
+  }
+
+  /** Listen to emulator events: `sessionCreated`, `sessionTerminated`, `workChanged`. */
+  on<K extends keyof EmulatorEvents>(event: K, listener: (...args: EmulatorEvents[K]) => void): this {
+    (this.#state.events.on as (e: K, l: (...args: EmulatorEvents[K]) => void) => unknown)(event, listener);
+    return this;
+  }
+
+  off<K extends keyof EmulatorEvents>(event: K, listener: (...args: EmulatorEvents[K]) => void): this {
+    (this.#state.events.off as (e: K, l: (...args: EmulatorEvents[K]) => void) => unknown)(event, listener);
+    return this;
+  }
+
+  /** End open streams and long polls, stop scripts, close the server. Idempotent. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      this.#stop.abort();
+      for (const s of this.#state.sessions.values()) s.hub.endAll();
+      await this.#server.close();
+    })();
+    return this.#closed;
+  }
+
+  #work(workIdOrSessionId: string): WorkItem {
+    const direct = this.#state.queue.find(workIdOrSessionId);
+    if (direct) return direct;
+    const session = this.#state.sessions.get(workIdOrSessionId);
+    const viaSession = session?.workId ? this.#state.queue.find(session.workId) : undefined;
+    if (viaSession) return viaSession;
+    throw new Error(`no work item ${workIdOrSessionId} (nor a session with that id that has one)`);
+  }
+}
+
+/** Start an emulator on 127.0.0.1 (ephemeral port by default). */
+export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const state = new EmulatorState({
+    mountRoot: options.mountRoot ?? '/mnt/memory',
+    ...(options.leaseTtlSeconds !== undefined ? { leaseTtlSeconds: options.leaseTtlSeconds } : {}),
+    ...(options.reclaimOlderThanMs !== undefined ? { reclaimOlderThanMs: options.reclaimOlderThanMs } : {}),
+    ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
+    limits: {
+      maxContentBytes: options.maxContentBytes ?? 102_400,
+      maxMemoriesPerStore: options.maxMemoriesPerStore ?? 2000,
+    },
+  });
+  const env = state.createEnvironment({ name: 'emulator', type: 'self_hosted' });
+  const router = new Router();
+  router.add(...workRoutes, ...environmentRoutes, ...sessionRoutes, ...eventRoutes, ...memoryStoreRoutes, ...memoryRoutes);
+  const faults = new Faults(options.seed ?? 1);
+  const log: RequestRecord[] = [];
+  const server = new EmulatorServer({ state, router, faults, latencyMs: options.latencyMs ?? 0, log });
+  const host = options.host ?? '127.0.0.1';
+  const port = await server.listen(host, options.port ?? 0);
+  return new Emulator({ state, server, faults, log, baseURL: `http://${host}:${port}`, environmentId: env.id });
+}

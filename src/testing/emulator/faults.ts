@@ -1,0 +1,166 @@
+import { createPrng } from './prng.js';
+
+/**
+ * A fault rule. A request matches when `route` (tested against `"METHOD /path"`, e.g.
+ * `"POST /v1/memory_stores/memstore_1/memories"`) and `method` match (both optional); `rate`
+ * decides with a seeded PRNG whether a match fires; a rule retires after firing `times` times.
+ */
+export interface FaultRule {
+  /** Tested against `"METHOD /path"` (path without the query string). Omitted: every request. */
+  route?: RegExp;
+  /** HTTP method to match (case-insensitive). */
+  method?: string;
+  /** Fraction of matching requests the rule fires on, 0..1 (default 1). */
+  rate?: number;
+  /** Fire at most this many times, then retire (default: unlimited). */
+  times?: number;
+  /** Delay the answer by this long (adds to the emulator's `latencyMs`). */
+  latencyMs?: number;
+  /** Answer with this status and the API's error envelope instead of handling the request. */
+  status?: number;
+  /** `error.type` for `status` (default: the API's type for that status). */
+  errorType?: string;
+  /** `error.message` for `status`. */
+  message?: string;
+  /** `x-should-retry` header for `status` (default: not sent). */
+  shouldRetry?: boolean;
+  /** Never answer; the request stays open until the client gives up (or the emulator closes). */
+  hang?: boolean;
+  /** Apply the request, then destroy the socket without answering (a lost response). */
+  dropResponse?: boolean;
+  /**
+   * Cut (destroy) every open event stream of the session named in the path, right after this
+   * request is answered. Combine with `status` for "a result post fails, then the stream drops".
+   */
+  dropStream?: boolean;
+  /** Heartbeat requests only: void the lease first, so this heartbeat answers 412. */
+  leaseLost?: boolean;
+  /**
+   * Heartbeat requests only: stop the work item first (graceful → `stopping`; `{ force: true }` →
+   * `stopped`), so this heartbeat reports it.
+   */
+  stopWork?: boolean | { force?: boolean };
+}
+
+/** The handle `faults.add()` returns. */
+export interface FaultHandle {
+  readonly rule: Readonly<FaultRule>;
+  /** How many times the rule fired. */
+  readonly hits: number;
+  /** False once removed or retired by `times`. */
+  readonly active: boolean;
+  remove(): void;
+}
+
+/** The union of what the rules that fired on one request ask for. */
+export interface FaultDecision {
+  latencyMs: number;
+  status?: { status: number; errorType?: string; message?: string; shouldRetry?: boolean };
+  hang: boolean;
+  dropResponse: boolean;
+  dropStream: boolean;
+  leaseLost: boolean;
+  stopWork?: { force: boolean };
+  /** True when at least one rule fired. */
+  fired: boolean;
+}
+
+class Entry implements FaultHandle {
+  readonly rule: Readonly<FaultRule>;
+  hits = 0;
+  active = true;
+  readonly #owner: Faults;
+
+  constructor(rule: FaultRule, owner: Faults) {
+    this.rule = { ...rule };
+    this.#owner = owner;
+  }
+
+  remove(): void {
+    this.active = false;
+    this.#owner._forget(this);
+  }
+}
+
+/** The fault rules of one emulator. */
+export class Faults {
+  #entries: Entry[] = [];
+  readonly #random: () => number;
+
+  constructor(seed: number) {
+    this.#random = createPrng(seed);
+  }
+
+  /** Add a rule; it applies to requests arriving from now on. */
+  add(rule: FaultRule): FaultHandle {
+    if (rule.rate !== undefined && (rule.rate < 0 || rule.rate > 1)) {
+      throw new RangeError(`fault rate must be between 0 and 1, got ${rule.rate}`);
+    }
+    if (rule.times !== undefined && (!Number.isInteger(rule.times) || rule.times < 1)) {
+      throw new RangeError(`fault times must be a positive integer, got ${rule.times}`);
+    }
+    const entry = new Entry(rule, this);
+    this.#entries.push(entry);
+    return entry;
+  }
+
+  /** Remove every rule. */
+  clear(): void {
+    for (const entry of this.#entries) entry.active = false;
+    this.#entries = [];
+  }
+
+  /** The active rules. */
+  list(): FaultHandle[] {
+    return [...this.#entries];
+  }
+
+  /** @internal */
+  _forget(entry: Entry): void {
+    this.#entries = this.#entries.filter((e) => e !== entry);
+  }
+
+  /** @internal Decide what faults fire on one request (counts hits, retires exhausted rules). */
+  _decide(target: string, method: string, isHeartbeat: boolean): FaultDecision {
+    const decision: FaultDecision = {
+      latencyMs: 0,
+      hang: false,
+      dropResponse: false,
+      dropStream: false,
+      leaseLost: false,
+      fired: false,
+    };
+    for (const entry of [...this.#entries]) {
+      const rule = entry.rule;
+      if (rule.method !== undefined && rule.method.toUpperCase() !== method) continue;
+      if (rule.route !== undefined) {
+        rule.route.lastIndex = 0;
+        if (!rule.route.test(target)) continue;
+      }
+      if ((rule.leaseLost || rule.stopWork) && !isHeartbeat) continue;
+      const rate = rule.rate ?? 1;
+      if (rate < 1 && this.#random() >= rate) continue;
+      entry.hits++;
+      if (rule.times !== undefined && entry.hits >= rule.times) entry.remove();
+      decision.fired = true;
+      decision.latencyMs += rule.latencyMs ?? 0;
+      if (rule.status !== undefined && decision.status === undefined) {
+        decision.status = {
+          status: rule.status,
+          ...(rule.errorType !== undefined ? { errorType: rule.errorType } : {}),
+          ...(rule.message !== undefined ? { message: rule.message } : {}),
+          ...(rule.shouldRetry !== undefined ? { shouldRetry: rule.shouldRetry } : {}),
+        };
+      }
+      decision.hang ||= rule.hang === true;
+      decision.dropResponse ||= rule.dropResponse === true;
+      decision.dropStream ||= rule.dropStream === true;
+      decision.leaseLost ||= rule.leaseLost === true;
+      if (rule.stopWork) {
+        const force = typeof rule.stopWork === 'object' && rule.stopWork.force === true;
+        decision.stopWork = { force: force || decision.stopWork?.force === true };
+      }
+    }
+    return decision;
+  }
+}

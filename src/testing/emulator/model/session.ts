@@ -1,0 +1,153 @@
+import { isoTime, newId } from '../ids.js';
+import { StreamHub } from '../sse.js';
+
+export type SessionStatus = 'rescheduling' | 'running' | 'idle' | 'terminated';
+export type MemoryAccess = 'read_write' | 'read_only';
+
+/** A memory store attached to a session, as snapshotted at attach time. */
+export interface SessionStoreResource {
+  memoryStoreId: string;
+  name: string;
+  description: string;
+  mountPath: string | null;
+  access: MemoryAccess;
+  instructions: string | null;
+}
+
+/** A persisted session event: any object with `type`, plus `id` and `processed_at`. */
+export type SessionEvent = { id: string; type: string; processed_at: string } & Record<string, unknown>;
+
+/** One tool result the scripted agent received. */
+export interface ToolResultRecord {
+  /** The tool name of the scripted step. */
+  name: string;
+  /** The tool input of the scripted step. */
+  input: Record<string, unknown>;
+  /** `is_error` of the posted result. */
+  isError: boolean;
+  /** The text blocks of the posted result, joined with `\n`. */
+  text: string;
+  /** The id of the `agent.tool_use` / `agent.custom_tool_use` event answered. */
+  toolUseId: string;
+  /** The posted `content` blocks, as sent. */
+  content: unknown[];
+}
+
+/**
+ * One session: status, attached stores, the ordered event history, the open streams, and the
+ * bookkeeping of its scripted agent.
+ */
+export class Session {
+  readonly id = newId('sesn');
+  readonly environmentId: string;
+  readonly resources: SessionStoreResource[];
+  readonly agent: Record<string, unknown>;
+  readonly metadata: Record<string, string>;
+  readonly title: string | null;
+  readonly createdAt = isoTime();
+  updatedAt = this.createdAt;
+  archivedAt: string | null = null;
+  status: SessionStatus = 'idle';
+  workId: string | null = null;
+  readonly events: SessionEvent[] = [];
+  readonly hub: StreamHub;
+  /** Every tool result posted for a scripted call, in arrival order (duplicates included). */
+  readonly toolResults: ToolResultRecord[] = [];
+  /** Set when the scripted agent failed (a `console` step threw). */
+  scriptError: Error | undefined;
+  /** What the scripted agent is doing, for timeout messages. */
+  scriptProgress = 'not started (no worker has opened the event stream yet)';
+  readonly #listeners = new Set<(event: SessionEvent) => void>();
+
+  constructor(init: {
+    environmentId: string;
+    resources: SessionStoreResource[];
+    agent: Record<string, unknown>;
+    metadata?: Record<string, string>;
+    title?: string | null;
+    keepAliveMs: number;
+  }) {
+    this.environmentId = init.environmentId;
+    this.resources = init.resources;
+    this.agent = init.agent;
+    this.metadata = { ...(init.metadata ?? {}) };
+    this.title = init.title ?? null;
+    this.hub = new StreamHub(init.keepAliveMs);
+  }
+
+  get terminated(): boolean {
+    return this.status === 'terminated';
+  }
+
+  /** Persist an event (new `id`, `processed_at`), broadcast it, and tell listeners. */
+  append(event: { type: string } & Record<string, unknown>): SessionEvent {
+    const stored: SessionEvent = { ...event, id: newId('sevt'), processed_at: isoTime() };
+    this.events.push(stored);
+    this.updatedAt = stored.processed_at;
+    this.hub.broadcast(stored);
+    for (const listener of [...this.#listeners]) listener(stored);
+    return stored;
+  }
+
+  /** Call `listener` for every event appended from now on; returns the unsubscribe function. */
+  onEvent(listener: (event: SessionEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Mark terminated, emit `session.status_terminated`, then end the open streams. */
+  terminate(): void {
+    if (this.terminated) return;
+    this.status = 'terminated';
+    this.append({ type: 'session.status_terminated' });
+    this.hub.endAll();
+  }
+
+  toObject(): Record<string, unknown> {
+    return {
+      id: this.id,
+      type: 'session',
+      environment_id: this.environmentId,
+      status: this.status,
+      resources: this.resources.map((r) => ({
+        type: 'memory_store',
+        memory_store_id: r.memoryStoreId,
+        name: r.name,
+        description: r.description,
+        mount_path: r.mountPath,
+        access: r.access,
+        instructions: r.instructions,
+      })),
+      agent: this.agent,
+      archived_at: this.archivedAt,
+      created_at: this.createdAt,
+      updated_at: this.updatedAt,
+      metadata: { ...this.metadata },
+      title: this.title,
+      stats: {},
+      usage: {},
+      outcome_evaluations: [],
+      budget: null,
+      vault_ids: [],
+      deployment_id: null,
+    };
+  }
+}
+
+/** The resolved agent snapshot a session carries (`agent.skills` is always present). */
+export function agentSnapshot(agentId: string, name: string): Record<string, unknown> {
+  return {
+    id: agentId,
+    type: 'agent',
+    name,
+    version: 1,
+    description: null,
+    system: null,
+    model: { id: 'claude-sonnet-4-5', speed: 'standard' },
+    tools: [{ type: 'agent_toolset_20260401', configs: [], default_config: { enabled: true } }],
+    mcp_servers: [],
+    skills: [],
+    multiagent: null,
+    execution_identity: null,
+  };
+}

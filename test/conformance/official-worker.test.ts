@@ -1,0 +1,156 @@
+/**
+ * Conformance: the official `EnvironmentWorker` of `@anthropic-ai/sdk` runs, unchanged, against
+ * the emulator. One session with two stores (one read-only) and a script that reads a memory,
+ * writes a new one, edits one, tries to write into the read-only store, with a Console edit in
+ * between. This pins that the emulator speaks the wire protocol the SDK expects: work queue,
+ * lease, sessions, SSE events, memory listing/writes, and the credential rules.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import { EnvironmentWorker } from '@anthropic-ai/sdk/lib/environments/worker';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/testing/index.js';
+
+const MARKER = '.anthropic-memory-store';
+
+async function waitFor(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('the official SDK EnvironmentWorker against the emulator', () => {
+  let tmp: string;
+  let emu: Emulator;
+
+  beforeEach(async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'maw-conformance-'));
+    mkdirSync(join(tmp, 'mnt'));
+    mkdirSync(join(tmp, 'work'));
+    emu = await startEmulator({ mountRoot: join(tmp, 'mnt'), leaseTtlSeconds: 4 });
+  });
+
+  afterEach(async () => {
+    await emu.close();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('mounts both stores, syncs the agent edits and the Console edit, refuses the read-only write, and cleans up', async () => {
+    const prefs = await emu.createMemoryStore({
+      name: 'User Preferences',
+      memories: { '/tone.md': 'brief', '/notes/todo.md': 'buy milk\n' },
+    });
+    const handbook = await emu.createMemoryStore({ name: 'Team Handbook', memories: { '/rules.md': 'be kind' } });
+    const prefsDir = join(tmp, 'mnt', 'user-preferences');
+    const handbookDir = join(tmp, 'mnt', 'team-handbook');
+    const seenWhileRunning: Record<string, string | null> = {};
+    const read = (p: string): string | null => (existsSync(p) ? readFileSync(p, 'utf8') : null);
+
+    const { sessionId, workId } = await emu.createSession({
+      resources: [
+        { memoryStoreId: prefs.id, access: 'read_write' },
+        { memoryStoreId: handbook.id, access: 'read_only' },
+      ],
+      script: [
+        {
+          console: () => {
+            seenWhileRunning['prefsMarker'] = read(join(prefsDir, MARKER));
+            seenWhileRunning['handbookMarker'] = read(join(handbookDir, MARKER));
+            seenWhileRunning['tone'] = read(join(prefsDir, 'tone.md'));
+            seenWhileRunning['rules'] = read(join(handbookDir, 'rules.md'));
+          },
+        },
+        { tool: 'read', input: { file_path: join(prefsDir, 'tone.md') } },
+        { tool: 'write', input: { file_path: join(prefsDir, 'ideas/new.md'), content: 'a fresh memory' } },
+        { tool: 'edit', input: { file_path: join(prefsDir, 'notes/todo.md'), old_string: 'milk', new_string: 'oat milk' } },
+        { tool: 'write', input: { file_path: join(handbookDir, 'rules.md'), content: 'no rules' } },
+        { console: (e) => e.putMemory(prefs.id, '/tone.md', 'verbose') },
+        // Past the 5 s sync interval, so the next tool call triggers a sync.
+        { sleepMs: 5_200 },
+        { tool: 'read', input: { file_path: join(prefsDir, 'notes/todo.md') } },
+        {
+          console: async () => {
+            await waitFor(() => read(join(prefsDir, 'tone.md')) === 'verbose', 10_000, 'the Console edit to reach the folder');
+            seenWhileRunning['toneAfterConsoleEdit'] = read(join(prefsDir, 'tone.md'));
+          },
+        },
+      ],
+    });
+
+    const client = new Anthropic({ apiKey: 'not-used-by-the-worker', baseURL: emu.baseURL, logLevel: 'off' });
+    const worker = new EnvironmentWorker({
+      client,
+      environmentId: emu.environmentId,
+      environmentKey: emu.environmentKey,
+      workdir: join(tmp, 'work'),
+      memorySyncIntervalMs: 5_000,
+    });
+    const stop = new AbortController();
+    const started = Date.now();
+    const running = worker.run(stop.signal);
+    let done;
+    try {
+      done = await emu.waitForSession(sessionId, { timeoutMs: 40_000 });
+    } finally {
+      stop.abort();
+      await running.catch(() => undefined);
+    }
+    const elapsedMs = Date.now() - started;
+
+    // Both folders appeared at their mount paths with a valid marker while the session ran.
+    expect(seenWhileRunning['prefsMarker']).toBe(`version 1\n${prefs.id}`);
+    expect(seenWhileRunning['handbookMarker']).toBe(`version 1\n${handbook.id}`);
+    expect(seenWhileRunning['tone']).toBe('brief');
+    expect(seenWhileRunning['rules']).toBe('be kind');
+    expect(seenWhileRunning['toneAfterConsoleEdit']).toBe('verbose');
+
+    // Every scripted call ran exactly once; the read-only write came back as a tool error.
+    expect(done.status).toBe('terminated');
+    expect(done.workStopped).toBe(true);
+    expect(done.toolResults.map((r) => [r.name, r.isError])).toEqual([
+      ['read', false],
+      ['write', false],
+      ['edit', false],
+      ['write', true],
+      ['read', false],
+    ]);
+    expect(done.toolResults[0]!.text).toContain('brief');
+    expect(done.toolResults[4]!.text).toContain('oat milk');
+
+    // The new and the edited memory reached the store; the Console edit survived.
+    expect(emu.memories(prefs.id)).toEqual({
+      '/ideas/new.md': 'a fresh memory',
+      '/notes/todo.md': 'buy oat milk\n',
+      '/tone.md': 'verbose',
+    });
+    const newMemory = emu.memory(prefs.id, '/ideas/new.md')!;
+    expect(newMemory.content_sha256).toBe(createHash('sha256').update('a fresh memory').digest('hex'));
+
+    // Nothing was uploaded from the read-only store.
+    expect(emu.memories(handbook.id)).toEqual({ '/rules.md': 'be kind' });
+    const writesToHandbook = emu.requests.filter(
+      (r) => r.path.startsWith(`/v1/memory_stores/${handbook.id}/memories`) && r.method !== 'GET',
+    );
+    expect(writesToHandbook).toEqual([]);
+
+    // The folders are gone and the item was force-stopped with the item credential.
+    expect(existsSync(prefsDir)).toBe(false);
+    expect(existsSync(handbookDir)).toBe(false);
+    expect(emu.workItem(workId).state).toBe('stopped');
+    const stops = emu.requests.filter((r) => r.route === 'POST /v1/environments/:id/work/:workId/stop');
+    expect(stops.map((r) => [r.credential, r.body])).toEqual([['sessions_token', { force: true }]]);
+
+    // The memory endpoints only ever saw the sessions token; polls only the environment key.
+    const memoryCreds = new Set(emu.requests.filter((r) => r.path.startsWith('/v1/memory_stores')).map((r) => r.credential));
+    expect(memoryCreds).toEqual(new Set(['sessions_token']));
+    const pollCreds = new Set(emu.requests.filter((r) => r.route.endsWith('/work/poll')).map((r) => r.credential));
+    expect(pollCreds).toEqual(new Set(['environment_key']));
+    expect(elapsedMs).toBeLessThan(30_000);
+    console.log(`conformance session finished in ${elapsedMs} ms with ${emu.requests.length} requests`);
+  });
+});
