@@ -20,3 +20,4 @@ export type { MemoryObject, MemoryPrefixObject, MemoryStoreObject } from './emul
 export type { SessionEvent, SessionStatus, ToolResultRecord, MemoryAccess } from './emulator/model/session.js';
 export type { WorkState, HeartbeatObject, WorkObject } from './emulator/model/work-queue.js';
 export type { ApiErrorType } from './emulator/errors.js';
+export { signWebhook, generateWebhookSecret, sessionWebhookEvent, postWebhooksTo, type SignedWebhook, type SignOptions, type WebhookEventPayload, type WebhookDelivery, type WebhookPoster, type SessionCreatedSource } from './webhook-signing.js';

@@ -1,0 +1,1 @@
+export { Launcher, SANDBOX_ENV_VARS, type LauncherEventMap, type LauncherOptions, type SandboxExit } from './launcher.js';
