@@ -152,6 +152,13 @@ export class WorkQueue {
     const reclaimMs = reclaimOlderThanMs ?? this.#opts.reclaimOlderThanMs;
     for (const item of this.#items.values()) {
       if (item.environmentId !== environmentId) continue;
+      if (item.state === 'stopping' && item.leaseExpiresAtMs !== null && now > item.leaseExpiresAtMs) {
+        // Nobody wound it down within the lease: the stop completes on its own.
+        item.state = 'stopped';
+        item.stoppedAt = isoTime(now);
+        this.#changed(item);
+        continue;
+      }
       const fresh = item.state === 'queued' && (item.deliveredAtMs === null || now - item.deliveredAtMs >= reclaimMs);
       const lapsed =
         (item.state === 'starting' || item.state === 'active') &&
