@@ -1,0 +1,310 @@
+/**
+ * Pins the SyncLoop's per-path rules against the emulator (real SDK client, real files): local
+ * edits upload byte for byte and are never re-sent; Console edits come down; both changed → the
+ * store wins and the local bytes are kept as a conflict copy outside the mount (M15); deletions in
+ * the three modes (M13); remote deletes; read-only stores never upload (M14); a missing or altered
+ * marker stops the store's sync and a folder wiped whole is downloaded again (M9); symlinks,
+ * FIFOs, temp files, binary and oversized files are never uploaded and refusals are reported once;
+ * a lost upload response is settled by sha (no duplicate, no false conflict); 503 bursts only
+ * delay the sync.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import * as path from 'node:path';
+import type Anthropic from '@anthropic-ai/sdk';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryMounter, SyncLoop, type MemoryDeleteMode, type MountedSession } from '../../src/memory/index.js';
+import { captureLogger, harness, manualClock, openSession, readTree, type Harness } from './int-helpers.js';
+
+let h: Harness;
+beforeEach(async () => {
+  h = await harness();
+});
+afterEach(async () => {
+  await h.cleanup();
+});
+
+interface Rig {
+  storeId: string;
+  root: string;
+  client: Anthropic;
+  mounted: MountedSession;
+  loop: SyncLoop;
+  log: ReturnType<typeof captureLogger>;
+  file: (rel: string) => string;
+}
+
+async function rig(
+  memories: Record<string, string>,
+  opts: { access?: 'read_write' | 'read_only'; deletions?: MemoryDeleteMode; name?: string } = {},
+): Promise<Rig> {
+  const store = await h.emu.createMemoryStore({ name: opts.name ?? 'Notes', memories });
+  const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id, ...(opts.access ? { access: opts.access } : {}) }]);
+  const log = captureLogger();
+  const mounted = await new MemoryMounter({ client, logger: log.logger }).mount(session);
+  const loop = new SyncLoop({
+    client,
+    mounted,
+    logger: log.logger,
+    stateDir: h.stateDir,
+    clock: manualClock(),
+    ...(opts.deletions ? { deletions: opts.deletions } : {}),
+  });
+  const root = mounted.roots[0]!;
+  return { storeId: store.id, root, client, mounted, loop, log, file: (rel) => path.join(root, rel) };
+}
+
+function requestsSince(mark: number): string[] {
+  return h.emu.requests.slice(mark).map((r) => r.route);
+}
+
+describe('uploads and downloads', () => {
+  it('uploads a local edit byte for byte and never uploads an unchanged file again', async () => {
+    const r = await rig({ '/a.md': 'old', '/b.md': 'b' });
+    const content = 'new ✓ content\r\nwith CRLF and a BOM \uFEFF and trailing spaces   \n';
+    await fsp.writeFile(r.file('a.md'), content);
+    await fsp.mkdir(r.file('deep/er'), { recursive: true });
+    await fsp.writeFile(r.file('deep/er/new.md'), 'created by the agent');
+    const report = await r.loop.syncNow();
+    expect(report).toMatchObject({ uploads: 2, downloads: 0, errors: 0 });
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': content, '/b.md': 'b', '/deep/er/new.md': 'created by the agent' });
+    const mark = h.emu.requests.length;
+    const again = await r.loop.syncNow();
+    expect(again).toMatchObject({ uploads: 0, downloads: 0 });
+    expect(requestsSince(mark)).toEqual(['GET /v1/memory_stores/:id/memories']);
+  });
+
+  it('writes a Console edit and a new nested memory to disk', async () => {
+    const r = await rig({ '/a.md': 'old' });
+    h.emu.putMemory(r.storeId, '/a.md', 'edited in the Console');
+    h.emu.putMemory(r.storeId, '/x/y/z.md', 'new');
+    const report = await r.loop.syncNow();
+    expect(report).toMatchObject({ downloads: 2, uploads: 0 });
+    expect(await readTree(r.root)).toEqual({ 'a.md': 'edited in the Console', 'x/y/z.md': 'new' });
+  });
+
+  it('never uploads our own temp files', async () => {
+    const r = await rig({ '/a.md': 'a' });
+    await fsp.writeFile(r.file('.maw-tmp-deadbeef'), 'half written');
+    await r.loop.syncNow();
+    expect(Object.keys(h.emu.memories(r.storeId))).toEqual(['/a.md']);
+  });
+});
+
+describe('conflicts', () => {
+  it('lets the store win and keeps the local bytes as a conflict copy outside the mount', async () => {
+    const r = await rig({ '/a.md': 'base' });
+    await fsp.writeFile(r.file('a.md'), 'agent version');
+    h.emu.putMemory(r.storeId, '/a.md', 'console version');
+    const conflicts: Array<{ conflictCopy: string | undefined }> = [];
+    r.loop.on('conflict', (e) => conflicts.push(e));
+    const report = await r.loop.syncNow();
+    expect(report).toMatchObject({ conflicts: 1, uploads: 0, errors: 0 });
+    expect(await fsp.readFile(r.file('a.md'), 'utf8')).toBe('console version');
+    expect(h.emu.memories(r.storeId)['/a.md']).toBe('console version');
+    const copy = conflicts[0]?.conflictCopy;
+    expect(copy).toBeDefined();
+    expect(copy!.startsWith(path.join(h.stateDir, 'conflicts', r.storeId))).toBe(true);
+    expect(await fsp.readFile(copy!, 'utf8')).toBe('agent version');
+    expect(r.log.warnings().some((w) => w.includes(copy!))).toBe(true);
+  });
+
+  it('a push racing a Console edit costs one request and ends with the store version', async () => {
+    const r = await rig({ '/a.md': 'base' });
+    await fsp.writeFile(r.file('a.md'), 'agent version');
+    // The Console edit lands after the listing, before the upload (held back 1 s by the
+    // emulator): the content_sha256 precondition fails.
+    h.emu.faults.add({ route: /^POST .*\/memories\//, times: 1, latencyMs: 1_000 });
+    const mark = h.emu.requests.length;
+    const syncing = r.loop.syncNow();
+    while (!h.emu.requests.slice(mark).some((x) => x.route === 'GET /v1/memory_stores/:id/memories' && x.status === 200)) {
+      await new Promise((res) => setTimeout(res, 5));
+    }
+    h.emu.putMemory(r.storeId, '/a.md', 'console version');
+    const first = await syncing;
+    expect(first.uploads).toBe(0);
+    const posts = requestsSince(mark).filter((x) => x.startsWith('POST'));
+    expect(posts).toEqual(['POST /v1/memory_stores/:id/memories/:memoryId']);
+    await r.loop.syncNow();
+    expect(await fsp.readFile(r.file('a.md'), 'utf8')).toBe('console version');
+  });
+});
+
+describe('deletions', () => {
+  it('enabled: deletes the memory only when a later sync confirms the file is still gone', async () => {
+    const r = await rig({ '/a.md': 'a', '/b.md': 'b' });
+    await fsp.rm(r.file('a.md'));
+    const first = await r.loop.syncNow();
+    expect(first.deletes).toBe(0);
+    expect(h.emu.memories(r.storeId)).toHaveProperty('/a.md');
+    const second = await r.loop.syncNow();
+    expect(second.deletes).toBe(1);
+    expect(h.emu.memories(r.storeId)).toEqual({ '/b.md': 'b' });
+  });
+
+  it('log_only: reports what it would delete and never deletes', async () => {
+    const r = await rig({ '/a.md': 'a', '/b.md': 'b' }, { deletions: 'log_only' });
+    const would: string[] = [];
+    r.loop.on('wouldDelete', (e) => would.push(e.path));
+    await fsp.rm(r.file('a.md'));
+    for (let i = 0; i < 3; i++) await r.loop.syncNow();
+    expect(would).toEqual(['a.md']);
+    expect(h.emu.memories(r.storeId)).toHaveProperty('/a.md', 'a');
+    expect(fs.existsSync(r.file('a.md'))).toBe(false);
+  });
+
+  it('disabled: never deletes and does not download the file again every sync', async () => {
+    const r = await rig({ '/a.md': 'a', '/b.md': 'b' }, { deletions: 'disabled' });
+    await fsp.rm(r.file('a.md'));
+    let downloads = 0;
+    for (let i = 0; i < 3; i++) downloads += (await r.loop.syncNow()).downloads;
+    expect(h.emu.memories(r.storeId)).toHaveProperty('/a.md', 'a');
+    expect(downloads).toBe(0);
+  });
+
+  it('removes the local file when the memory is deleted in the store, and re-creates an edited one', async () => {
+    const r = await rig({ '/gone.md': 'x', '/edited.md': 'y', '/keep.md': 'z' });
+    await fsp.writeFile(r.file('edited.md'), 'agent kept working on this');
+    h.emu.removeMemory(r.storeId, '/gone.md');
+    h.emu.removeMemory(r.storeId, '/edited.md');
+    const report = await r.loop.syncNow();
+    expect(report).toMatchObject({ localDeletes: 1, uploads: 1 });
+    expect(fs.existsSync(r.file('gone.md'))).toBe(false);
+    expect(h.emu.memories(r.storeId)).toEqual({ '/edited.md': 'agent kept working on this', '/keep.md': 'z' });
+  });
+});
+
+describe('read-only stores', () => {
+  it('never uploads, and the next remote change overwrites a local edit', async () => {
+    const r = await rig({ '/a.md': 'a', '/b.md': 'b' }, { access: 'read_only' });
+    await fsp.writeFile(r.file('a.md'), 'edited by bash');
+    await fsp.writeFile(r.file('new.md'), 'created by bash');
+    await fsp.rm(r.file('b.md'));
+    const mark = h.emu.requests.length;
+    await r.loop.syncNow();
+    await r.loop.syncNow();
+    expect(requestsSince(mark).every((x) => x.startsWith('GET'))).toBe(true);
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'a', '/b.md': 'b' });
+    h.emu.putMemory(r.storeId, '/a.md', 'console update');
+    await r.loop.syncNow();
+    expect(await fsp.readFile(r.file('a.md'), 'utf8')).toBe('console update');
+  });
+});
+
+describe('markers and wiped folders', () => {
+  it('skips a store whose marker is missing or altered while files remain, then resumes when restored', async () => {
+    const r = await rig({ '/a.md': 'a' });
+    const marker = r.file('.anthropic-memory-store');
+    await fsp.writeFile(marker, 'version 1\nmemstore_other');
+    await fsp.writeFile(r.file('a.md'), 'edit while unbound');
+    const skipped = await r.loop.syncNow();
+    expect(skipped).toMatchObject({ skippedStores: 1, uploads: 0 });
+    await fsp.rm(marker);
+    expect((await r.loop.syncNow()).skippedStores).toBe(1);
+    expect(h.emu.memories(r.storeId)['/a.md']).toBe('a');
+    expect(r.log.warnings().filter((w) => w.includes('not synced')).length).toBeGreaterThanOrEqual(1);
+    await fsp.writeFile(marker, `version 1\n${r.storeId}`);
+    expect((await r.loop.syncNow()).uploads).toBe(1);
+    expect(h.emu.memories(r.storeId)['/a.md']).toBe('edit while unbound');
+  });
+
+  it('downloads a folder wiped whole again instead of deleting its memories', async () => {
+    const r = await rig({ '/a.md': 'a', '/b/c.md': 'c', '/d.md': 'd' });
+    for (const name of await fsp.readdir(r.root)) await fsp.rm(path.join(r.root, name), { recursive: true });
+    await r.loop.syncNow();
+    const second = await r.loop.syncNow();
+    expect(second.deletes).toBe(0);
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'a', '/b/c.md': 'c', '/d.md': 'd' });
+    expect(await readTree(r.root)).toEqual({ 'a.md': 'a', 'b/c.md': 'c', 'd.md': 'd' });
+    expect(await fsp.readFile(r.file('.anthropic-memory-store'), 'utf8')).toBe(`version 1\n${r.storeId}`);
+  });
+});
+
+describe('hostile and unsyncable files', () => {
+  it('skips planted symlinks (final and intermediate) and FIFOs with one warning, never following them', async () => {
+    const r = await rig({ '/a.md': 'a' });
+    const outside = path.join(h.tmp, 'outside');
+    await fsp.mkdir(outside);
+    await fsp.writeFile(path.join(outside, 'secret.md'), 'host secret');
+    await fsp.symlink(path.join(outside, 'secret.md'), r.file('leak.md'));
+    await fsp.symlink(outside, r.file('dir-link'));
+    execFileSync('mkfifo', [r.file('pipe.md')]);
+    await r.loop.syncNow();
+    await r.loop.syncNow();
+    expect(Object.keys(h.emu.memories(r.storeId))).toEqual(['/a.md']);
+    const skipWarnings = r.log.lines.filter((l) => l.level >= 40 && l.msg.includes('not a regular file'));
+    expect(skipWarnings.map((l) => l['path']).sort()).toEqual(['dir-link', 'leak.md', 'pipe.md']);
+    // A Console memory below the symlinked folder is refused, never written through it.
+    h.emu.putMemory(r.storeId, '/dir-link/planted.md', 'would escape');
+    await r.loop.syncNow();
+    expect(await fsp.readdir(outside)).toEqual(['secret.md']);
+  });
+
+  it('refuses binary and oversized files once per version and never reads them again', async () => {
+    const r = await rig({ '/a.md': 'a' });
+    await fsp.writeFile(r.file('image.png'), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0xff, 0x00, 0xfe]));
+    await fsp.writeFile(r.file('huge.md'), 'x'.repeat(150_000));
+    const refused: string[] = [];
+    r.loop.on('refused', (e) => refused.push(e.path));
+    const first = await r.loop.syncNow();
+    expect(first.refusals).toBe(2);
+    const mark = h.emu.requests.length;
+    const second = await r.loop.syncNow();
+    expect(second.refusals).toBe(0);
+    expect(requestsSince(mark)).toEqual(['GET /v1/memory_stores/:id/memories']);
+    expect(refused.sort()).toEqual(['huge.md', 'image.png']);
+    await fsp.writeFile(r.file('huge.md'), 'small now');
+    expect((await r.loop.syncNow()).uploads).toBe(1);
+    expect(h.emu.memories(r.storeId)['/huge.md']).toBe('small now');
+  });
+
+  it('reports a local file where the store has a folder once per version, and stops retrying it', async () => {
+    const r = await rig({ '/a.md': 'a' });
+    await fsp.writeFile(r.file('notes'), 'a local file named notes');
+    h.emu.putMemory(r.storeId, '/notes/x.md', 'a memory below a folder named notes');
+    const refused: string[] = [];
+    r.loop.on('refused', (e) => refused.push(e.path));
+    await r.loop.syncNow();
+    await r.loop.syncNow();
+    const mark = h.emu.requests.length;
+    await r.loop.syncNow();
+    expect(requestsSince(mark)).toEqual(['GET /v1/memory_stores/:id/memories']);
+    expect(refused.sort()).toEqual(['notes', 'notes/x.md']);
+    expect(await fsp.readFile(r.file('notes'), 'utf8')).toBe('a local file named notes');
+  });
+});
+
+describe('faults', () => {
+  it('settles an upload whose response was lost by its sha: no duplicate, no conflict', async () => {
+    const r = await rig({ '/a.md': 'a' });
+    await fsp.writeFile(r.file('a.md'), 'edited');
+    await fsp.writeFile(r.file('new.md'), 'created');
+    h.emu.faults.add({ route: /^POST .*\/memories/, dropResponse: true, times: 2 });
+    const conflicts: unknown[] = [];
+    r.loop.on('conflict', (e) => conflicts.push(e));
+    const first = await r.loop.syncNow();
+    expect(first.uploads).toBe(0);
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'edited', '/new.md': 'created' });
+    const mark = h.emu.requests.length;
+    const second = await r.loop.syncNow();
+    expect(second).toMatchObject({ uploads: 0, downloads: 0, conflicts: 0 });
+    expect(requestsSince(mark)).toEqual(['GET /v1/memory_stores/:id/memories']);
+    expect(conflicts).toEqual([]);
+    expect(r.loop.snapshot()[0]!.baseline['new.md']).toBeDefined();
+  });
+
+  it('gets through a burst of 503s by retrying on later syncs, never throwing', async () => {
+    const r = await rig(Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`/m${i}.md`, `v${i}`])));
+    for (let i = 0; i < 10; i++) await fsp.writeFile(r.file(`m${i}.md`), `edited ${i}`);
+    const fault = h.emu.faults.add({ route: /^POST .*\/memories/, status: 503, rate: 0.5 });
+    let errors = 0;
+    for (let i = 0; i < 8 && Object.values(h.emu.memories(r.storeId)).some((c) => !c.startsWith('edited')); i++) {
+      errors += (await r.loop.syncNow()).errors;
+    }
+    fault.remove();
+    await r.loop.syncNow();
+    expect(errors).toBeGreaterThan(0);
+    expect(h.emu.memories(r.storeId)).toEqual(Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`/m${i}.md`, `edited ${i}`])));
+  });
+});
