@@ -201,7 +201,10 @@ export type SyncActionKind = SyncAction['kind'];
 export interface SyncPlan {
   /** One action per path seen in the baseline, the local scan or the listing, in ascending path order. */
   actions: SyncAction[];
-  /** True when the whole folder was found wiped: everything is pulled again and nothing is deleted. */
+  /**
+   * True when the whole folder was found wiped (every file the last sync saw, at least two, is
+   * gone at once): everything is pulled again and nothing is deleted.
+   */
   wiped: boolean;
   /** Remote deletes confirmed but held back by the per-sync cap (they stay pending). */
   deleteCapped: number;
@@ -209,7 +212,7 @@ export interface SyncPlan {
 
 /**
  * Fingerprint of "the file is missing locally", used in `state.refused` when a local deletion
- * is deliberately not synced (read-only store, `log_only` after it was logged once).
+ * is deliberately not synced (read-only store, `disabled`, `log_only` after it was logged once).
  */
 export const DELETED_FINGERPRINT = '<deleted>';
 
@@ -279,6 +282,9 @@ export const REFUSAL_READ_ONLY_EDIT = 'read-only store: local changes are never 
 export const REFUSAL_READ_ONLY_DELETE =
   'read-only store: a local deletion is never synced; the memory stays in the store and comes back when it changes';
 
+export const REFUSAL_DELETIONS_DISABLED =
+  'memorySyncDeletions is "disabled": a local deletion is never synced; the memory stays in the store and comes back when it changes';
+
 /** Everything the per-path rules look at, resolved once. */
 interface PathFacts {
   path: string;
@@ -332,8 +338,15 @@ export function planSync(input: PlanInput): SyncPlan {
   const { state, local, remote, deletions, phase } = input;
   const readOnly = state.access === 'read_only';
   const baselineSize = Object.keys(state.baseline).length;
-  // A folder wiped whole is re-downloaded, never turned into mass remote deletes.
-  const wiped = baselineSize > 1 && local.size === 0;
+  // A folder wiped whole is re-downloaded, never turned into mass remote deletes. "Whole" means
+  // every file the last sync saw locally is gone at once: files already known missing (pending
+  // delete, or a deletion reported as not synced) do not count, so a folder emptied one deletion
+  // at a time is not mistaken for a wipe.
+  const presentAtLastSync = Object.entries(state.baseline).filter(
+    ([path, entry]) =>
+      state.pendingDeletes[path]?.baseSha !== entry.sha && state.refused[path]?.fingerprint !== DELETED_FINGERPRINT,
+  ).length;
+  const wiped = presentAtLastSync > 1 && local.size === 0;
 
   const pathSet = new Set<string>([
     ...Object.keys(state.baseline),
@@ -440,12 +453,15 @@ export function planSync(input: PlanInput): SyncPlan {
         if (wiped) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'redownload' };
         // Deleted locally but changed in the store meanwhile: the store wins, the file comes back.
         if (rr.sha !== bb.sha || rr.id !== bb.id) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'restore' };
-        // A deletion already reported as not synced (read-only, log_only) stays as is.
+        // A deletion already reported as not synced (read-only, log_only, disabled) stays as is.
         if (f.refusedFingerprint === DELETED_FINGERPRINT) return { kind: 'noop', path };
         // Read-only: never delete remotely; report once and leave the file missing.
         if (readOnly) return { kind: 'refuse', path, reason: REFUSAL_READ_ONLY_DELETE, fingerprint: DELETED_FINGERPRINT };
-        // disabled: the memory stays; the baseline is kept so the file is not downloaded again.
-        if (deletions === 'disabled') return { kind: 'noop', path };
+        // disabled: the memory stays; reported once, and the baseline is kept so the file is not
+        // downloaded again.
+        if (deletions === 'disabled') {
+          return { kind: 'refuse', path, reason: REFUSAL_DELETIONS_DISABLED, fingerprint: DELETED_FINGERPRINT };
+        }
         // A later sync than the one that first saw it missing confirms it; the final sync waives the wait.
         const pending = state.pendingDeletes[path];
         const confirmed =

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   DELETED_FINGERPRINT,
+  REFUSAL_DELETIONS_DISABLED,
   REFUSAL_READ_ONLY_DELETE,
   REFUSAL_READ_ONLY_EDIT,
   deleteCapFor,
@@ -126,10 +127,11 @@ const rows: Row[] = [
   { description: '101: still missing at a later sync (enabled): delete remotely with the base precondition', base: A, remote: A, generation: 4, pending: { sinceGeneration: 3, baseSha: A }, expected: { kind: 'delete-remote', path: P, id: ID, expectedSha: A } },
   { description: '101: still missing at a later sync (log_only): would delete, deletes nothing', base: A, remote: A, deletions: 'log_only', generation: 4, pending: { sinceGeneration: 3, baseSha: A }, expected: { kind: 'would-delete-remote', path: P, id: ID } },
   { description: '101: log_only first sees it missing: waits like enabled', base: A, remote: A, deletions: 'log_only', expected: { kind: 'await-delete', path: P, baseSha: A, capped: false } },
-  { description: '101: disabled: never deletes and never downloads it again', base: A, remote: A, deletions: 'disabled', generation: 4, pending: { sinceGeneration: 3, baseSha: A }, expected: { kind: 'noop', path: P } },
+  { description: '101: disabled: never deletes; reported once', base: A, remote: A, deletions: 'disabled', generation: 4, pending: { sinceGeneration: 3, baseSha: A }, expected: { kind: 'refuse', path: P, reason: REFUSAL_DELETIONS_DISABLED, fingerprint: DELETED_FINGERPRINT } },
+  { description: '101: disabled, already reported: never deletes and never downloads it again', base: A, remote: A, deletions: 'disabled', generation: 4, refused: { fingerprint: DELETED_FINGERPRINT, reason: REFUSAL_DELETIONS_DISABLED }, expected: { kind: 'noop', path: P } },
   { description: '101: final sync (enabled) waives the later-sync wait', base: A, remote: A, phase: 'final', expected: { kind: 'delete-remote', path: P, id: ID, expectedSha: A } },
   { description: '101: final sync (log_only) reports the would-delete at once', base: A, remote: A, phase: 'final', deletions: 'log_only', expected: { kind: 'would-delete-remote', path: P, id: ID } },
-  { description: '101: final sync (disabled) deletes nothing', base: A, remote: A, phase: 'final', deletions: 'disabled', expected: { kind: 'noop', path: P } },
+  { description: '101: final sync (disabled) deletes nothing', base: A, remote: A, phase: 'final', deletions: 'disabled', expected: { kind: 'refuse', path: P, reason: REFUSAL_DELETIONS_DISABLED, fingerprint: DELETED_FINGERPRINT } },
   { description: '101: a pending delete recorded for another base sha starts over', base: A, remote: A, generation: 9, pending: { sinceGeneration: 1, baseSha: B }, expected: { kind: 'await-delete', path: P, baseSha: A, capped: false } },
   { description: '101: the flush never deletes a confirmed file; it stays pending', base: A, remote: A, phase: 'flush', generation: 4, pending: { sinceGeneration: 3, baseSha: A }, expected: { kind: 'await-delete', path: P, baseSha: A, capped: false } },
   { description: '101: the flush records a first-seen missing file as pending', base: A, remote: A, phase: 'flush', expected: { kind: 'await-delete', path: P, baseSha: A, capped: false } },
@@ -290,6 +292,34 @@ describe('planSync over several paths', () => {
       const plan = planSync({ state: stateWith({ 'a.md': A }), local: new Map(), remote: remoteMap({ 'a.md': A }), deletions: 'enabled', phase: 'final' });
       expect(plan.wiped).toBe(false);
       expect(plan.actions).toEqual([{ kind: 'delete-remote', path: 'a.md', id: 'mem_a.md', expectedSha: A }]);
+    });
+
+    it('is not assumed when the files went missing one sync at a time', () => {
+      const plan = planSync({
+        state: stateWith(baseline, {
+          generation: 5,
+          pendingDeletes: { 'a.md': { sinceGeneration: 4, baseSha: A }, 'b.md': { sinceGeneration: 4, baseSha: A } },
+        }),
+        local: new Map(),
+        remote: remoteMap(baseline),
+        deletions: 'enabled',
+        phase: 'sync',
+      });
+      expect(plan.wiped).toBe(false);
+      expect(plan.actions.map((a) => a.kind)).toEqual(['delete-remote', 'delete-remote', 'await-delete']);
+    });
+
+    it('is not assumed when the missing files were deletions already reported as not synced', () => {
+      const refused = { fingerprint: DELETED_FINGERPRINT, reason: REFUSAL_READ_ONLY_DELETE };
+      const plan = planSync({
+        state: { ...stateWith(baseline, { refused: { 'a.md': refused, 'b.md': refused, 'c.md': refused }, generation: 5 }), access: 'read_only' },
+        local: new Map(),
+        remote: remoteMap(baseline),
+        deletions: 'enabled',
+        phase: 'sync',
+      });
+      expect(plan.wiped).toBe(false);
+      expect(plan.actions.every((a) => a.kind === 'noop')).toBe(true);
     });
 
     it('is not assumed while one unsyncable file remains', () => {
