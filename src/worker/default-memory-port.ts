@@ -1,11 +1,8 @@
+import { MemoryMounter, SyncLoop } from '../memory/index.js';
 import type { MemoryPort } from './memory-port.js';
 
 /** Binds the worker to the memory core in `src/memory/`. */
 export const defaultMemoryPort: MemoryPort = {
-  mounter() {
-    throw new Error('memory core not available yet');
-  },
-  syncLoop() {
-    throw new Error('memory core not available yet');
-  },
+  mounter: (opts) => new MemoryMounter(opts),
+  syncLoop: (opts) => new SyncLoop(opts as ConstructorParameters<typeof SyncLoop>[0]),
 };

@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events';
+import path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
@@ -9,6 +10,7 @@ import { coerceError, LeaseLostError, MemoryUnavailableError, MissingInputError,
 import { combineSignals, linkAbort } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
+import { slug } from '../memory/mounter.js';
 import type { MemoryEventMap } from '../memory/types.js';
 import { decodeWorkSecret } from './credentials.js';
 import { MEMORY_EVENT_NAMES, safeEmit, type ItemOutcome, type ItemStatus, type WorkerEventMap } from './events.js';
@@ -162,12 +164,12 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
         }
         // 5. Memory: exclusive paths, mount, sync loop.
         if (storeResources.length > 0 && memoryOn) {
-          const lockKeys = storeResources.map((r) => r.mount_path || `/.maw-store-lock/${r.memory_store_id}`);
+          const lockKeys = storeResources.map((r) => storeRoot(r, opts.workdir));
           releasePaths = await deps.pathLocks.acquire(lockKeys, { sessionId, workId: work.id }, {
             waitMs: opts.pathWaitMs,
             signal: itemCtrl.signal,
           });
-          const mounter = deps.memory.mounter({ client, logger: log, stateDir: opts.stateDir });
+          const mounter = deps.memory.mounter({ client, logger: log, workdir: opts.workdir, stateDir: opts.stateDir });
           detachMemoryEvents.push(forwardMemoryEvents(mounter, deps, emit, work.id, sessionId));
           mounted = await mounter.mount(session, { signal: itemCtrl.signal });
           ctx.allowedRoots = [...mounted.roots];
@@ -265,6 +267,16 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
     emit('sessionEnded', { workId: work.id, sessionId, outcome, ...(flush ? { flush } : {}) });
   }
   return outcome;
+}
+
+/**
+ * The folder a store resource is mounted at, as the mounter decides it: its `mount_path`, or
+ * `<workdir>/memory/<slug of name>` when the session gives none. Used as the path-lock key.
+ */
+function storeRoot(r: { memory_store_id: string; mount_path?: string | null; name?: string | null }, workdir: string): string {
+  if (r.mount_path) return path.resolve(r.mount_path);
+  const name = r.name || r.memory_store_id;
+  return path.join(path.resolve(workdir), 'memory', slug(name) || slug(r.memory_store_id) || 'store');
 }
 
 /** The heartbeat call over a scoped client, with the caller's request options merged in. */

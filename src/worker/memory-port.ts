@@ -9,16 +9,8 @@ import type { Logger } from '../internal/logger.js';
 import type { MemoryAccess, MemoryDeleteMode, MemoryEventMap, SyncReport } from '../memory/types.js';
 import type { ToolCallHooks } from './tool-guard.js';
 
-/** What the end-of-session memory work did. */
-export interface FinishReport {
-  final?: SyncReport;
-  flush: SyncReport;
-  cutOff: boolean;
-  pendingUploads: number;
-  durationMs: number;
-  removed: string[];
-  kept: string[];
-}
+export type { FinishReport } from '../memory/index.js';
+import type { FinishReport } from '../memory/index.js';
 
 export interface MountedStoreView {
   storeId: string;
@@ -43,7 +35,7 @@ export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHook
 }
 
 export interface MemoryPort {
-  mounter(opts: { client: Anthropic; logger: Logger; stateDir?: string | undefined }): MounterView;
+  mounter(opts: { client: Anthropic; logger: Logger; workdir: string; stateDir?: string | undefined }): MounterView;
   syncLoop(opts: {
     client: Anthropic;
     mounted: MountedSessionView;
