@@ -1,0 +1,67 @@
+// Pins `managed-agents-worker handle`: one item served from the ANTHROPIC_* variables in a child
+// process (lease, session, stop), the exit code says how the session ended, and no credential
+// reaches the logs.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/testing/index.js';
+import { claimOne } from '../../src/webhook/drain-queue.js';
+import { scopedClient } from '../../src/worker/scoped-client.js';
+import { childEnv, spawnCli } from './spawn-cli.js';
+
+describe('managed-agents-worker handle', () => {
+  let dir: string;
+  let emu: Emulator;
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-handle-'));
+    emu = await startEmulator({ mountRoot: dir, leaseTtlSeconds: 4 });
+  });
+  afterEach(async () => {
+    await emu.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  async function claimedEnv(sessionOpts: Parameters<Emulator['createSession']>[0]): Promise<{ env: NodeJS.ProcessEnv; workId: string; sessionId: string }> {
+    const { sessionId } = await emu.createSession(sessionOpts);
+    const item = await claimOne(scopedClient(emu.client(), emu.environmentKey), emu.environmentId, { workerId: 'test-launcher' });
+    if (!item) throw new Error('no work item was queued');
+    const env = childEnv({
+      ANTHROPIC_WORK_ID: item.workId,
+      ANTHROPIC_ENVIRONMENT_ID: item.environmentId,
+      ANTHROPIC_SESSION_ID: item.sessionId!,
+      ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
+      ANTHROPIC_WORK_SECRET: item.secret ?? '',
+      ANTHROPIC_BASE_URL: emu.baseURL,
+    });
+    return { env, workId: item.workId, sessionId };
+  }
+
+  it('serves the item from the variables, stops it, and exits 0 with the outcome on stdout', async () => {
+    const { env, workId, sessionId } = await claimedEnv({ script: [{ tool: 'bash', input: { command: 'echo from-the-sandbox' } }] });
+    const cli = spawnCli(['handle', '--workdir', dir, '--log-level', 'debug', '--max-idle', '2000'], env);
+    const { code } = await cli.exited;
+    expect(code).toBe(0);
+    expect(JSON.parse(cli.stdout())).toMatchObject({ workId, sessionId, status: 'completed' });
+    const done = await emu.waitForSession(sessionId, { timeoutMs: 5_000 });
+    expect(done.toolResults.map((r) => r.text.trim())).toEqual(['from-the-sandbox']);
+    expect(done.workStopped).toBe(true);
+    const logs = cli.stderr();
+    expect(logs.length).toBeGreaterThan(0);
+    expect(logs).not.toContain(emu.environmentKey);
+    expect(logs).not.toContain(emu.sessionsToken(workId)!);
+    expect(logs).not.toContain(env['ANTHROPIC_WORK_SECRET']!);
+  });
+
+  it('exits 10 when the session fails: stores attached but no secret forwarded', async () => {
+    const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'a' } });
+    const { env, sessionId } = await claimedEnv({ resources: [{ memoryStoreId: store.id }], secret: false });
+    const cli = spawnCli(['handle', '--workdir', dir, '--log-level', 'silent'], env);
+    const { code } = await cli.exited;
+    expect(code).toBe(10);
+    const outcome = JSON.parse(cli.stdout()) as { status: string; error: string };
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error).toContain('secret');
+    expect(emu.workItem(sessionId).stopped).toBe(true);
+  });
+});

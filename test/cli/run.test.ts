@@ -1,0 +1,79 @@
+// Pins `managed-agents-worker run` as a poll daemon in a child process: it claims and serves a
+// session, its metrics endpoint is scraped once mid-session (claimed 1, active 1, ready), a
+// SIGTERM mid-session drains (item stopped) and exits 0, and a second signal during a long drain
+// exits at once with 143.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/testing/index.js';
+import { childEnv, spawnCli, type CliRun } from './spawn-cli.js';
+
+async function until(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('managed-agents-worker run', () => {
+  let dir: string;
+  let emu: Emulator;
+  let cli: CliRun | undefined;
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-run-'));
+    emu = await startEmulator({ mountRoot: dir, leaseTtlSeconds: 4 });
+  });
+  afterEach(async () => {
+    if (cli && cli.child.exitCode === null) cli.child.kill('SIGKILL');
+    await emu.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  const env = (): NodeJS.ProcessEnv =>
+    childEnv({ ANTHROPIC_ENVIRONMENT_ID: emu.environmentId, ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey, ANTHROPIC_BASE_URL: emu.baseURL });
+
+  it('serves a session, exposes metrics, and drains on SIGTERM mid-session with exit 0', async () => {
+    cli = spawnCli(['run', '--workdir', dir, '--metrics-port', '0', '--metrics-host', '127.0.0.1', '--max-idle', '2000'], env());
+    await cli.waitForStderr(/metrics: (http:\/\/\S+)\/metrics/);
+    const metricsUrl = /metrics: (http:\/\/\S+)\/metrics/.exec(cli.stderr())![1]!;
+    const { sessionId, workId } = await emu.createSession({
+      script: [{ tool: 'bash', input: { command: 'echo first' } }, { sleepMs: 60_000 }, { tool: 'bash', input: { command: 'echo never' } }],
+    });
+    await until('the first tool result', () => emu.session(sessionId).toolResults.length === 1);
+
+    const metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^maw_items_claimed_total 1$/m);
+    expect(metrics).toMatch(/^maw_sessions_active 1$/m);
+    expect((await fetch(`${metricsUrl}/readyz`)).status).toBe(200);
+    expect((await fetch(`${metricsUrl}/healthz`)).status).toBe(200);
+
+    cli.child.kill('SIGTERM');
+    const { code } = await cli.exited;
+    expect(code).toBe(0);
+    expect(emu.workItem(workId).stopped).toBe(true);
+    expect(emu.session(sessionId).toolResults.map((r) => r.text.trim())).toEqual(['first']);
+    expect(cli.stderr()).toContain('shutting down');
+    expect(cli.stderr()).not.toContain(emu.environmentKey);
+    expect(cli.stderr()).not.toContain(emu.sessionsToken(workId)!);
+  });
+
+  it('exits at once with 143 on a second SIGTERM during a long drain', async () => {
+    // The item's stop request hangs, so the drain after the first signal cannot finish by itself.
+    emu.faults.add({ route: /\/work\/[^/]+\/stop$/, hang: true });
+    cli = spawnCli(['run', '--workdir', dir, '--log-level', 'info'], env());
+    const { sessionId } = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo first' } }, { sleepMs: 60_000 }] });
+    await until('the first tool result', () => emu.session(sessionId).toolResults.length === 1);
+    cli.child.kill('SIGTERM');
+    await cli.waitForStderr('shutting down');
+    // Still draining a second later: the stop request hangs.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(cli.child.exitCode).toBe(null);
+    const t0 = Date.now();
+    cli.child.kill('SIGTERM');
+    const { code } = await cli.exited;
+    expect(code).toBe(143);
+    expect(Date.now() - t0).toBeLessThan(3_000);
+  });
+});
