@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
+import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/testing/index.js';
@@ -28,14 +29,14 @@ afterEach(async () => {
 });
 
 /** A tool that counts its calls per input text. */
-function echoTool(calls: string[]): ReturnType<typeof betaTool> {
+function echoTool(calls: string[]): BetaRunnableTool {
   return betaTool({
     name: 'echo',
     description: 'echo the text',
     inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
     run: (args) => {
-      calls.push(String((args as { text: string }).text));
-      return `echo: ${(args as { text: string }).text}`;
+      calls.push(args.text);
+      return `echo: ${args.text}`;
     },
   });
 }

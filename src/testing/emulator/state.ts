@@ -81,8 +81,19 @@ export class EmulatorState {
     this.queue = new WorkQueue({
       leaseTtlSeconds: this.opts.leaseTtlSeconds,
       reclaimOlderThanMs: this.opts.reclaimOlderThanMs,
-      onChange: (item) => this.events.emit('workChanged', { workId: item.id, state: item.state }),
+      onChange: (item) => this.emit('workChanged', { workId: item.id, state: item.state }),
     });
+  }
+
+  /** Emit to `emu.on(...)` listeners; a throwing listener is reported, never breaks the request. */
+  emit<K extends keyof EmulatorEvents>(event: K, ...args: EmulatorEvents[K]): void {
+    for (const listener of this.events.listeners(event)) {
+      try {
+        (listener as (...a: EmulatorEvents[K]) => void)(...args);
+      } catch (err) {
+        process.emitWarning(`emulator ${event} listener threw: ${String(err)}`);
+      }
+    }
   }
 
   createEnvironment(init: { name?: string; type?: EnvironmentType; description?: string | null; metadata?: Record<string, string> } = {}): EnvironmentRecord {
@@ -194,7 +205,7 @@ export class EmulatorState {
     if (env.type === 'self_hosted') {
       work = this.enqueueSessionWork(session, init.secret ?? true);
     }
-    this.events.emit('sessionCreated', { sessionId: session.id, workId: work?.id ?? null, environmentId: env.id });
+    this.emit('sessionCreated', { sessionId: session.id, workId: work?.id ?? null, environmentId: env.id });
     return { session, work };
   }
 
@@ -222,7 +233,7 @@ export class EmulatorState {
   terminateSession(session: Session): void {
     if (session.terminated) return;
     session.terminate();
-    this.events.emit('sessionTerminated', { sessionId: session.id });
+    this.emit('sessionTerminated', { sessionId: session.id });
   }
 
   /** Run `hook` the first time a worker (not the console) opens `sessionId`'s event stream. */
