@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import { ConfigError, MissingInputError } from '../errors.js';
 import { linkAbort } from '../internal/abort.js';
 import { monotonicClock } from '../internal/clock.js';
@@ -79,6 +79,8 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     this.workerId = this.#opts.workerId ?? defaultWorkerId();
     this.#log = resolveLogger(this.#opts.logger).child({ worker_id: this.workerId });
     this.#memory = internals.memory ?? defaultMemoryPort;
+    // Every running item and the poller listen on the close signal.
+    setMaxListeners(this.#opts.concurrency * 2 + 16, this.#closeCtrl.signal);
     const external = this.#opts.signal;
     if (external) {
       if (external.aborted) void this.close();

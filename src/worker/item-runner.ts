@@ -170,7 +170,10 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
             signal: itemCtrl.signal,
           });
           const mounter = deps.memory.mounter({ client, logger: log, workdir: opts.workdir, stateDir: opts.stateDir });
-          detachMemoryEvents.push(forwardMemoryEvents(mounter, deps, emit, work.id, sessionId));
+          // Both the mounter and the sync loop report `unmounted`; once the loop owns the mount, only its report counts.
+          detachMemoryEvents.push(
+            forwardMemoryEvents(mounter, deps, emit, work.id, sessionId, (name) => name === 'unmounted' && syncLoop !== undefined),
+          );
           mounted = await mounter.mount(session, { signal: itemCtrl.signal });
           ctx.allowedRoots = [...mounted.roots];
           ctx.readOnlyRoots = [...mounted.readOnlyRoots];
@@ -335,10 +338,12 @@ function forwardMemoryEvents(
   emit: <K extends keyof WorkerEventMap>(name: K, ...payload: WorkerEventMap[K]) => void,
   workId: string,
   sessionId: string,
+  skip: (name: (typeof MEMORY_EVENT_NAMES)[number]) => boolean = () => false,
 ): () => void {
   const handlers: Array<[string, (p: object) => void]> = [];
   for (const name of MEMORY_EVENT_NAMES) {
     const handler = (payload: object): void => {
+      if (skip(name)) return;
       countMemoryEvent(deps.metrics, name, payload);
       (emit as (n: string, p: object) => void)(name, { ...payload, workId, sessionId });
     };
