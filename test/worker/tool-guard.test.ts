@@ -84,7 +84,7 @@ describe('ToolGuard', () => {
     }).tool);
     await ok.run({}, ctx('tu_1'));
     await ok.run({}, ctx('tu_1'));
-    await bad.run({}, ctx('tu_2')).catch(() => {});
+    await Promise.resolve(bad.run({}, ctx('tu_2'))).catch(() => {});
     expect(log).toEqual(['before', 'run', 'after', 'before', 'run', 'after']);
   });
 
