@@ -174,14 +174,23 @@ function rememberRefused(state: StoreSyncState, path: string, fingerprint: strin
 
 /**
  * The next state after `action` ran with `outcome`. Pure; the input state is not modified.
- * The rule each branch implements is stated beside it.
+ * The rule each branch implements is stated beside it. Call it for every action of a plan,
+ * state-only ones included, in plan order.
  */
-export function applyOutcome(state: StoreSyncState, action: SyncAction, outcome: ActionOutcome): StoreSyncState {
+export function applyOutcome(input: StoreSyncState, action: SyncAction, outcome: ActionOutcome): StoreSyncState {
   const { path } = action;
+  // The planner keeps a path awaiting deletion only through `await-delete` and `delete-remote`.
+  // Any other action means this sync saw the file present (or the store changed), so a pending
+  // delete from an earlier sync no longer applies — whatever the outcome. Otherwise a file seen
+  // again, whose upload then failed, could be deleted remotely at first sight of its next removal.
+  const state =
+    action.kind === 'await-delete' || action.kind === 'delete-remote'
+      ? input
+      : { ...input, pendingDeletes: without(input.pendingDeletes, path) };
   switch (action.kind) {
     case 'noop':
-      // Nothing changed; a pending delete left from an earlier sync no longer applies.
-      return { ...state, pendingDeletes: without(state.pendingDeletes, path) };
+      // Nothing else changes.
+      return state;
 
     case 'adopt':
       // Both sides hold the same bytes: that is the new baseline.

@@ -61,6 +61,10 @@ interface World {
   conflictCopies: Array<{ path: string; content: string }>;
   remoteWrites: number;
   remoteDeletes: number;
+  /** Paths present locally at the previous sync's scan. */
+  presentAtLastScan: Set<string>;
+  /** Paths the previous sync scanned and left with the same bytes locally, in the store and in the baseline. */
+  inSyncAfterLastSync: Set<string>;
 }
 
 type Fault = 'ok' | 'lost-applied' | 'lost-not-applied' | 'transient';
@@ -218,6 +222,19 @@ function runSync(world: World, cmd: Extract<Command, { type: 'sync' }>): SyncAct
   const local = new Map([...world.local].map(([p, c]) => [p, localEntry(c)]));
   const plan = planSync({ state: world.state, local, remote: listRemote(world), deletions: world.deletions, phase: cmd.phase });
 
+  // Judged by the model, independently of the planner's own bookkeeping:
+  // a folder emptied at once (at least two files seen last time, none now) is never mass-deleted;
+  const wipedNow = world.local.size === 0 && world.inSyncAfterLastSync.size > 1;
+  for (const action of plan.actions) {
+    if (wipedNow) expect(action.kind, `${action.path} after a wipe`).not.toBe('delete-remote');
+    // outside the final sync, a remote delete needs an earlier scan that already saw the file missing.
+    if (action.kind === 'delete-remote' && cmd.phase !== 'final') {
+      expect(world.presentAtLastScan.has(action.path), `${action.path} deleted at first sight`).toBe(false);
+    }
+  }
+  const scanned = new Set(world.local.keys());
+  world.presentAtLastScan = scanned;
+
   for (const action of plan.actions) {
     // Nothing outside the store's key space is ever acted on.
     if (!checkRelPath(action.path).ok) expect(['noop', 'refuse']).toContain(action.kind);
@@ -238,6 +255,11 @@ function runSync(world: World, cmd: Extract<Command, { type: 'sync' }>): SyncAct
     world.state = applyOutcome(world.state, action, outcome);
   }
   world.state = completeGeneration(world.state, cmd.phase);
+  world.inSyncAfterLastSync = new Set(
+    [...world.local]
+      .filter(([p, c]) => scanned.has(p) && world.remote.get(p)?.content === c && world.state.baseline[p]?.sha === sha(c))
+      .map(([p]) => p),
+  );
   return plan.actions;
 }
 
@@ -324,6 +346,8 @@ function mounted(setup: { access: MemoryAccess; deletions: MemoryDeleteMode; ini
     conflictCopies: [],
     remoteWrites: 0,
     remoteDeletes: 0,
+    presentAtLastScan: new Set(local.keys()),
+    inSyncAfterLastSync: new Set(local.keys()),
   };
 }
 

@@ -46,6 +46,8 @@ interface Row {
   expect: (next: StoreSyncState, before: StoreSyncState) => void;
 }
 
+const withoutPending = (state: StoreSyncState): StoreSyncState => ({ ...state, pendingDeletes: {} });
+
 const cleared = (next: StoreSyncState) => {
   expect(next.pendingDeletes[P]).toBeUndefined();
   expect(next.sentShas[P]).toBeUndefined();
@@ -72,7 +74,7 @@ const rows: Row[] = [
     description: 'a failed pull (404 meanwhile) records nothing',
     action: { kind: 'pull', path: P, id: 'mem_1', sha: B, why: 'remote-changed' },
     outcome: { ok: false, failure: 'not-found' },
-    expect: (next, before) => expect(next).toEqual(before),
+    expect: (next, before) => expect(next).toEqual(withoutPending(before)),
   },
   {
     description: 'a create records the new id and sha from the response',
@@ -105,7 +107,7 @@ const rows: Row[] = [
     description: 'an update that hit a 409 precondition keeps the baseline, so the next sync pulls (store wins)',
     action: { kind: 'push-update', path: P, id: 'mem_1', sha: B, expectedSha: A },
     outcome: { ok: false, failure: 'precondition' },
-    expect: (next, before) => expect(next).toEqual(before),
+    expect: (next, before) => expect(next).toEqual(withoutPending(before)),
   },
   {
     description: 'an update that hit a 404 drops the baseline, so the next sync re-creates the memory',
@@ -114,10 +116,10 @@ const rows: Row[] = [
     expect: (next) => expect(next.baseline[P]).toBeUndefined(),
   },
   {
-    description: 'a create that hit a 404 (store gone) changes nothing',
+    description: 'a create that hit a 404 (store gone) changes nothing but the stale pending delete',
     action: { kind: 'push-create', path: P, sha: B },
     outcome: { ok: false, failure: 'not-found' },
-    expect: (next, before) => expect(next).toEqual(before),
+    expect: (next, before) => expect(next).toEqual(withoutPending(before)),
   },
   {
     description: 'a refused upload records the refused version and its reason',
@@ -141,10 +143,10 @@ const rows: Row[] = [
     expect: (next) => expect(next.sentShas[P]).toEqual([C, A]),
   },
   {
-    description: 'a transient upload failure changes nothing',
+    description: 'a transient upload failure still ends a pending delete: the scan saw the file',
     action: { kind: 'push-create', path: P, sha: B },
     outcome: { ok: false, failure: 'transient' },
-    expect: (next, before) => expect(next).toEqual(before),
+    expect: (next, before) => expect(next).toEqual(withoutPending(before)),
   },
   {
     description: 'a remote delete done drops every trace of the path',
@@ -186,7 +188,7 @@ const rows: Row[] = [
     description: 'a local delete skipped because the file changed keeps the path for the next sync',
     action: { kind: 'delete-local', path: P, expectedLocalSha: A },
     outcome: { ok: false, failure: 'precondition' },
-    expect: (next, before) => expect(next).toEqual(before),
+    expect: (next, before) => expect(next).toEqual(withoutPending(before)),
   },
   {
     description: 'an await-delete keeps the generation first recorded for the same base',
@@ -292,6 +294,24 @@ describe('generations', () => {
     expect(planSync(input(state)).actions[0]?.kind).toBe('await-delete');
     state = completeGeneration(state, 'sync');
     expect(planSync(input(state)).actions[0]).toEqual({ kind: 'delete-remote', path: P, id: 'mem_1', expectedSha: A });
+  });
+});
+
+describe('pending deletes across syncs', () => {
+  it('a file seen again, whose upload then failed, is not deleted remotely at first sight of its next removal', () => {
+    const remote = new Map([[P, { id: 'mem_1', sha: A }]]);
+    const plan = (state: StoreSyncState, local: Map<string, { kind: 'file'; sha: string; size: number }>) =>
+      planSync({ state, local, remote, deletions: 'enabled', phase: 'sync' }).actions[0]!;
+    let state = createSyncState({ storeId: 's', root: '/r', access: 'read_write', baseline: { [P]: { id: 'mem_1', sha: A } } });
+    // sync 1: the file is missing → pending
+    let action = plan(state, new Map());
+    state = completeGeneration(applyOutcome(state, action, { ok: true }), 'sync');
+    // sync 2: the file is back with new bytes; the upload fails transiently
+    action = plan(state, new Map([[P, { kind: 'file', sha: B, size: 1 }]]));
+    expect(action.kind).toBe('push-update');
+    state = completeGeneration(applyOutcome(state, action, { ok: false, failure: 'transient' }), 'sync');
+    // sync 3: missing again → waits again instead of deleting
+    expect(plan(state, new Map())).toEqual({ kind: 'await-delete', path: P, baseSha: A, capped: false });
   });
 });
 
