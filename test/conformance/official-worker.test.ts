@@ -120,6 +120,7 @@ describe('the official SDK EnvironmentWorker against the emulator', () => {
       ['read', false],
     ]);
     expect(done.toolResults[0]!.text).toContain('brief');
+    expect(done.toolResults[3]!.text).toContain('read-only');
     expect(done.toolResults[4]!.text).toContain('oat milk');
 
     // The new and the edited memory reached the store; the Console edit survived.

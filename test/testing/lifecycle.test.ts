@@ -1,0 +1,94 @@
+/**
+ * Pins the emulator's own lifecycle helpers: `close()` ends long polls, event streams and hung
+ * requests quickly; `expectNoPending()` names what is left; cloud environments queue no work;
+ * `enqueue()` adds items; a throwing `sessionCreated` listener never breaks session creation.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/testing/index.js';
+
+let emu: Emulator | undefined;
+afterEach(async () => {
+  await emu?.close();
+  emu = undefined;
+});
+
+describe('close()', () => {
+  it('ends an open long poll, an open event stream and a hung request within a few hundred ms', async () => {
+    emu = await startEmulator({ mountRoot: '/nonexistent-mount-root' });
+    const { sessionId } = await emu.createSession();
+    const env = emu.client({ apiKey: null, authToken: emu.environmentKey, maxRetries: 0 });
+    await env.beta.environments.work.poll(emu.environmentId); // take the only item
+    const poll = env.beta.environments.work.poll(emu.environmentId, { block_ms: 999 }).then(
+      (v) => ({ value: v }),
+      (e: unknown) => ({ error: e }),
+    );
+    const stream = await fetch(`${emu.baseURL}/v1/sessions/${sessionId}/events/stream`, { headers: { authorization: `Bearer ${emu.apiKey}` } });
+    emu.faults.add({ route: /memory_stores/, hang: true });
+    const hung = fetch(`${emu.baseURL}/v1/memory_stores`, { headers: { authorization: `Bearer ${emu.apiKey}` } }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 50));
+    const t = Date.now();
+    await emu.close();
+    const drained = stream.body!.getReader().read().then(
+      () => 'ended',
+      () => 'cut',
+    );
+    await Promise.all([poll, hung, drained]);
+    expect(Date.now() - t).toBeLessThan(500);
+    expect(await drained).toMatch(/ended|cut/);
+    await emu.close(); // idempotent
+  });
+
+  it('interrupts waitForSession with a message saying so', async () => {
+    emu = await startEmulator({ mountRoot: '/nonexistent-mount-root' });
+    const { sessionId } = await emu.createSession();
+    const waiting = emu.waitForSession(sessionId, { timeoutMs: 10_000 }).catch((e: Error) => e.message);
+    await emu.close();
+    expect(await waiting).toContain('interrupted by close()');
+  });
+});
+
+describe('bookkeeping helpers', () => {
+  it('expectNoPending names queued work items and passes once they are stopped', async () => {
+    emu = await startEmulator({ mountRoot: '/nonexistent-mount-root' });
+    const { workId, sessionId } = await emu.createSession();
+    expect(() => emu!.expectNoPending()).toThrow(new RegExp(`work item ${workId} \\(session ${sessionId}\\) is still queued`));
+    emu.stopWork(workId);
+    expect(() => emu!.expectNoPending()).not.toThrow();
+  });
+
+  it('queues no work for sessions on a cloud environment, and enqueue adds items on demand', async () => {
+    emu = await startEmulator({ mountRoot: '/nonexistent-mount-root' });
+    const cloud = emu.createEnvironment({ type: 'cloud' });
+    const { workId, sessionId } = await emu.createSession({ environmentId: cloud.id });
+    expect(workId).toBe('');
+    expect(emu.workItems()).toHaveLength(0);
+    const self = await emu.createSession();
+    const again = emu.enqueue({ sessionId: self.sessionId });
+    expect(emu.workItem(again)).toMatchObject({ sessionId: self.sessionId, state: 'queued', dataType: 'session' });
+    const hc = emu.enqueue({ type: 'healthcheck' });
+    expect(emu.workItem(hc)).toMatchObject({ dataType: 'healthcheck', secret: null });
+    expect(emu.session(sessionId).workId).toBeNull();
+  });
+
+  it('keeps creating sessions when a sessionCreated listener throws', async () => {
+    emu = await startEmulator({ mountRoot: '/nonexistent-mount-root' });
+    const seen: string[] = [];
+    emu.on('sessionCreated', () => {
+      throw new Error('listener bug');
+    });
+    emu.on('sessionCreated', ({ sessionId }) => seen.push(sessionId));
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => {
+      warnings.push(w.message);
+    };
+    process.on('warning', onWarning);
+    try {
+      const { sessionId } = await emu.createSession();
+      await new Promise((r) => setImmediate(r));
+      expect(seen).toEqual([sessionId]);
+      expect(warnings.some((w) => w.includes('listener bug'))).toBe(true);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
