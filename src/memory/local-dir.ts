@@ -99,6 +99,11 @@ function errCode(e: unknown): string | undefined {
 
 export class LocalDir {
   readonly root: string;
+  /**
+   * Folders verified (or created) by writes flagged `freshTree`: the download into a folder this
+   * process just created, before any tool runs, so they need no re-check for every file.
+   */
+  readonly #verifiedDirs = new Set<string>();
 
   constructor(root: string) {
     if (!path.isAbsolute(root)) throw new Error(`LocalDir root must be absolute, got ${JSON.stringify(root)}`);
@@ -181,18 +186,23 @@ export class LocalDir {
    * older than the moment its hash was recorded can be trusted without re-reading it).
    * Returns the stat of the written inode, taken through the still-open handle after the rename.
    */
-  async writeFileAtomic(rel: string, bytes: Uint8Array, opts: { mtimeMs?: number } = {}): Promise<BigIntStats> {
+  async writeFileAtomic(rel: string, bytes: Uint8Array, opts: { mtimeMs?: number; freshTree?: boolean } = {}): Promise<BigIntStats> {
     const segments = splitRelPath(rel);
     const name = segments[segments.length - 1]!;
     if (isReservedName(name, segments.length === 1)) {
       throw new LocalDirError('bad-path', rel, `refused to write ${rel}: the name is reserved`);
     }
-    const dir = await this.#ensureDirs(rel, segments.slice(0, -1));
-    const target = path.join(dir, name);
-    const existing = await lstatOrUndefined(target);
-    if (existing && existing.isDirectory()) {
-      throw new LocalDirError('not-regular', rel, `${rel} is a folder here; a file of that name cannot be written`);
+    const dirSegments = segments.slice(0, -1);
+    const parentAbs = path.join(this.root, ...dirSegments);
+    let dir: string;
+    if (opts.freshTree && this.#verifiedDirs.has(parentAbs)) {
+      dir = parentAbs;
+    } else {
+      dir = await this.#ensureDirs(rel, dirSegments);
+      if (opts.freshTree) this.#verifiedDirs.add(dir);
     }
+    // A folder at the target makes the rename fail (EISDIR), mapped below: no separate check needed.
+    const target = path.join(dir, name);
     const tmp = path.join(dir, TEMP_PREFIX + randomBytes(8).toString('hex'));
     const fh = await fsp.open(tmp, CREATE_FLAGS, 0o644);
     let renamed = false;

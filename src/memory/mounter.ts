@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import { constants as fsc } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
@@ -113,6 +113,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const created: string[] = [];
     const runtimes = new Map<MountedStore, StoreRuntime>();
     const ctrl = new AbortController();
+    // Every request in flight listens on this one signal.
+    setMaxListeners(10_000, ctrl.signal);
     const onAbort = (): void => ctrl.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     try {
@@ -197,7 +199,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       if (signal.aborted) return;
       const bytes = Buffer.from(m.content, 'utf8');
       try {
-        const st = await dir.writeFileAtomic(rel, bytes, { mtimeMs: backdatedMtimeMs(m.updatedAt) });
+        const st = await dir.writeFileAtomic(rel, bytes, { mtimeMs: backdatedMtimeMs(m.updatedAt), freshTree: true });
         const sha = sha256Hex(bytes);
         cache.record(rel, st, sha, true, cache.nowNs());
         if (sha !== m.sha) {

@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import type Anthropic from '@anthropic-ai/sdk';
 import { ConfigError, coerceError } from '../errors.js';
@@ -231,6 +231,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   #startSync(signal?: AbortSignal, phase: SyncPhase = 'sync'): Promise<SyncReport> {
     const ctrl = new AbortController();
     const combined = combineSignals([signal, ctrl.signal]);
+    // Every request in flight listens on this one signal.
+    setMaxListeners(10_000, combined.signal);
     this.#runningCtrl = ctrl;
     this.#lastSyncAt = this.#clock.now();
     const run = this.#syncAll(phase, combined.signal).finally(() => {
