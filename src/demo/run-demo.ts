@@ -7,7 +7,7 @@ import { createLogger } from '../internal/logger.js';
 import { startEmulator } from '../testing/index.js';
 import { EnvironmentWorker } from '../worker/environment-worker.js';
 import { expectation, formatExpectations, formatSummaryTable, summaryRow, type Expectation, type StoreSummaryRow } from './summary.js';
-import { tallyWorkerEvents } from './tally.js';
+import { emptyStoreTally, tallyWorkerEvents } from './tally.js';
 
 /** The memories the demo starts with, and what the scripted agent and the "Console" write. */
 export const DEMO = {
@@ -131,10 +131,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       done.toolResults.filter((r) => r.isError && ['write', 'edit'].includes(r.name) && String((r.input as { file_path?: unknown }).file_path ?? '').startsWith(dir + '/')).length;
     const rowFor = (id: string, name: string, access: 'read_write' | 'read_only', dir: string): StoreSummaryRow => {
       const t = tally.stores.get(id);
-      return summaryRow(name, access, t ?? { root: undefined, downloaded: 0, uploaded: 0, conflicts: 0, remoteDeletes: 0, localDeletes: 0, refusedEvents: 0, syncs: 0, finalFlushMs: undefined, flushCutOffs: 0, unmounted: undefined }, {
+      return summaryRow(name, access, t ?? emptyStoreTally(), {
         refusedToolCalls: refusedIn(dir),
         folderExists: existsSync(dir),
-        sessionFlushMs: tally.sessionFlushMs,
+        session: tally.session,
       });
     };
     const rows = [rowFor(prefs.id, DEMO.prefs.name, 'read_write', prefsDir), rowFor(handbook.id, DEMO.handbook.name, 'read_only', handbookDir)];

@@ -20,7 +20,7 @@ export function summaryRow(
   name: string,
   access: 'read_write' | 'read_only',
   tally: StoreTally,
-  extra: { refusedToolCalls: number; folderExists: boolean; sessionFlushMs: number | undefined },
+  extra: { refusedToolCalls: number; folderExists: boolean; session: { finalMs: number | undefined; flushMs: number | undefined } },
 ): StoreSummaryRow {
   return {
     name,
@@ -30,7 +30,7 @@ export function summaryRow(
     conflictsStoreWon: tally.conflicts,
     deletes: tally.remoteDeletes,
     refusedWrites: Math.max(tally.refusedEvents, extra.refusedToolCalls),
-    finalFlushMs: tally.finalFlushMs ?? extra.sessionFlushMs,
+    finalFlushMs: sumDefined(tally.finalMs ?? extra.session.finalMs, tally.flushMs ?? extra.session.flushMs),
     folderRemoved: tally.unmounted === true && !extra.folderExists,
   };
 }
@@ -68,4 +68,8 @@ export function expectation(description: string, ok: boolean, actual: unknown): 
 
 export function formatExpectations(list: readonly Expectation[]): string {
   return list.map((e) => `  ${e.ok ? 'ok  ' : 'FAIL'}  ${e.description}${e.ok ? '' : ` (saw ${e.actual})`}`).join('\n') + '\n';
+}
+
+function sumDefined(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0);
 }

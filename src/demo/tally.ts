@@ -10,8 +10,10 @@ export interface StoreTally {
   localDeletes: number;
   refusedEvents: number;
   syncs: number;
-  /** Sum of the `final` and `flush` phase durations reported for this store (or for the whole session). */
-  finalFlushMs: number | undefined;
+  /** Duration of the end-of-session `final` sync reported for this store, ms. */
+  finalMs: number | undefined;
+  /** Duration of the end-of-session `flush` reported for this store, ms. */
+  flushMs: number | undefined;
   flushCutOffs: number;
   unmounted: boolean | undefined;
 }
@@ -20,12 +22,12 @@ export interface DemoTally {
   claims: number;
   stores: Map<string, StoreTally>;
   outcomes: Array<WorkerEventMap['sessionEnded'][0]['outcome']>;
-  /** Final sync + flush time reported for the whole session (events without a store id), ms. */
-  sessionFlushMs: number | undefined;
+  /** `final` and `flush` durations reported for the whole session (events without a store id), ms. */
+  session: { finalMs: number | undefined; flushMs: number | undefined };
 }
 
 export function emptyStoreTally(): StoreTally {
-  return { root: undefined, downloaded: 0, uploaded: 0, conflicts: 0, remoteDeletes: 0, localDeletes: 0, refusedEvents: 0, syncs: 0, finalFlushMs: undefined, flushCutOffs: 0, unmounted: undefined };
+  return { root: undefined, downloaded: 0, uploaded: 0, conflicts: 0, remoteDeletes: 0, localDeletes: 0, refusedEvents: 0, syncs: 0, finalMs: undefined, flushMs: undefined, flushCutOffs: 0, unmounted: undefined };
 }
 
 type Emitter = { on<K extends keyof WorkerEventMap>(name: K, listener: (...args: WorkerEventMap[K]) => void): unknown };
@@ -35,7 +37,7 @@ type Emitter = { on<K extends keyof WorkerEventMap>(name: K, listener: (...args:
  * delete, refusal, flush and unmount through `line`. `nameOf` turns a store id into its name.
  */
 export function tallyWorkerEvents(worker: Emitter, nameOf: (storeId: string) => string, line: (text: string) => void): DemoTally {
-  const tally: DemoTally = { claims: 0, stores: new Map(), outcomes: [], sessionFlushMs: undefined };
+  const tally: DemoTally = { claims: 0, stores: new Map(), outcomes: [], session: { finalMs: undefined, flushMs: undefined } };
   const store = (id: string): StoreTally => {
     let t = tally.stores.get(id);
     if (!t) tally.stores.set(id, (t = emptyStoreTally()));
@@ -71,16 +73,18 @@ export function tallyWorkerEvents(worker: Emitter, nameOf: (storeId: string) => 
   });
   worker.on('synced', (e) => {
     const r = e.report;
-    const label = e.phase === 'sync' ? 'sync' : e.phase;
+    const key = e.phase === 'final' ? 'finalMs' : 'flushMs';
     if (e.storeId !== undefined) {
       const t = store(e.storeId);
       if (e.phase === 'sync') t.syncs += 1;
-      else t.finalFlushMs = (t.finalFlushMs ?? 0) + r.durationMs;
+      else t[key] = (t[key] ?? 0) + r.durationMs;
     } else if (e.phase !== 'sync') {
-      tally.sessionFlushMs = (tally.sessionFlushMs ?? 0) + r.durationMs;
+      tally.session[key] = (tally.session[key] ?? 0) + r.durationMs;
     }
+    // Session-wide reports repeat the per-store lines, except the flush, which is only reported whole.
+    if (e.storeId === undefined && e.phase !== 'flush') return;
     const who = e.storeId !== undefined ? nameOf(e.storeId) : 'all stores';
-    line(`${label.padEnd(9)} ${who}: up ${r.uploads}, down ${r.downloads}, conflicts ${r.conflicts}, deletes ${r.deletes}, refused ${r.refusals} (${Math.round(r.durationMs)} ms)`);
+    line(`${e.phase.padEnd(9)} ${who}: up ${r.uploads}, down ${r.downloads}, conflicts ${r.conflicts}, deletes ${r.deletes}, refused ${r.refusals} (${Math.round(r.durationMs)} ms)`);
   });
   worker.on('flushCutOff', (e) => {
     for (const t of tally.stores.values()) t.flushCutOffs += 1;
