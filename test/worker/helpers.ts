@@ -107,3 +107,19 @@ export async function exists(p: string): Promise<boolean> {
     () => false,
   );
 }
+
+/** Claim the next work item the way an external dispatcher would: poll and ack with the environment key. */
+export async function claimNext(h: Harness): Promise<{ workId: string; sessionId: string; environmentId: string; secret: string | null }> {
+  const envClient = new Anthropic({ authToken: h.emu.environmentKey, apiKey: null, baseURL: h.emu.baseURL, logLevel: 'off' });
+  for (let i = 0; i < 20; i++) {
+    const work = await envClient.beta.environments.work.poll(h.emu.environmentId, { block_ms: 999 });
+    if (!work) continue;
+    await envClient.beta.environments.work.ack(work.id, { environment_id: work.environment_id });
+    return { workId: work.id, sessionId: work.data.id, environmentId: work.environment_id, secret: (work as { secret?: string | null }).secret ?? null };
+  }
+  throw new Error('no work item to claim');
+}
+
+export function stopRequests(h: Harness, workId: string) {
+  return h.emu.requests.filter((r) => r.route.endsWith('/stop') && r.path.includes(workId));
+}

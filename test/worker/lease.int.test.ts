@@ -1,0 +1,79 @@
+// Pins the lease verdicts end to end: a 412 mid-session aborts the session and leaves the item to
+// its new owner (no stop sent, leaseLost emitted, folders still removed after the flush); a
+// `stopping` heartbeat ends the session and the item is force-stopped.
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { claimNext, exists, harness, stopRequests, type Harness } from './helpers.js';
+
+describe('the lease of a running session', () => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness({ leaseTtlSeconds: 2 });
+  });
+  afterEach(async () => {
+    await h.cleanup();
+  });
+
+  describe('when a heartbeat answers 412', () => {
+    it('aborts the session, flushes the agent write, removes the folder and does not stop the item', async () => {
+      const { emu } = h;
+      const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
+      const dir = path.join(h.mountRoot, 'notes');
+      let workId = '';
+      const { sessionId } = await emu.createSession({
+        resources: [{ memoryStoreId: store.id }],
+        script: [
+          { tool: 'write', input: { file_path: path.join(dir, 'b.md'), content: 'B' } },
+          { console: (e) => e.loseLease(workId) },
+          { sleepMs: 20_000 },
+          { tool: 'read', input: { file_path: path.join(dir, 'a.md') } },
+        ],
+        end: 'idle',
+      });
+      const claimed = await claimNext(h);
+      workId = claimed.workId;
+      const worker = h.worker();
+      const lost: unknown[] = [];
+      worker.on('leaseLost', (e) => lost.push(e));
+      const started = Date.now();
+      const outcome = await worker.handleItem({ ...claimed, workSecret: claimed.secret! });
+
+      expect(outcome.status).toBe('lease_lost');
+      expect(outcome.error).toBeUndefined();
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(lost).toEqual([{ workId, sessionId, reason: 'lease_lost' }]);
+      expect(stopRequests(h, workId)).toEqual([]);
+      expect(emu.workItem(workId).stopped).toBe(false);
+      expect(emu.memories(store.id)).toEqual({ '/a.md': 'A', '/b.md': 'B' });
+      expect(await exists(dir)).toBe(false);
+      expect(worker.metrics().leaseLosses).toBe(1);
+      emu.archiveSession(sessionId);
+    });
+  });
+
+  describe('when a heartbeat reports stopping', () => {
+    it('ends the session and force-stops the item', async () => {
+      const { emu } = h;
+      let workId = '';
+      const { sessionId } = await emu.createSession({
+        script: [
+          { tool: 'bash', input: { command: 'echo one' } },
+          { console: (e) => e.stopWork(workId) },
+          { sleepMs: 20_000 },
+          { tool: 'bash', input: { command: 'echo two' } },
+        ],
+        end: 'idle',
+      });
+      const claimed = await claimNext(h);
+      workId = claimed.workId;
+      const worker = h.worker();
+      const outcome = await worker.handleItem({ ...claimed, workSecret: claimed.secret! });
+
+      expect(outcome.status).toBe('stopped_by_server');
+      expect(stopRequests(h, workId).map((r) => r.body)).toEqual([{ force: true }]);
+      expect(emu.workItem(workId).state).toBe('stopped');
+      expect(emu.session(sessionId).toolResults.map((r) => r.name)).toEqual(['bash']);
+      emu.archiveSession(sessionId);
+    });
+  });
+});
