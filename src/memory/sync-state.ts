@@ -174,8 +174,9 @@ function rememberRefused(state: StoreSyncState, path: string, fingerprint: strin
 
 /**
  * The next state after `action` ran with `outcome`. Pure; the input state is not modified.
- * The rule each branch implements is stated beside it. Call it for every action of a plan,
- * state-only ones included, in plan order.
+ * The rule each branch implements is stated beside it. Call it once for every action of a plan,
+ * state-only ones included; a plan holds one action per path, so the order across paths does
+ * not matter.
  */
 export function applyOutcome(input: StoreSyncState, action: SyncAction, outcome: ActionOutcome): StoreSyncState {
   const { path } = action;

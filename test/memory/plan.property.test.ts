@@ -416,9 +416,9 @@ describe('planSync against a model of the store', () => {
         const flushed = runSync(world, { type: 'sync', phase: 'flush', faults: ['ok'] });
         expect(flushed.filter((a) => a.kind !== 'noop')).toEqual([]);
       }),
-      { numRuns: Number(process.env.PLAN_PROPERTY_RUNS ?? 600) },
+      { numRuns: Number(process.env.PLAN_PROPERTY_RUNS ?? 2000) },
     );
-    expect(runs).toBe(Number(process.env.PLAN_PROPERTY_RUNS ?? 600));
+    expect(runs).toBe(Number(process.env.PLAN_PROPERTY_RUNS ?? 2000));
   });
 
   it('keeps the losing bytes of every conflict and ends with the store version locally', () => {
