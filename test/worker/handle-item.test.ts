@@ -1,0 +1,88 @@
+// Pins handleItem(): with no arguments it serves an already-claimed item from the ANTHROPIC_*
+// variables alone (as a launcher hands it over), and a missing required value is named — with its
+// variable — in the error, before anything is sent.
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MissingInputError } from '../../src/errors.js';
+import { claimNext, exists, harness, type Harness } from './helpers.js';
+
+const VARS = ['ANTHROPIC_WORK_ID', 'ANTHROPIC_ENVIRONMENT_ID', 'ANTHROPIC_SESSION_ID', 'ANTHROPIC_ENVIRONMENT_KEY', 'ANTHROPIC_WORK_SECRET'];
+
+describe('EnvironmentWorker.handleItem', () => {
+  let h: Harness;
+  const saved: Record<string, string | undefined> = {};
+  beforeEach(async () => {
+    h = await harness();
+    for (const v of VARS) {
+      saved[v] = process.env[v];
+      delete process.env[v];
+    }
+  });
+  afterEach(async () => {
+    for (const v of VARS) {
+      if (saved[v] === undefined) delete process.env[v];
+      else process.env[v] = saved[v];
+    }
+    await h.cleanup();
+  });
+
+  it('serves a claimed item from the ANTHROPIC_* variables only', async () => {
+    const { emu } = h;
+    const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
+    const dir = path.join(h.mountRoot, 'notes');
+    const { sessionId, workId } = await emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      script: [
+        { tool: 'read', input: { file_path: path.join(dir, 'a.md') } },
+        { tool: 'write', input: { file_path: path.join(dir, 'b.md'), content: 'from the launcher' } },
+      ],
+    });
+    const claimed = await claimNext(h);
+    expect(claimed.workId).toBe(workId);
+    process.env['ANTHROPIC_WORK_ID'] = claimed.workId;
+    process.env['ANTHROPIC_ENVIRONMENT_ID'] = claimed.environmentId;
+    process.env['ANTHROPIC_SESSION_ID'] = claimed.sessionId;
+    process.env['ANTHROPIC_ENVIRONMENT_KEY'] = emu.environmentKey;
+    process.env['ANTHROPIC_WORK_SECRET'] = claimed.secret!;
+    // A worker constructed without environment id or key, as in a launcher's child process.
+    const worker = h.worker({ environmentId: undefined, environmentKey: undefined });
+    const outcome = await worker.handleItem();
+
+    expect(outcome).toMatchObject({ workId, sessionId, status: 'completed' });
+    const done = await emu.waitForSession(sessionId, { timeoutMs: 10_000 });
+    expect(done.toolResults.map((r) => [r.name, r.isError])).toEqual([
+      ['read', false],
+      ['write', false],
+    ]);
+    expect(emu.memories(store.id)).toEqual({ '/a.md': 'A', '/b.md': 'from the launcher' });
+    expect(await exists(dir)).toBe(false);
+    expect(emu.workItem(workId).state).toBe('stopped');
+    // No poll: the item was handed over.
+    expect(emu.requests.filter((r) => r.route.endsWith('/work/poll') && r.credential !== 'environment_key')).toEqual([]);
+  });
+
+  const missing = [
+    { description: 'the work id', unset: 'ANTHROPIC_WORK_ID', field: 'workId' },
+    { description: 'the environment id', unset: 'ANTHROPIC_ENVIRONMENT_ID', field: 'environmentId' },
+    { description: 'the session id', unset: 'ANTHROPIC_SESSION_ID', field: 'sessionId' },
+  ];
+  for (const row of missing) {
+    it(`names ${row.description} and its variable when it is missing`, async () => {
+      for (const v of VARS) process.env[v] = `value-of-${v}`;
+      delete process.env[row.unset];
+      const worker = h.worker({ environmentId: undefined, environmentKey: undefined });
+      const err = await worker.handleItem().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(MissingInputError);
+      expect((err as MissingInputError).field).toBe(row.field);
+      expect((err as Error).message).toBe(`handleItem: ${row.field} is required; pass it or set ${row.unset}`);
+      expect(h.emu.requests).toEqual([]);
+    });
+  }
+
+  it('asks for an environment key or a secret when neither is given', async () => {
+    const worker = h.worker({ environmentId: undefined, environmentKey: undefined });
+    const err = await worker.handleItem({ workId: 'work_1', environmentId: 'env_1', sessionId: 'sesn_1' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MissingInputError);
+    expect((err as Error).message).toContain('ANTHROPIC_ENVIRONMENT_KEY or ANTHROPIC_WORK_SECRET');
+  });
+});
