@@ -13,11 +13,14 @@
  * Executor contract:
  * - call `applyOutcome` for **every** action, including the state-only ones
  *   ({@link isStateOnlyAction}: `noop`, `adopt`, `forget`, `await-delete`, `refuse`,
- *   `would-delete-remote`) with `{ ok: true }`; a `noop` clears a stale pending delete;
+ *   `would-delete-remote`) with `{ ok: true }`; every action except `await-delete` and
+ *   `delete-remote` ends a pending delete of its path, whatever the outcome;
  * - fetch content only for `pull` ({@link needsRemoteContent}) and read local bytes only for
  *   `push-create`/`push-update` and for the conflict copy of a `pull` with `why: 'conflict'`
  *   ({@link needsLocalContent});
  * - for a `pull` with `why: 'conflict'`, copy the current local file out of the mount first;
+ *   for any other pull, never overwrite an edit made after the scan (the file no longer matches
+ *   `expectedLocalSha`): skip it (`transient`) or keep a conflict copy first;
  * - for `delete-local`, delete only if the file still holds `expectedLocalSha` (else report a
  *   `precondition` failure);
  * - for push actions, upload exactly the bytes whose sha the plan names; if the file changed
