@@ -1,0 +1,66 @@
+// Pins "a tool call runs at most once per tool_use id": when a result post fails for good and the
+// event stream drops right after, the SDK runner reconnects, reads the history, sees the call
+// unanswered and dispatches it again. Our worker answers the replay from its record (the bash
+// command that appends a line ran once); the official worker, under the same fault, runs it twice —
+// the control that shows the fault really replays the call.
+import * as fsp from 'node:fs/promises';
+import * as path from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import { EnvironmentWorker as OfficialWorker } from '@anthropic-ai/sdk/lib/environments/worker';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { harness, type Harness } from './helpers.js';
+
+const RESULT_POST = /^POST \/v1\/sessions\/[^/]+\/events$/;
+
+async function appendScenario(h: Harness) {
+  const logFile = path.join(h.workdir, 'appended.log');
+  const { sessionId } = await h.emu.createSession({
+    script: [
+      { tool: 'bash', input: { command: `echo ran >> ${JSON.stringify(logFile)}` } },
+      { tool: 'bash', input: { command: 'echo second' } },
+    ],
+  });
+  // The first result post fails with a permanent 400, then every open stream of the session is cut.
+  h.emu.faults.add({ route: RESULT_POST, status: 400, times: 1, dropStream: true });
+  return { logFile, sessionId };
+}
+
+describe('a tool call replayed after a failed result post', () => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness();
+  });
+  afterEach(async () => {
+    await h.cleanup();
+  });
+
+  it('runs once with our worker and is answered from the record', async () => {
+    const { logFile, sessionId } = await appendScenario(h);
+    const worker = h.worker();
+    const running = worker.run();
+    const done = await h.emu.waitForSession(sessionId, { timeoutMs: 20_000 });
+    await worker.close();
+    await running;
+
+    expect(await fsp.readFile(logFile, 'utf8')).toBe('ran\n');
+    const posts = h.emu.requests.filter((r) => RESULT_POST.test(`${r.method} ${r.path}`));
+    expect(posts.map((r) => r.status)).toEqual([400, 200, 200]);
+    expect(done.toolResults.map((r) => r.name)).toEqual(['bash', 'bash']);
+    expect(h.capture.lines.some((l) => /replayed; answering with the recorded result/.test(l.msg))).toBe(true);
+  });
+
+  it('runs twice with the official worker under the same fault (control)', async () => {
+    const { logFile, sessionId } = await appendScenario(h);
+    const client = new Anthropic({ apiKey: 'sk-ant-api-operator-key', baseURL: h.emu.baseURL, logLevel: 'off' });
+    const official = new OfficialWorker({ client, environmentId: h.emu.environmentId, environmentKey: h.emu.environmentKey, workdir: h.workdir });
+    const stop = new AbortController();
+    const running = official.run(stop.signal);
+    try {
+      await h.emu.waitForSession(sessionId, { timeoutMs: 20_000 });
+    } finally {
+      stop.abort();
+      await running.catch(() => undefined);
+    }
+    expect(await fsp.readFile(logFile, 'utf8')).toBe('ran\nran\n');
+  });
+});
