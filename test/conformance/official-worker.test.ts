@@ -139,6 +139,15 @@ describe('the official SDK EnvironmentWorker against the emulator', () => {
     );
     expect(writesToHandbook).toEqual([]);
 
+    // The edit went up as a conditional update, the new file as a create.
+    const updates = emu.requests.filter((r) => r.route === 'POST /v1/memory_stores/:id/memories/:memoryId' && r.status === 200);
+    expect(updates.map((r) => r.body)).toContainEqual({
+      content: 'buy oat milk\n',
+      precondition: { type: 'content_sha256', content_sha256: createHash('sha256').update('buy milk\n').digest('hex') },
+    });
+    const creates = emu.requests.filter((r) => r.route === 'POST /v1/memory_stores/:id/memories' && r.status === 200);
+    expect(creates.map((r) => r.body)).toContainEqual({ path: '/ideas/new.md', content: 'a fresh memory' });
+
     // The folders are gone and the item was force-stopped with the item credential.
     expect(existsSync(prefsDir)).toBe(false);
     expect(existsSync(handbookDir)).toBe(false);
@@ -152,6 +161,9 @@ describe('the official SDK EnvironmentWorker against the emulator', () => {
     const pollCreds = new Set(emu.requests.filter((r) => r.route.endsWith('/work/poll')).map((r) => r.credential));
     expect(pollCreds).toEqual(new Set(['environment_key']));
     expect(elapsedMs).toBeLessThan(30_000);
-    console.log(`conformance session finished in ${elapsedMs} ms with ${emu.requests.length} requests`);
+    console.log(
+      `conformance session finished in ${elapsedMs} ms with ${emu.requests.length} requests:\n` +
+        emu.requests.map((r) => `  ${r.route} ${r.status} ${r.credential}`).join('\n'),
+    );
   });
 });
