@@ -4,9 +4,13 @@ import { UsageError } from './usage-error.js';
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 /** Parse `argv` strictly with `node:util` parseArgs, turning its errors into {@link UsageError}s. */
-export function parseFlags<O extends Options>(command: string, argv: string[], options: O, allowPositionals = false) {
+export function parseFlags<O extends Options>(
+  command: string,
+  argv: string[],
+  options: O,
+): ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false }>> {
   try {
-    return parseArgs({ args: argv, options, strict: true, allowPositionals });
+    return parseArgs({ args: argv, options, strict: true, allowPositionals: false });
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     throw new UsageError(`${command}: ${message}. Run "managed-agents-worker ${command} --help" for the flags.`);
