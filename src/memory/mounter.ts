@@ -55,6 +55,11 @@ export interface MemoryMounterOptions {
   downloadVia?: 'list-full' | 'retrieve';
   /** @internal */
   clock?: Clock;
+  /**
+   * Treat every filesystem as case-insensitive (tests exercise M3 on a case-sensitive host).
+   * @internal
+   */
+  assumeCaseInsensitive?: boolean;
 }
 
 type MemoryStoreResource = Extract<BetaManagedAgentsSession['resources'][number], { type: 'memory_store' }>;
@@ -89,6 +94,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #timeoutMs: number;
   readonly #downloadVia: 'list-full' | 'retrieve';
   readonly #clock: Clock;
+  readonly #assumeCaseInsensitive: boolean;
 
   constructor(opts: MemoryMounterOptions) {
     super();
@@ -100,6 +106,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#timeoutMs = opts.requestTimeoutMs ?? 60_000;
     this.#downloadVia = opts.downloadVia ?? 'list-full';
     this.#clock = opts.clock ?? monotonicClock;
+    this.#assumeCaseInsensitive = opts.assumeCaseInsensitive ?? false;
   }
 
   async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal } = {}): Promise<MountedSession> {
@@ -178,7 +185,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     await createRoot(spec);
     created.push(spec.root);
     const dir = new LocalDir(spec.root);
-    const caseInsensitive = await probeCaseInsensitive(spec.root);
+    const caseInsensitive = this.#assumeCaseInsensitive || (await probeCaseInsensitive(spec.root));
     if (caseInsensitive) {
       log.warn({ root: spec.root }, 'this filesystem ignores letter case: memory paths differing only by case are kept once, the others not synced');
     }

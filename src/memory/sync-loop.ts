@@ -274,7 +274,13 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         report.skippedStores++;
         return report;
       }
+      if (ready === 'rebuilt') {
+        // Folder wiped with its marker: start over as after a fresh mount, so every memory is
+        // downloaded again and nothing is deleted in the store, whatever the baseline's size.
+        e.state = { ...e.state, baseline: {}, pendingDeletes: {}, refused: {} };
+      }
       const scan = await scanLocal(e.rt.dir, e.rt.cache, { exclude: new Set(Object.keys(e.state.shadowed)), concurrency: this.#concurrency });
+      log.debug({ phase, files: scan.entries.size, filesRead: scan.filesRead }, 'local scan done');
       this.#warnSkipped(e, scan);
       if (phase === 'flush' && !hasLocalChanges(e.state, scan)) return report;
       if (signal.aborted) throw coerceError(signal.reason);
@@ -283,7 +289,9 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       const { remote, byRel } = this.#remoteView(e, listed);
       const plan = planSync({ state: e.state, local: scan.entries, remote, deletions: this.#deletions, phase });
       if (plan.wiped) log.warn('the folder was emptied; downloading the store again instead of deleting its memories');
-      if (plan.actions.some(isRemoteWrite) && (await this.#checkFolder(e, phase)) === 'skip') {
+      if (plan.actions.some(isRemoteWrite) && !(await this.#markerValid(e))) {
+        // The marker went away between the scan and the uploads: push and delete nothing (M9).
+        this.#markerProblem(e, 'marker .anthropic-memory-store vanished or changed during the sync');
         report.skippedStores++;
         return report;
       }
@@ -328,7 +336,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
    * The marker check of M9. `ok`: the folder is bound to this store. A folder wiped whole (removed,
    * or marker gone and empty) is re-created with its marker and downloaded again by the plan.
    */
-  async #checkFolder(e: StoreEntry, phase: SyncPhase): Promise<'ok' | 'skip'> {
+  async #checkFolder(e: StoreEntry, phase: SyncPhase): Promise<'ok' | 'rebuilt' | 'skip'> {
     const { dir, log } = e.rt;
     const rootPresent = await dir.rootExists();
     if (!rootPresent) {
@@ -338,7 +346,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       await fsp.mkdir(dir.root, { mode: 0o755 });
       await dir.writeMarker(markerContent(e.store.storeId));
       log.warn({ root: dir.root }, 'the store folder was removed; re-created and downloading again');
-      return 'ok';
+      return 'rebuilt';
     }
     const marker = await dir.readMarker();
     if (marker !== undefined && isValidMarker(marker, e.store.storeId)) {
@@ -349,9 +357,14 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       if (phase === 'flush') return 'skip';
       await dir.writeMarker(markerContent(e.store.storeId));
       log.warn({ root: dir.root }, 'the store folder was emptied, marker included; downloading again');
-      return 'ok';
+      return 'rebuilt';
     }
     return this.#markerProblem(e, `marker .anthropic-memory-store is ${marker === undefined ? 'missing' : 'altered'}`);
+  }
+
+  async #markerValid(e: StoreEntry): Promise<boolean> {
+    const marker = await e.rt.dir.readMarker().catch(() => undefined);
+    return marker !== undefined && isValidMarker(marker, e.store.storeId);
   }
 
   #markerProblem(e: StoreEntry, problem: string): 'skip' {

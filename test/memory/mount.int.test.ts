@@ -11,8 +11,8 @@ import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError } from '../../src/errors.js';
-import { MemoryMounter } from '../../src/memory/index.js';
-import { captureLogger, harness, openSession, readTree, type Harness } from './int-helpers.js';
+import { MemoryMounter, SyncLoop } from '../../src/memory/index.js';
+import { captureLogger, harness, manualClock, openSession, readTree, type Harness } from './int-helpers.js';
 
 let h: Harness;
 beforeEach(async () => {
@@ -75,6 +75,38 @@ describe('mounting', () => {
     });
     const mounted = await mounter.mount(session);
     expect(seen).toEqual([expect.objectContaining({ storeId: store.id, memories: 1 })]);
+    await mounted.unmount();
+  });
+});
+
+describe('names the folder cannot hold', () => {
+  it('keeps one of two paths differing only by case on a case-insensitive filesystem and never syncs the other (M3)', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Cases', memories: { '/Notes.md': 'upper', '/notes.md': 'lower', '/x.md': 'x' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const log = captureLogger();
+    const mounted = await new MemoryMounter({ client, logger: log.logger, assumeCaseInsensitive: true }).mount(session);
+    const root = mounted.roots[0]!;
+    expect(await readTree(root)).toEqual({ 'Notes.md': 'upper', 'x.md': 'x' });
+    expect(Object.keys(mounted.stores[0]!.state.shadowed)).toEqual(['notes.md']);
+    const warning = log.lines.find((l) => l.level >= 40 && l['path'] === 'notes.md');
+    expect(String(warning?.['reason'])).toContain('"Notes.md"');
+    // The shadowed memory is never synced: a Console edit of it does not reach the folder.
+    const loop = new SyncLoop({ client, mounted, logger: log.logger, stateDir: h.stateDir, clock: manualClock() });
+    h.emu.putMemory(store.id, '/notes.md', 'lower, edited');
+    expect(await loop.syncNow()).toMatchObject({ downloads: 0, uploads: 0, errors: 0 });
+    expect(await readTree(root)).toEqual({ 'Notes.md': 'upper', 'x.md': 'x' });
+    await loop.finish({ clean: true });
+    expect(h.emu.memories(store.id)).toEqual({ '/Notes.md': 'upper', '/notes.md': 'lower, edited', '/x.md': 'x' });
+  });
+
+  it('never lets a memory named like the marker replace the marker', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Reserved', memories: { '/a.md': 'a' } });
+    h.emu.putMemory(store.id, '/.anthropic-memory-store', 'version 1\nmemstore_forged');
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const mounted = await new MemoryMounter({ client, logger: captureLogger().logger }).mount(session);
+    const root = mounted.roots[0]!;
+    expect(await fsp.readFile(path.join(root, '.anthropic-memory-store'), 'utf8')).toBe(`version 1\n${store.id}`);
+    expect(Object.keys(mounted.stores[0]!.state.shadowed)).toEqual(['/.anthropic-memory-store']);
     await mounted.unmount();
   });
 });

@@ -221,6 +221,18 @@ describe('markers and wiped folders', () => {
   });
 });
 
+describe('a removed folder', () => {
+  it('is re-created and downloaded again, even for a one-memory store, and nothing is deleted', async () => {
+    const r = await rig({ '/only.md': 'the one memory' });
+    await fsp.rm(r.root, { recursive: true });
+    await r.loop.syncNow();
+    await r.loop.syncNow();
+    expect(h.emu.memories(r.storeId)).toEqual({ '/only.md': 'the one memory' });
+    expect(await readTree(r.root)).toEqual({ 'only.md': 'the one memory' });
+    expect(await fsp.readFile(r.file('.anthropic-memory-store'), 'utf8')).toBe(`version 1\n${r.storeId}`);
+  });
+});
+
 describe('hostile and unsyncable files', () => {
   it('skips planted symlinks (final and intermediate) and FIFOs with one warning, never following them', async () => {
     const r = await rig({ '/a.md': 'a' });
