@@ -158,3 +158,28 @@ describe('the doctor command', () => {
     expect(io.out).toContain('143');
   });
 });
+
+describe('doctor against the emulator', () => {
+  it('passes the API and clock checks with the environment key, and fails them with a wrong key', async () => {
+    const { startEmulator } = await import('../../src/testing/index.js');
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-doctor-api-'));
+    const emu = await startEmulator({ mountRoot: dir });
+    try {
+      const good = captureIo({ ANTHROPIC_ENVIRONMENT_ID: emu.environmentId, ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey, ANTHROPIC_BASE_URL: emu.baseURL });
+      await doctorCommand().run(['--mount-parent', dir, '--json'], good);
+      const checks = (JSON.parse(good.out) as { checks: Array<{ id: string; status: string }> }).checks;
+      expect(checks.find((c) => c.id === 'api')?.status).toBe('pass');
+      expect(checks.find((c) => c.id === 'clock')?.status).toBe('pass');
+      expect(checks.find((c) => c.id === 'env')?.status).toBe('pass');
+
+      const bad = captureIo({ ANTHROPIC_ENVIRONMENT_ID: emu.environmentId, ANTHROPIC_ENVIRONMENT_KEY: 'wrong-key', ANTHROPIC_BASE_URL: emu.baseURL });
+      const code = await doctorCommand().run(['--mount-parent', dir], bad);
+      expect(code).toBe(EXIT.CHECK_FAILED);
+      expect(bad.out).toMatch(/FAIL\s+API reachable with the key\s+.*HTTP 401/);
+      expect(bad.out).not.toContain('wrong-key');
+    } finally {
+      await emu.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
