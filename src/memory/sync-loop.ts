@@ -235,6 +235,9 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     setMaxListeners(10_000, combined.signal);
     this.#runningCtrl = ctrl;
     this.#lastSyncAt = this.#clock.now();
+    // This sync covers every tool call made so far: a trailing sync armed before it is not needed.
+    if (this.#trailing) clearTimeout(this.#trailing);
+    this.#trailing = undefined;
     const run = this.#syncAll(phase, combined.signal).finally(() => {
       combined.dispose();
       if (this.#running === run) {

@@ -82,6 +82,22 @@ describe('when syncs run', () => {
     await r.loop.finish({ clean: false });
   }, 15_000);
 
+  it('starts one sync at once after a tool call when the interval has passed, however many calls follow', async () => {
+    const clock = manualClock();
+    const r = await rig({ clock });
+    const mark = h.emu.requests.length;
+    r.loop.afterToolCall();
+    await tick(100);
+    expect(h.emu.requests.length).toBe(mark);
+    clock.advance(5_000);
+    r.loop.afterToolCall();
+    r.loop.afterToolCall();
+    r.loop.afterToolCall();
+    await tick(300);
+    expect(h.emu.requests.slice(mark).map((x) => x.route)).toEqual([LIST]);
+    await r.loop.finish({ clean: false });
+  });
+
   it('never runs two syncs at once', async () => {
     const r = await rig({ clock: manualClock() });
     h.emu.faults.add({ route: /^GET .*\/memories$/, latencyMs: 150 });
