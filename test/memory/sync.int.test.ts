@@ -27,6 +27,7 @@ afterEach(async () => {
 
 interface Rig {
   storeId: string;
+  sessionId: string;
   root: string;
   client: Anthropic;
   mounted: MountedSession;
@@ -52,7 +53,7 @@ async function rig(
     ...(opts.deletions ? { deletions: opts.deletions } : {}),
   });
   const root = mounted.roots[0]!;
-  return { storeId: store.id, root, client, mounted, loop, log, file: (rel) => path.join(root, rel) };
+  return { storeId: store.id, sessionId: session.id, root, client, mounted, loop, log, file: (rel) => path.join(root, rel) };
 }
 
 function requestsSince(mark: number): string[] {
@@ -317,6 +318,9 @@ describe('faults', () => {
     fault.remove();
     await r.loop.syncNow();
     expect(errors).toBeGreaterThan(0);
+    const token = h.emu.sessionsToken(r.sessionId)!;
+    expect(token.length).toBeGreaterThan(10);
+    expect(JSON.stringify(r.log.lines)).not.toContain(token);
     expect(h.emu.memories(r.storeId)).toEqual(Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`/m${i}.md`, `edited ${i}`])));
   });
 });
