@@ -96,7 +96,16 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
     emit('workFailed', { workId: work.id, sessionId, error });
     return finishOutcome('failed', error);
   }
-  const client = scopedClient(opts.client, credential);
+  let client: Anthropic;
+  try {
+    client = scopedClient(opts.client, credential);
+  } catch (e) {
+    const error = coerceError(e);
+    log.error({ err: error }, 'could not build the client for this work item; it is left to the server to reclaim');
+    deps.metrics.add('itemsFailed');
+    emit('workFailed', { workId: work.id, sessionId, error });
+    return finishOutcome('failed', error);
+  }
   const requestOptions = opts.requestOptions ?? {};
 
   // 2. Lease first: a slow download must never let the lease lapse.
