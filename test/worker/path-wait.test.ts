@@ -1,0 +1,74 @@
+// Pins the path wait inside one process: a session whose store path is held by another running
+// session waits with its lease kept alive (heartbeats continue), mounts once the path is free, and
+// when the wait exceeds pathWaitMs fails with an error naming the path and the other session.
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { harness, type Harness } from './helpers.js';
+
+describe('two sessions wanting the same mount path', () => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness({ leaseTtlSeconds: 2 });
+  });
+  afterEach(async () => {
+    await h.cleanup();
+  });
+
+  async function twoSessions(holdMs: number) {
+    const { emu } = h;
+    const store = await emu.createMemoryStore({ name: 'Shared', memories: { '/a.md': 'A' } });
+    const dir = path.join(h.mountRoot, 'shared');
+    const first = await emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      script: [{ tool: 'read', input: { file_path: path.join(dir, 'a.md') } }, { sleepMs: holdMs }],
+    });
+    const second = await emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      script: [{ tool: 'write', input: { file_path: path.join(dir, 'b.md'), content: 'B' } }],
+      end: 'idle',
+    });
+    return { store, first, second };
+  }
+
+  it('waits with its lease alive, then mounts once the path is free', async () => {
+    const { emu } = h;
+    const { store, first, second } = await twoSessions(3_000);
+    const worker = h.worker({ concurrency: 2, pathWaitMs: 20_000, maxIdleMs: 200 });
+    const beatsAtMount: number[] = [];
+    worker.on('mounted', (e) => {
+      if (e.sessionId === second.sessionId) beatsAtMount.push(emu.workItem(second.workId).heartbeats);
+    });
+    const running = worker.run();
+    await emu.waitForSession(first.sessionId, { timeoutMs: 20_000 });
+    const outcome = await new Promise<{ status: string }>((resolve) =>
+      worker.on('sessionEnded', (e) => e.sessionId === second.sessionId && resolve(e.outcome)),
+    );
+    await worker.close();
+    await running;
+
+    expect(outcome.status).toBe('completed');
+    // Waited ~3 s on a 2 s lease: it had to keep heartbeating to still hold it.
+    expect(beatsAtMount[0]).toBeGreaterThanOrEqual(3);
+    expect(emu.memories(store.id)).toEqual({ '/a.md': 'A', '/b.md': 'B' });
+    emu.archiveSession(second.sessionId);
+  });
+
+  it('fails after pathWaitMs naming the path and the session holding it', async () => {
+    const { emu } = h;
+    const { first, second } = await twoSessions(3_000);
+    const worker = h.worker({ concurrency: 2, pathWaitMs: 400 });
+    const failed: Array<{ workId: string; error: Error }> = [];
+    worker.on('workFailed', (e) => failed.push(e));
+    const running = worker.run();
+    await emu.waitForSession(first.sessionId, { timeoutMs: 20_000 });
+    await worker.close();
+    await running;
+
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.workId).toBe(second.workId);
+    expect(failed[0]!.error.message).toContain(`${path.join(h.mountRoot, 'shared')} is in use by session ${first.sessionId}`);
+    expect(failed[0]!.error.message).toContain('pathWaitMs');
+    expect(emu.workItem(second.workId).state).toBe('stopped');
+    emu.archiveSession(second.sessionId);
+  });
+});
