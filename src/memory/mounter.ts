@@ -224,6 +224,13 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     };
 
     const pending: Array<{ m: RemoteMemoryWithContent; rel: string }> = [];
+    const schedule = (m: RemoteMemoryWithContent, rel: string): void => {
+      const p = limit(() => write(m, rel));
+      // Observed at once (so a failure during the listing is never an unhandled rejection) and
+      // again by Promise.all below, which reports it.
+      p.catch(() => {});
+      writes.push(p);
+    };
     const accept = (m: RemoteMemoryWithContent): void => {
       const check = remotePathToRel(m.path);
       if (!check.ok) {
@@ -231,7 +238,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         return;
       }
       if (caseInsensitive) pending.push({ m, rel: check.rel });
-      else writes.push(limit(() => write(m, check.rel)));
+      else schedule(m, check.rel);
     };
 
     try {
@@ -252,7 +259,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         const groups = groupCaseCollisions(pending.map((p) => p.rel));
         const kept = new Set(groups.kept);
         for (const s of groups.shadowed) shadow(s.path, s.reason);
-        for (const p of pending) if (kept.has(p.rel)) writes.push(limit(() => write(p.m, p.rel)));
+        for (const p of pending) if (kept.has(p.rel)) schedule(p.m, p.rel);
       }
       await Promise.all(writes);
     } catch (e) {

@@ -200,6 +200,18 @@ describe('refusals', () => {
   });
 });
 
+describe('aborting', () => {
+  it('cancels a mount in progress and removes what it created', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Slow', memories: { '/a.md': 'a' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    h.emu.faults.add({ route: /memories/, hang: true });
+    const ctrl = new AbortController();
+    setTimeout(() => ctrl.abort(new Error('worker stopping')), 150);
+    await expect(new MemoryMounter({ client, logger: captureLogger().logger }).mount(session, { signal: ctrl.signal })).rejects.toThrow();
+    expect(await fsp.readdir(h.mountRoot)).toEqual([]);
+  });
+});
+
 describe('unmounting', () => {
   it('keeps a folder whose marker was altered while it holds files, and says so', async () => {
     const store = await h.emu.createMemoryStore({ name: 'Foreign', memories: { '/a.md': 'a' } });
