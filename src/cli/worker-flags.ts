@@ -30,7 +30,7 @@ export const WORKER_FLAGS_HELP = `  --environment-id <id>          default: ANTH
   --memory-sync-deletions <mode> enabled (default) | log_only | disabled
   --max-idle <ms>                stop a session idle this long after its turn ended (default 60000)
   --final-flush <ms>             bound of the end-of-session final sync + flush (default 30000)
-  --state-dir <dir>              where sync journals live (crash recovery)
+  --state-dir <dir>              where the memory core keeps its state and conflict copies
   --worker-id <id>               Anthropic-Worker-ID (default: <HOSTNAME>-<uuid>)
   --log-level <level>            ${LOG_LEVELS.join(' | ')} (default info)
   --pretty                       human-readable logs (needs: npm install pino-pretty)
