@@ -76,4 +76,16 @@ describe('managed-agents-worker run', () => {
     expect(code).toBe(143);
     expect(Date.now() - t0).toBeLessThan(3_000);
   });
+
+  it('prints human-readable logs with --pretty (pino-pretty is installed here)', async () => {
+    // Nothing listens on port 9: polls fail and are logged.
+    cli = spawnCli(['run', '--pretty', '--workdir', dir, '--base-url', 'http://127.0.0.1:9'], childEnv({ ANTHROPIC_ENVIRONMENT_ID: 'env_1', ANTHROPIC_ENVIRONMENT_KEY: 'key-never-logged' }));
+    await cli.waitForStderr('poll failed');
+    cli.child.kill('SIGTERM');
+    expect((await cli.exited).code).toBe(0);
+    const firstLine = cli.stderr().split('\n').find((l) => l.includes('poll failed'))!;
+    expect(firstLine.trim().startsWith('{')).toBe(false);
+    expect(firstLine).toMatch(/WARN/);
+    expect(cli.stderr()).not.toContain('key-never-logged');
+  });
 });
