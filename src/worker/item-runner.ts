@@ -89,7 +89,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
     const error = new MissingInputError(
       'environmentKey',
       'ANTHROPIC_ENVIRONMENT_KEY',
-      `work item ${work.id}: the secret yields no sessions token, so an environment key`,
+      `work item ${work.id} (its secret yields no sessions token)`,
     );
     log.error({ err: error }, 'no credential for this work item; it cannot be heartbeated or stopped');
     deps.metrics.add('itemsFailed');

@@ -85,4 +85,15 @@ describe('EnvironmentWorker.handleItem', () => {
     expect(err).toBeInstanceOf(MissingInputError);
     expect((err as Error).message).toContain('ANTHROPIC_ENVIRONMENT_KEY or ANTHROPIC_WORK_SECRET');
   });
+
+  it('fails the item without sending anything when its secret is unusable and there is no key', async () => {
+    const worker = h.worker({ environmentId: undefined, environmentKey: undefined });
+    const outcome = await worker.handleItem({ workId: 'work_1', environmentId: 'env_1', sessionId: 'sesn_1', workSecret: 'not-a-secret' });
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error).toBeInstanceOf(MissingInputError);
+    expect(outcome.error!.message).toBe(
+      'work item work_1 (its secret yields no sessions token): environmentKey is required; pass it or set ANTHROPIC_ENVIRONMENT_KEY',
+    );
+    expect(h.emu.requests).toEqual([]);
+  });
 });
