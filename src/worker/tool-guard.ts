@@ -44,7 +44,7 @@ export class ToolGuard {
     return this.#replays;
   }
 
-  /** Wrap every tool of a session. Tool objects are copied, never mutated. */
+  /** Wrap every tool of a session. Tools are never mutated. */
   wrapAll(tools: readonly BetaRunnableTool[]): BetaRunnableTool[] {
     return tools.map((t) => this.wrap(t));
   }
@@ -66,7 +66,15 @@ export class ToolGuard {
       this.#outcomes.set(id, outcome);
       return unwrap(await outcome);
     };
-    return { ...tool, run } as BetaRunnableTool;
+    // A proxy rather than a spread: a tool may be a class instance whose `close` (or other methods)
+    // live on its prototype or use private fields; those keep working, bound to the original.
+    return new Proxy(tool, {
+      get(target, prop) {
+        if (prop === 'run') return run;
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
   }
 
   async #execute(tool: BetaRunnableTool, args: unknown, context: BetaToolRunContext | undefined): Promise<ToolOutput> {

@@ -88,12 +88,31 @@ describe('ToolGuard', () => {
     expect(log).toEqual(['before', 'run', 'after', 'before', 'run', 'after']);
   });
 
-  it('copies tools instead of mutating them', () => {
+  it('wraps tools without mutating them, keeping prototype methods bound to the original', async () => {
     const { tool } = countingTool(() => 'x');
     const original = tool.run;
     const [wrapped] = new ToolGuard({ logger }).wrapAll([tool]);
     expect(tool.run).toBe(original);
     expect(wrapped).not.toBe(tool);
     expect((wrapped as { name: string }).name).toBe('write');
+
+    class Shell {
+      readonly name = 'bash';
+      #closed = false;
+      parse(x: unknown) {
+        return x;
+      }
+      async run() {
+        return this.#closed ? 'closed' : 'open';
+      }
+      close() {
+        this.#closed = true;
+      }
+    }
+    const shell = new Shell();
+    const guarded = new ToolGuard({ logger }).wrap(shell as unknown as BetaRunnableTool);
+    expect(await guarded.run({}, ctx('tu_1'))).toBe('open');
+    await guarded.close?.();
+    expect(await shell.run()).toBe('closed');
   });
 });
