@@ -64,4 +64,19 @@ describe('managed-agents-worker handle', () => {
     expect(outcome.error).toContain('secret');
     expect(emu.workItem(sessionId).stopped).toBe(true);
   });
+
+  it('ends the session gracefully on SIGTERM, stops the item and exits 0', async () => {
+    const { env, workId, sessionId } = await claimedEnv({ script: [{ tool: 'bash', input: { command: 'echo before' } }, { sleepMs: 60_000 }] });
+    const cli = spawnCli(['handle', '--workdir', dir, '--log-level', 'info'], env);
+    const deadline = Date.now() + 15_000;
+    while (emu.session(sessionId).toolResults.length === 0) {
+      if (Date.now() > deadline) throw new Error('the first tool call never ran');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    cli.child.kill('SIGTERM');
+    const { code } = await cli.exited;
+    expect(code).toBe(0);
+    expect(JSON.parse(cli.stdout())).toMatchObject({ workId, status: 'aborted' });
+    expect(emu.workItem(workId).stopped).toBe(true);
+  });
 });
