@@ -13,7 +13,7 @@ import { startEmulator, type Emulator } from '../../src/testing/index.js';
 import { CLI_MAIN, childEnv, spawnCli, type CliRun } from './spawn-cli.js';
 
 const SANDBOX = path.join(path.dirname(CLI_MAIN), '../../test/cli/fixtures/sandbox.mjs');
-const LINGER_MS = 1_000;
+const LINGER_MS = 1_500;
 
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
