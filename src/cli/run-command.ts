@@ -6,7 +6,7 @@ import { cliLogger } from './cli-logger.js';
 import { EXIT, EXIT_CODE_HELP } from './exit-codes.js';
 import { intFlag, parseFlags } from './flags.js';
 import { handleShutdownSignals } from './signals.js';
-import { logLevelFlag, WORKER_FLAGS, WORKER_FLAGS_HELP, workerOptionsFromFlags } from './worker-flags.js';
+import { logLevelFlag, requireValue, WORKER_FLAGS, WORKER_FLAGS_HELP, workerOptionsFromFlags } from './worker-flags.js';
 
 const HELP = `Usage: managed-agents-worker run [flags]
 
@@ -40,7 +40,11 @@ export const runCommand: Command = {
     const concurrency = intFlag('concurrency', values.concurrency, 1, 64);
     const metricsPort = intFlag('metrics-port', values['metrics-port'], 0, 65_535);
     const logger = await cliLogger({ level: logLevelFlag(values, io.env), pretty: values.pretty ?? false, io });
-    const worker = new EnvironmentWorker({ ...workerOptionsFromFlags(values, io), ...(concurrency ? { concurrency } : {}), logger });
+    const options = workerOptionsFromFlags(values, io);
+    // Checked here so the message names the flag and the variable, not the library's constructor.
+    requireValue('environment-id', options.environmentId, 'ANTHROPIC_ENVIRONMENT_ID');
+    requireValue('environment-key', options.environmentKey, 'ANTHROPIC_ENVIRONMENT_KEY');
+    const worker = new EnvironmentWorker({ ...options, ...(concurrency ? { concurrency } : {}), logger });
     let metrics: MetricsServer | undefined;
     if (metricsPort !== undefined) {
       metrics = await serveMetrics({ worker, port: metricsPort, ...(values['metrics-host'] ? { host: values['metrics-host'] } : {}), logger });

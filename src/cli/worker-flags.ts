@@ -1,9 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
+import { ConfigError } from '../errors.js';
 import type { EnvironmentWorkerOptions } from '../worker/environment-worker.js';
 import { LOG_LEVELS, type LogLevel } from './cli-logger.js';
 import { choiceFlag, firstSet, intFlag } from './flags.js';
 import type { CliIo } from './io.js';
-import { UsageError } from './usage-error.js';
 
 /** Flags shared by the commands that run sessions (`run`, `handle`). */
 export const WORKER_FLAGS = {
@@ -91,7 +91,8 @@ export function workerOptionsFromFlags(values: WorkerFlagValues, io: CliIo): Omi
   return opts;
 }
 
+/** A value the command cannot run without: missing, it is refused as configuration (exit 3), naming the flag and the variable. */
 export function requireValue(name: string, value: string | undefined, envVar: string): string {
-  if (value === undefined) throw new UsageError(`${name} is required: pass --${name} or set ${envVar}`);
+  if (value === undefined) throw new ConfigError(`${name} is required: set ${envVar} (or pass --${name})`);
   return value;
 }

@@ -49,10 +49,19 @@ describe('the CLI surface', () => {
     expect(o.out).toContain('Commands:');
   });
 
-  it('exits 3 when run has no environment id, naming the variable', async () => {
-    const o = io({ ANTHROPIC_ENVIRONMENT_KEY: 'secret-key-value' });
-    expect(await runCli(['run', '--log-level', 'silent', '--base-url', 'http://127.0.0.1:9'], o, commands())).toBe(EXIT.CONFIG);
-    expect(o.err).toContain('environmentId');
+  const missing = [
+    { description: 'run without an environment id', argv: ['run'], env: { ANTHROPIC_ENVIRONMENT_KEY: 'secret-key-value' }, flag: '--environment-id', variable: 'ANTHROPIC_ENVIRONMENT_ID' },
+    { description: 'run without an environment key', argv: ['run'], env: { ANTHROPIC_ENVIRONMENT_ID: 'env_1' }, flag: '--environment-key', variable: 'ANTHROPIC_ENVIRONMENT_KEY' },
+    { description: 'launch without an environment id', argv: ['launch', '--on-work', 'true'], env: { ANTHROPIC_ENVIRONMENT_KEY: 'secret-key-value' }, flag: '--environment-id', variable: 'ANTHROPIC_ENVIRONMENT_ID' },
+    { description: 'launch without an environment key', argv: ['launch', '--on-work', 'true'], env: { ANTHROPIC_ENVIRONMENT_ID: 'env_1' }, flag: '--environment-key', variable: 'ANTHROPIC_ENVIRONMENT_KEY' },
+  ];
+  it.each(missing)('exits 3 (configuration refused, as documented) on $description, naming the flag and the variable', async ({ argv, env, flag, variable }) => {
+    const o = io(env);
+    expect(await runCli([...argv, '--log-level', 'silent', '--base-url', 'http://127.0.0.1:9'], o, commands())).toBe(EXIT.CONFIG);
+    expect(o.err).toContain(flag);
+    expect(o.err).toContain(variable);
+    // The fix a CLI user can apply, not the library's constructor.
+    expect(o.err).not.toContain('EnvironmentWorker constructor');
     expect(o.err).not.toContain('secret-key-value');
   });
 
