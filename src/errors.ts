@@ -12,6 +12,7 @@
  * | `MAW_MARKER_MISMATCH`        | {@link MarkerMismatchError} | inspect the folder; it is left as found            |
  * | `MAW_MEMORY_UNAVAILABLE`     | {@link MemoryUnavailableError} | forward the work secret or turn memory off      |
  * | `MAW_MISSING_INPUT`          | {@link MissingInputError} | pass the named value or set its environment variable |
+ * | `MAW_WORK_FAILED`            | {@link WorkItemFailedError} | read `cause` (the typed reason) and `outcome`; the item is already stopped |
  */
 export type WorkerErrorCode =
   | 'MAW_CONFIG'
@@ -21,7 +22,8 @@ export type WorkerErrorCode =
   | 'MAW_MEMORY_MOUNT'
   | 'MAW_MARKER_MISMATCH'
   | 'MAW_MEMORY_UNAVAILABLE'
-  | 'MAW_MISSING_INPUT';
+  | 'MAW_MISSING_INPUT'
+  | 'MAW_WORK_FAILED';
 
 /** Base class of every error thrown by this library. */
 export class WorkerError extends Error {
@@ -149,6 +151,39 @@ export class MissingInputError extends WorkerError {
     );
     this.field = field;
     this.envVar = envVar;
+  }
+}
+
+/** How a failed work item ended, as {@link WorkItemFailedError} carries it (an `ItemOutcome` with status `failed`). */
+export interface FailedItemOutcome {
+  workId: string;
+  sessionId: string | undefined;
+  status: 'failed';
+  error?: Error;
+  durationMs: number;
+}
+
+/**
+ * `EnvironmentWorker.handleItem()` rejects with this when the item failed (memory could not be
+ * mounted, the session could not be fetched, no usable credential, …), as the official worker's
+ * `handleItem()` rejects. By then the item's teardown has run: its folders are removed and it is
+ * stopped. `cause` is the typed reason (also `outcome.error`); `outcome` is how the item ended.
+ */
+export class WorkItemFailedError extends WorkerError {
+  readonly workId: string;
+  readonly sessionId: string | undefined;
+  readonly outcome: FailedItemOutcome;
+
+  constructor(outcome: FailedItemOutcome) {
+    const reason = outcome.error?.message ?? 'no reason recorded';
+    super(
+      'MAW_WORK_FAILED',
+      `work item ${outcome.workId}${outcome.sessionId ? ` (session ${outcome.sessionId})` : ''} failed: ${reason}`,
+      outcome.error === undefined ? undefined : { cause: outcome.error },
+    );
+    this.workId = outcome.workId;
+    this.sessionId = outcome.sessionId;
+    this.outcome = outcome;
   }
 }
 

@@ -1,4 +1,5 @@
-import { EnvironmentWorker } from '../worker/environment-worker.js';
+import { WorkItemFailedError } from '../errors.js';
+import { EnvironmentWorker, type ItemOutcome } from '../worker/environment-worker.js';
 import type { Command } from './command.js';
 import { cliLogger } from './cli-logger.js';
 import { EXIT, EXIT_CODE_HELP, exitCodeForOutcome } from './exit-codes.js';
@@ -51,13 +52,19 @@ export const handleCommand: Command = {
       const secret = firstSet(io.env['ANTHROPIC_WORK_SECRET']);
       const workId = firstSet(values['work-id'], io.env['ANTHROPIC_WORK_ID']);
       const sessionId = firstSet(values['session-id'], io.env['ANTHROPIC_SESSION_ID']);
-      const outcome = await worker.handleItem({
-        ...(workId !== undefined ? { workId } : {}),
-        ...(sessionId !== undefined ? { sessionId } : {}),
-        ...(options.environmentId !== undefined ? { environmentId: options.environmentId } : {}),
-        ...(options.environmentKey !== undefined ? { environmentKey: options.environmentKey } : {}),
-        ...(secret !== undefined ? { workSecret: secret } : {}),
-      });
+      // handleItem() rejects on a failed item (after its teardown); the exit code still comes from the outcome.
+      const outcome = await worker
+        .handleItem({
+          ...(workId !== undefined ? { workId } : {}),
+          ...(sessionId !== undefined ? { sessionId } : {}),
+          ...(options.environmentId !== undefined ? { environmentId: options.environmentId } : {}),
+          ...(options.environmentKey !== undefined ? { environmentKey: options.environmentKey } : {}),
+          ...(secret !== undefined ? { workSecret: secret } : {}),
+        })
+        .catch((e: unknown): ItemOutcome => {
+          if (e instanceof WorkItemFailedError) return e.outcome;
+          throw e;
+        });
       await worker.close();
       io.stdout(JSON.stringify({ workId: outcome.workId, sessionId: outcome.sessionId, status: outcome.status, durationMs: outcome.durationMs, error: outcome.error?.message }) + '\n');
       // A graceful stop asked for by a signal is a success: the session's changes were synced.

@@ -9,7 +9,11 @@ import type { ItemOutcome } from '../worker/events.js';
 import { scopedClient } from '../worker/scoped-client.js';
 import { claimOne, type ClaimedItem } from './drain-queue.js';
 
-/** The part of `EnvironmentWorker` the webhook handler drives. */
+/**
+ * The part of `EnvironmentWorker` the webhook handler drives. `handleItem` resolves with the outcome,
+ * or rejects (WorkItemFailedError) when the item failed; the handler logs either and never lets the
+ * rejection go unhandled.
+ */
 export interface WebhookWorker {
   handleItem(opts: {
     workId: string;
@@ -126,7 +130,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
       })
       .then(
         (outcome) => ilog.info({ status: outcome.status, durationMs: outcome.durationMs }, 'work item finished'),
-        (err: unknown) => ilog.error({ err: coerceError(err) }, 'work item failed'),
+        (err: unknown) => ilog.error({ err: coerceError(err), status: 'failed' }, 'work item failed'),
       )
       .finally(() => {
         items.delete(run);

@@ -1,5 +1,5 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
-import { ConfigError, MissingInputError } from '../errors.js';
+import { ConfigError, MissingInputError, WorkItemFailedError } from '../errors.js';
 import { linkAbort } from '../internal/abort.js';
 import { monotonicClock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
@@ -49,7 +49,8 @@ function env(name: string): string | undefined {
  *
  * - `run()` claims work (long polls with the environment key) and serves up to `concurrency`
  *   sessions at once; it polls only while a slot is free.
- * - `handleItem()` serves one item something else claimed (webhook, launcher).
+ * - `handleItem()` serves one item something else claimed (webhook, launcher); as the official
+ *   worker's, it rejects when the item failed and resolves otherwise.
  * - `close()` stops claiming, ends every running session (final sync, bounded flush, folders
  *   removed, item stopped) and resolves when all have; aborting `options.signal` does the same.
  * - One bad item never stops the worker; only a permanent poll failure (bad key, unknown
@@ -155,7 +156,15 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   /**
    * Serve one already-claimed work item (webhook handler, one-sandbox-per-session launcher). Each
    * field falls back to its `ANTHROPIC_*` variable; the first required value still missing is named
-   * in the MissingInputError thrown. Resolves with how the item ended; never rejects after that check.
+   * in the MissingInputError thrown before anything is sent.
+   *
+   * As the official worker's `handleItem()` (so switching is one import line): rejects when the item
+   * failed (no usable credential, the session could not be fetched, memory could not be mounted,
+   * the runner failed, …) with a {@link WorkItemFailedError} whose `cause` is the typed reason and
+   * whose `outcome` says how it ended; resolves with the {@link ItemOutcome} in every other case
+   * (`completed`, `skipped`, `lease_lost`, `stopped_by_server`, `aborted`). Either way the item's
+   * teardown (final sync or flush, folders removed, item stopped unless the lease was lost) has run
+   * by then.
    */
   async handleItem(opts: HandleItemOptions = {}): Promise<ItemOutcome> {
     const workId = opts.workId || env('ANTHROPIC_WORK_ID');
@@ -170,7 +179,9 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       throw new MissingInputError('environmentKey (or workSecret)', 'ANTHROPIC_ENVIRONMENT_KEY or ANTHROPIC_WORK_SECRET');
     }
     const work: ClaimedWork = { id: workId, environmentId, data: { type: 'session', id: sessionId }, secret: workSecret ?? null };
-    return this.#startItem(work, environmentKey, opts.signal);
+    const outcome = await this.#startItem(work, environmentKey, opts.signal);
+    if (outcome.status === 'failed') throw new WorkItemFailedError({ ...outcome, status: 'failed' });
+    return outcome;
   }
 
   /**

@@ -5,7 +5,8 @@ import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
 import { betaAgentToolset20260401, setupSkills, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
-import { statusOf } from '../api/classify.js';
+import { statusOf, toRemoteApiError } from '../api/classify.js';
+import { APIError } from '@anthropic-ai/sdk';
 import { coerceError, LeaseLostError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
 import { combineSignals, linkAbort } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
@@ -136,6 +137,8 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
   let flush: FinishReport | undefined;
   let sessionStarted = false;
   const detachMemoryEvents: Array<() => void> = [];
+  // What the item was doing, so an API failure says which step failed.
+  let step = `retrieving session ${sessionId ?? '(none)'}`;
 
   try {
     if (itemCtrl.signal.aborted) {
@@ -173,6 +176,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
         }
         // 5. Memory: exclusive paths, mount, sync loop.
         if (storeResources.length > 0 && memoryOn) {
+          step = 'waiting for its mount paths';
           const lockKeys = storeResources.map((r) => storeRoot(r, opts.workdir));
           releasePaths = await deps.pathLocks.acquire(lockKeys, { sessionId, workId: work.id }, {
             waitMs: opts.pathWaitMs,
@@ -183,6 +187,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
           detachMemoryEvents.push(
             forwardMemoryEvents(mounter, deps, emit, work.id, sessionId, (name) => name === 'unmounted' && syncLoop !== undefined),
           );
+          step = `mounting the memory stores of session ${sessionId}`;
           mounted = await mounter.mount(session, { signal: itemCtrl.signal });
           ctx.allowedRoots = [...mounted.roots];
           ctx.readOnlyRoots = [...mounted.readOnlyRoots];
@@ -212,6 +217,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
           signal: itemCtrl.signal,
         });
         sessionStarted = true;
+        step = `running the tool calls of session ${sessionId}`;
         const readyMs = clock.now() - run.claimedAt;
         log.info({ stores: mounted?.stores.length ?? 0, readyMs }, 'session started');
         emit('sessionStarted', { workId: work.id, sessionId, stores: mounted?.stores.length ?? 0, readyMs });
@@ -222,7 +228,8 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
       }
     }
   } catch (e) {
-    error = coerceError(e);
+    // API failures become RemoteApiErrors naming the step (status, request id and retryable kept).
+    error = e instanceof APIError && !(e instanceof WorkerError) ? toRemoteApiError(e, `work item ${work.id}: ${step}`) : coerceError(e);
   } finally {
     run.signal.removeEventListener('abort', onOuterAbort);
   }

@@ -97,6 +97,33 @@ describe('createWebhookHandler', () => {
     expect(emu.workItem(workId).deliveries).toBe(1);
   });
 
+  it('logs a failed item (handleItem rejects), leaves no unhandled rejection, and serves the next one', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown): void => void unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
+      // Memory on, stores attached, no secret on the item: the item fails (M12).
+      const bad = await emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [{ tool: 'bash', input: { command: 'true' } }], secret: false, end: 'idle' });
+      const badSigned = signWebhook(sessionWebhookEvent(bad.sessionId), secret);
+      expect((await fetch(url, { method: 'POST', body: badSigned.body, headers: badSigned.headers })).status).toBe(202);
+      await handler.idle();
+      expect(emu.workItem(bad.workId).stopped).toBe(true);
+      expect(emu.session(bad.sessionId).toolResults).toEqual([]);
+      emu.archiveSession(bad.sessionId);
+
+      const good = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo next' } }] });
+      const goodSigned = signWebhook(sessionWebhookEvent(good.sessionId), secret);
+      expect((await fetch(url, { method: 'POST', body: goodSigned.body, headers: goodSigned.headers })).status).toBe(202);
+      const done = await emu.waitForSession(good.sessionId, { timeoutMs: 20_000 });
+      expect(done.toolResults.map((r) => r.text.trim())).toEqual(['next']);
+      await new Promise((r) => setImmediate(r));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('ignores other event types with 200', async () => {
     const signed = signWebhook(sessionWebhookEvent('sesn_x', 'session.status_idled'), secret);
     const res = await fetch(url, { method: 'POST', body: signed.body, headers: signed.headers });

@@ -8,6 +8,7 @@ describe('the EnvironmentWorker public API', () => {
   it('is exported from the package entry', () => {
     expect(typeof pkg.EnvironmentWorker).toBe('function');
     expect(pkg.MEMORY_SYNC_INTERVAL_MIN_MS).toBe(5_000);
+    expect(new pkg.WorkItemFailedError({ workId: 'w', sessionId: undefined, status: 'failed', durationMs: 0 }).code).toBe('MAW_WORK_FAILED');
   });
 
   it('keeps the method and property names and types', () => {
