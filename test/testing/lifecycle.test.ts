@@ -92,3 +92,46 @@ describe('bookkeeping helpers', () => {
     }
   });
 });
+
+describe('listeners on shared signals', () => {
+  /** Run `body` and return the process warnings it raised (MaxListenersExceededWarning among them). */
+  async function warningsOf(body: () => Promise<void>): Promise<string[]> {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => {
+      warnings.push(`${w.name}: ${w.message}`);
+    };
+    process.on('warning', onWarning);
+    try {
+      await body();
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    return warnings;
+  }
+
+  it('a script with many steps adds no listener per step to the emulator-wide stop signal', async () => {
+    emu = await startEmulator({ mountRoot: '/nonexistent-mount-root' });
+    const steps = Array.from({ length: 15 }, () => ({ sleepMs: 1 }));
+    const { sessionId } = await emu.createSession({ script: steps });
+    const warnings = await warningsOf(async () => {
+      emu!.startScript(sessionId);
+      const deadline = Date.now() + 5_000;
+      while (emu!.session(sessionId).status !== 'terminated' && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    });
+    expect(emu.session(sessionId).status).toBe('terminated');
+    expect(warnings.filter((w) => w.includes('MaxListeners'))).toEqual([]);
+  });
+
+  it('many requests in flight at once (the SDK memory sync runs up to 32) raise no listener-leak warning', async () => {
+    emu = await startEmulator({ mountRoot: '/nonexistent-mount-root', latencyMs: 100 });
+    const store = await emu.createMemoryStore({ name: 'wide', memories: { '/a.md': 'a' } });
+    const client = emu.client({ maxRetries: 0 });
+    const warnings = await warningsOf(async () => {
+      await Promise.all(Array.from({ length: 32 }, () => client.beta.memoryStores.memories.list(store.id)));
+    });
+    expect(warnings.filter((w) => w.includes('MaxListeners'))).toEqual([]);
+  });
+});

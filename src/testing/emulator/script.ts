@@ -179,12 +179,17 @@ export class ScriptPlayer<E> {
     this.#session.append({ type: 'session.status_running' });
   }
 
-  /** Resolve when `p` does, the session terminates, or the emulator closes. */
+  /**
+   * Resolve when `p` does, the session terminates, or the emulator closes. Both listeners are
+   * removed afterwards: the stop signal is shared by every session of the emulator.
+   */
   async #until(p: Promise<void>): Promise<void> {
     let unsubscribe: () => unknown = () => undefined;
+    let onAbort: (() => void) | undefined;
     const ended = new Promise<void>((resolve) => {
       if (this.#session.terminated || this.#stop.aborted) return resolve();
-      this.#stop.addEventListener('abort', () => resolve(), { once: true });
+      onAbort = () => resolve();
+      this.#stop.addEventListener('abort', onAbort, { once: true });
       unsubscribe = this.#session.onEvent((ev) => {
         if (ev.type === 'session.status_terminated' || ev.type === 'session.deleted') resolve();
       });
@@ -193,10 +198,16 @@ export class ScriptPlayer<E> {
       await Promise.race([p, ended]);
     } finally {
       unsubscribe();
+      if (onAbort) this.#stop.removeEventListener('abort', onAbort);
     }
   }
 
-  #sleep(ms: number): Promise<void> {
-    return this.#until(new Promise((resolve) => setTimeout(resolve, ms).unref()));
+  async #sleep(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await this.#until(new Promise((resolve) => (timer = setTimeout(resolve, ms).unref())));
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
