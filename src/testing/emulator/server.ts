@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { unauthenticated, type CredentialKind } from './auth.js';
@@ -51,6 +52,9 @@ export class EmulatorServer {
 
   constructor(deps: ServerDeps) {
     this.#deps = deps;
+    // Every request in flight listens here (and stops listening when it ends); the SDK memory
+    // sync alone keeps up to 32 in flight, which is no leak.
+    setMaxListeners(0, this.#closing.signal);
     this.#server = createServer((req, res) => {
       void this.#handle(req, res);
     });
