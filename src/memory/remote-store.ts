@@ -164,6 +164,20 @@ export function rethrowAbort(e: unknown, signal: AbortSignal | undefined): void 
   if (e instanceof APIUserAbortError || (isAbortError(e) && !(e instanceof APIConnectionError))) throw e;
 }
 
+/**
+ * Start of the refusal reason of an upload refused because another memory's path overlaps it (a
+ * local file where the store has a folder, or a local folder where the store has a file). Unlike
+ * other refusals it does not depend on the file's content only: once the conflicting memory is gone
+ * from the store (typically deleted by a later sync, when the agent replaced a file by a folder),
+ * the path is retried.
+ */
+export const PATH_CONFLICT_REASON_PREFIX = 'path conflict: the store holds an overlapping memory at ';
+
+/** True for a refusal reason recorded for a path conflict (see {@link PATH_CONFLICT_REASON_PREFIX}). */
+export function isPathConflictReason(reason: string): boolean {
+  return reason.startsWith(PATH_CONFLICT_REASON_PREFIX);
+}
+
 /** Map a failed write to what the planner needs to know about it. */
 export function classifyWriteFailure(e: unknown, serverPath: string | undefined): { failure: RemoteFailure; reason: string; status: number | undefined } {
   const status = statusOf(e);
@@ -177,8 +191,12 @@ export function classifyWriteFailure(e: unknown, serverPath: string | undefined)
   if (status === 409 && type === 'memory_path_conflict_error') {
     // An ancestor or descendant path is taken (a local file where the store has a folder, or the
     // reverse): it will fail again until something changes, so report it once.
+    // The refusal lasts only while the conflicting memory is listed: the sync loop retries the
+    // path once it is gone (see {@link isPathConflictReason}).
     const conflicting = conflictingPathOf(e);
-    if (conflicting !== undefined && conflicting !== serverPath) return { failure: 'refused', reason, status };
+    if (conflicting !== undefined && conflicting !== serverPath) {
+      return { failure: 'refused', reason: `${PATH_CONFLICT_REASON_PREFIX}${conflicting}; ${reason}`, status };
+    }
     return { failure: 'transient', reason, status };
   }
   if (status === 404) return { failure: 'not-found', reason, status };

@@ -14,7 +14,7 @@ import { runtimeOf, type StoreRuntime } from './mount-runtime.js';
 import type { MountedSession, MountedStore } from './mounted.js';
 import { groupCaseCollisions, remotePathToRel } from './paths.js';
 import { isRemoteWrite, planSync, type RemoteEntry, type SyncPhase } from './plan.js';
-import { RemoteStore, type RemoteMemory } from './remote-store.js';
+import { RemoteStore, isPathConflictReason, type RemoteMemory } from './remote-store.js';
 import { safeEmit } from './safe-emit.js';
 import { StatCache } from './stat-cache.js';
 import { cloneSyncState, completeGeneration } from './sync-state.js';
@@ -290,6 +290,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
 
       const listed = await e.remote.listBasic(signal);
       const { remote, byRel } = this.#remoteView(e, listed);
+      e.state = releaseResolvedPathConflicts(e.state, remote);
       const plan = planSync({ state: e.state, local: scan.entries, remote, deletions: this.#deletions, phase });
       if (plan.wiped) log.warn('the folder was emptied; downloading the store again instead of deleting its memories');
       if (plan.actions.some(isRemoteWrite) && !(await this.#markerValid(e))) {
@@ -489,7 +490,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         for (const [rel, entry] of scan.entries) {
           if (entry.kind !== 'file') continue;
           if (e.state.baseline[rel]?.sha === entry.sha) continue;
-          if (e.state.refused[rel]?.fingerprint === entry.sha) continue;
+          if (isSettledRefusal(e.state, rel, entry.sha)) continue;
           out.push(`${e.store.root}/${rel}`);
         }
       } catch {
@@ -508,10 +509,47 @@ function hasLocalChanges(state: StoreSyncState, scan: LocalScan): boolean {
   for (const [rel, entry] of scan.entries) {
     if (entry.kind !== 'file') continue;
     if (state.baseline[rel]?.sha === entry.sha) continue;
-    if (state.refused[rel]?.fingerprint === entry.sha) continue;
+    if (isSettledRefusal(state, rel, entry.sha)) continue;
     return true;
   }
   return false;
+}
+
+/**
+ * True when this version of `rel` was refused for a reason that holds until the file changes
+ * (binary, too large, read-only…). A path-conflict refusal does not count: it ends when the
+ * overlapping memory is deleted, so the file is still a local change waiting to be saved.
+ */
+function isSettledRefusal(state: StoreSyncState, rel: string, sha: string): boolean {
+  const refused = state.refused[rel];
+  return refused !== undefined && refused.fingerprint === sha && !isPathConflictReason(refused.reason);
+}
+
+/**
+ * Drop the path-conflict refusals whose overlapping memory is no longer listed (no listed path is
+ * an ancestor or a descendant of the refused one), so the planner uploads the file again. Without
+ * this, a folder the agent put in place of a file (or the reverse) would stay refused after the
+ * sync deleted the old memory, and never reach the store.
+ */
+export function releaseResolvedPathConflicts(state: StoreSyncState, remote: ReadonlyMap<string, unknown>): StoreSyncState {
+  const conflicts = Object.entries(state.refused).filter(([, r]) => isPathConflictReason(r.reason));
+  if (conflicts.length === 0) return state;
+  const folders = new Set<string>();
+  for (const rel of remote.keys()) {
+    for (let i = rel.indexOf('/'); i !== -1; i = rel.indexOf('/', i + 1)) folders.add(rel.slice(0, i));
+  }
+  const overlaps = (rel: string): boolean => {
+    if (folders.has(rel)) return true;
+    for (let i = rel.indexOf('/'); i !== -1; i = rel.indexOf('/', i + 1)) if (remote.has(rel.slice(0, i))) return true;
+    return false;
+  };
+  let refused = state.refused;
+  for (const [rel] of conflicts) {
+    if (overlaps(rel)) continue;
+    if (refused === state.refused) refused = { ...state.refused };
+    delete refused[rel];
+  }
+  return refused === state.refused ? state : { ...state, refused };
 }
 
 function addReport(into: SyncReport, r: SyncReport): void {

@@ -288,6 +288,38 @@ describe('hostile and unsyncable files', () => {
   });
 });
 
+describe('a folder replacing a file, or a file replacing a folder', () => {
+  it('uploads a local folder that replaced a file once the file is deleted in the store', async () => {
+    const r = await rig({ '/a.md': 'a file at first', '/b.md': 'b' });
+    await fsp.rm(r.file('a.md'));
+    await fsp.mkdir(r.file('a.md'));
+    await fsp.writeFile(r.file('a.md/x.md'), 'inside the new folder');
+    // 1st sync: /a.md still exists in the store, so /a.md/x.md is refused (path conflict).
+    // 2nd sync: the deletion of /a.md is confirmed. 3rd: nothing blocks /a.md/x.md any more.
+    for (let i = 0; i < 3; i++) await r.loop.syncNow();
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md/x.md': 'inside the new folder', '/b.md': 'b' });
+  });
+
+  it('uploads a local file that replaced a folder once the folder\'s memories are deleted in the store', async () => {
+    const r = await rig({ '/notes/x.md': 'x', '/notes/y.md': 'y', '/b.md': 'b' });
+    await fsp.rm(r.file('notes'), { recursive: true });
+    await fsp.writeFile(r.file('notes'), 'now a plain file');
+    for (let i = 0; i < 3; i++) await r.loop.syncNow();
+    expect(h.emu.memories(r.storeId)).toEqual({ '/notes': 'now a plain file', '/b.md': 'b' });
+  });
+
+  it('a clean end still saves a folder that replaced a file in the last interval', async () => {
+    const r = await rig({ '/a.md': 'a file at first', '/b.md': 'b' });
+    await fsp.rm(r.file('a.md'));
+    await fsp.mkdir(r.file('a.md'));
+    await fsp.writeFile(r.file('a.md/x.md'), 'written in the last tool call');
+    await r.loop.syncNow();
+    const report = await r.loop.finish({ clean: true });
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md/x.md': 'written in the last tool call', '/b.md': 'b' });
+    expect(report.pendingUploads).toBe(0);
+  });
+});
+
 describe('faults', () => {
   it('settles an upload whose response was lost by its sha: no duplicate, no conflict', async () => {
     const r = await rig({ '/a.md': 'a' });
