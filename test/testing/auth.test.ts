@@ -59,6 +59,22 @@ describe('the environment key', () => {
     const other = emu.createEnvironment({ name: 'other' });
     await expectApiError(bearer(other.key).beta.environments.work.poll(emu.environmentId), 403, 'permission_error');
   });
+
+  it('of another environment is refused on this environment work list and stats', async () => {
+    const other = emu.createEnvironment({ name: 'other' });
+    await expectApiError(bearer(other.key).beta.environments.work.list(emu.environmentId), 403, 'permission_error');
+    await expectApiError(bearer(other.key).beta.environments.work.stats(emu.environmentId), 403, 'permission_error');
+    // Its own key lists the work of this environment.
+    const page = await bearer(emu.environmentKey).beta.environments.work.list(emu.environmentId);
+    expect(page.data.map((w) => w.data.id)).toEqual(expect.arrayContaining([sessionA, sessionB]));
+  });
+});
+
+describe('the API key', () => {
+  it('is refused on the work list, which takes the environment key (SDK docs: "It rejects a Claude API key")', async () => {
+    const err = await expectApiError(emu.client({ maxRetries: 0 }).beta.environments.work.list(emu.environmentId), 403, 'permission_error');
+    expect(err.message).toContain('environment key');
+  });
 });
 
 describe('unknown and missing credentials', () => {

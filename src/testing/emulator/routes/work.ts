@@ -34,6 +34,9 @@ export const workRoutes: Route[] = [
     handler({ params, principal, state }) {
       const env = state.environment(params['id']!);
       if (principal.kind === 'sessions_token') throw permissionDenied('work stats need an API key or the environment key');
+      if (principal.kind === 'environment_key' && principal.environmentId !== env.id) {
+        throw permissionDenied(`this environment key belongs to ${principal.environmentId}, not ${env.id}`);
+      }
       const items = state.queue.all().filter((w) => w.environmentId === env.id && w.state === 'queued');
       const depth = items.filter((w) => w.deliveredAtMs === null).length;
       const pending = items.length - depth;
@@ -54,8 +57,12 @@ export const workRoutes: Route[] = [
     template: '/v1/environments/:id/work',
     handler({ params, query, principal, state }) {
       const env = state.environment(params['id']!);
-      if (principal.kind !== 'environment_key' && principal.kind !== 'console') {
-        throw permissionDenied('listing work needs the environment key');
+      // As the API documents: this endpoint takes the environment key and rejects an API key.
+      if (principal.kind !== 'environment_key') {
+        throw permissionDenied(`listing work needs the environment key of ${env.id}; an API key or sessions token is rejected`);
+      }
+      if (principal.environmentId !== env.id) {
+        throw permissionDenied(`this environment key belongs to ${principal.environmentId}, not ${env.id}`);
       }
       const limit = intQuery(query, 'limit', { min: 1, max: 100 }) ?? 20;
       const page = query.get('page');
