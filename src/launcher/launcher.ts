@@ -69,7 +69,13 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
   readonly workerId: string;
   readonly #o: Required<Pick<LauncherOptions, 'concurrency' | 'stdio' | 'killAfterMs'>> & LauncherOptions;
   readonly #log: Logger;
-  readonly #children = new Map<string, { child: ChildProcess; exited: Promise<void> }>();
+  /**
+   * Running sandbox commands, keyed per launch: the API may hand the same item out again (its lease
+   * lapsed while a slow sandbox was starting), and each of its sandboxes must be counted, signalled
+   * and waited for.
+   */
+  readonly #children = new Map<number, { child: ChildProcess; exited: Promise<void> }>();
+  #launches = 0;
   readonly #closeCtrl = new AbortController();
   #slotFreed: (() => void) | undefined;
   #closing: Promise<void> | undefined;
@@ -173,6 +179,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
       ANTHROPIC_BASE_URL: this.#o.client.baseURL,
     };
     const started = monotonicClock.now();
+    const launchId = ++this.#launches;
     // Its own process group, so close() can signal the whole sandbox command, not just the shell.
     const child = spawn('/bin/sh', ['-c', this.#o.command], { env, stdio: ['ignore', this.#o.stdio, this.#o.stdio], detached: true });
     const exited = new Promise<void>((resolve) => {
@@ -184,7 +191,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
         if (err) log.error({ err }, 'sandbox command could not start; the item is reclaimed once its lease expires');
         else if (code === 0) log.info({ code, durationMs: exit.durationMs }, 'sandbox exited');
         else log.warn({ code, signal: sig, durationMs: exit.durationMs }, 'sandbox exited with a failure; the sandbox owns the item, the launcher does not stop it');
-        this.#children.delete(work.id);
+        this.#children.delete(launchId);
         this.emit('exited', exit);
         this.#slotFreed?.();
         resolve();
@@ -192,7 +199,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
       child.once('exit', (code, sig) => finish(code, sig));
       child.once('error', (e) => finish(null, null, coerceError(e)));
     });
-    this.#children.set(work.id, { child, exited });
+    this.#children.set(launchId, { child, exited });
     log.info({ pid: child.pid }, 'sandbox launched');
     this.emit('launched', { workId: work.id, sessionId, pid: child.pid });
     if (this.#closeCtrl.signal.aborted) this.#signalGroup(child, 'SIGTERM');

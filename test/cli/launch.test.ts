@@ -2,7 +2,8 @@
 // "sandbox" per item with all six ANTHROPIC_* variables (including the work secret); the sandbox's
 // `handle` owns the item (it stops it, with the sessions token); the launcher frees the slot only
 // when the sandbox exits, never stops an item itself, and a launch command that returns at once
-// does not get its session stopped. SIGTERM ends the launcher with exit 0.
+// does not get its session stopped. SIGTERM ends the launcher with exit 0. An item handed out
+// again while its first sandbox runs gets its own tracked sandbox; close() signals and waits for all.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -74,6 +75,51 @@ describe('launch: one sandbox per work item', () => {
     cli.child.kill('SIGTERM');
     expect((await cli.exited).code).toBe(0);
     expect(cli.stderr()).not.toContain(emu.workSecret(workId)!);
+  });
+
+  it('tracks a sandbox per launch: an item handed out again while its first sandbox runs gets a second one, and close() waits for both', async () => {
+    // A slow sandbox that never heartbeats (an image still pulling): the lease lapses and the API
+    // hands the same item out again while the first sandbox still runs.
+    const shortLease = await startEmulator({ mountRoot: dir, leaseTtlSeconds: 1 });
+    const pids: number[] = [];
+    const exits: SandboxExit[] = [];
+    const launcher = new Launcher({
+      client: shortLease.client(),
+      environmentId: shortLease.environmentId,
+      environmentKey: shortLease.environmentKey,
+      command: 'sleep 30',
+      concurrency: 2,
+      env: childEnv({}),
+      stdio: 'ignore',
+      killAfterMs: 10_000,
+      logger: createLogger({ level: 'silent' }),
+    });
+    launcher.on('launched', (e) => e.pid !== undefined && pids.push(e.pid));
+    launcher.on('exited', (e) => exits.push(e));
+    try {
+      const running = launcher.run();
+      const { workId } = await shortLease.createSession({ script: [] });
+      await until('the item to be launched twice', () => pids.length === 2);
+      expect(shortLease.workItem(workId).deliveries).toBe(2);
+      expect(launcher.running).toBe(2);
+      await launcher.close();
+      await running;
+      // Both sandboxes got the SIGTERM and were waited for; none is left behind.
+      expect(exits.map((e) => [e.workId, e.signal])).toEqual([
+        [workId, 'SIGTERM'],
+        [workId, 'SIGTERM'],
+      ]);
+      expect(launcher.running).toBe(0);
+    } finally {
+      for (const pid of pids) {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      await shortLease.close();
+    }
   });
 
   it('frees a slot only when the sandbox exits, and never stops an item whose launch command returned at once', async () => {
