@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
+import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
@@ -7,7 +9,7 @@ import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner
 import { betaAgentToolset20260401, setupSkills, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { statusOf, toRemoteApiError } from '../api/classify.js';
 import { APIError } from '@anthropic-ai/sdk';
-import { coerceError, LeaseLostError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
+import { ConfigError, coerceError, LeaseLostError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
 import { combineSignals, linkAbort } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
@@ -131,6 +133,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
   let error: Error | undefined;
   let cleanEnd = false;
   let cleanupSkills: () => Promise<void> = async () => {};
+  let toolWorkdir: string | undefined;
   let releasePaths: () => void = () => {};
   let mounted: MountedSessionView | undefined;
   let syncLoop: SyncLoopView | undefined;
@@ -162,8 +165,22 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
         if (storeResources.length > 0 && memoryOn && secret.sessionsToken === null) {
           throw new MemoryUnavailableError(work.id, sessionId);
         }
+        // With several sessions at once, each gets a folder of its own: they must not share files, nor
+        // the `<workdir>/skills/<name>` folders setupSkills writes and its cleanup removes.
+        if (opts.concurrency > 1) {
+          toolWorkdir = sessionWorkdir(opts.workdir, sessionId);
+          await fsp.mkdir(toolWorkdir, { recursive: true, mode: 0o700 }).catch((e: unknown) => {
+            throw new ConfigError(
+              `work item ${work.id}: cannot create the tool folder ${toolWorkdir} of session ${sessionId} ` +
+                `(${(e as NodeJS.ErrnoException).code ?? coerceError(e).message}); with concurrency > 1 every session works in ` +
+                '`<workdir>/sessions/<session id>`, so `workdir` must be a directory the worker can write to.',
+              [],
+              { cause: e },
+            );
+          });
+        }
         const ctx: AgentToolContext = {
-          workdir: opts.workdir,
+          workdir: toolWorkdir ?? opts.workdir,
           client,
           session,
           ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
@@ -255,6 +272,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
   } catch (e) {
     log.warn({ err: coerceError(e) }, 'skill cleanup failed');
   }
+  if (toolWorkdir !== undefined) await removeIfEmpty(toolWorkdir, log);
   if (syncLoop) {
     flush = await boundedFinish(syncLoop, cleanEnd, opts.finalFlushMs, log);
   } else if (mounted) {
@@ -296,6 +314,29 @@ function storeRoot(r: { memory_store_id: string; mount_path?: string | null; nam
   if (r.mount_path) return path.resolve(r.mount_path);
   const name = r.name || r.memory_store_id;
   return path.join(path.resolve(workdir), 'memory', slug(name) || slug(r.memory_store_id) || 'store');
+}
+
+/**
+ * The tool workdir of one session when the worker serves several at once:
+ * `<workdir>/sessions/<session id>` (a hash of the id if it is not a plain id).
+ */
+export function sessionWorkdir(workdir: string, sessionId: string): string {
+  const name = /^[A-Za-z0-9][A-Za-z0-9_-]{0,199}$/.test(sessionId)
+    ? sessionId
+    : `session-${createHash('sha256').update(sessionId).digest('hex').slice(0, 32)}`;
+  return path.join(path.resolve(workdir), 'sessions', name);
+}
+
+/** Remove a session's tool folder if the session left it empty; files in it are kept for a later turn. */
+async function removeIfEmpty(dir: string, log: Logger): Promise<void> {
+  try {
+    await fsp.rmdir(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOENT') {
+      log.debug({ err: coerceError(e), dir }, 'could not remove the empty session folder');
+    }
+  }
 }
 
 /** The heartbeat call over a scoped client, with the caller's request options merged in. */

@@ -33,7 +33,14 @@ export interface EnvironmentWorkerOptions {
   environmentId?: string;
   /** The environment key: polling always uses it; per-item calls use it only when the item carries no sessions token. */
   environmentKey?: string;
-  /** Base directory of each session's tool context. Default: `process.cwd()`. */
+  /**
+   * Base directory of each session's tool context. Default: `process.cwd()`. Stores attached without
+   * a `mount_path` are mounted at `<workdir>/memory/<name>`. With `concurrency` > 1, sessions running
+   * at once must not share files (nor the `skills/<name>` folders the SDK's `setupSkills` writes and
+   * removes), so each session's tools get `<workdir>/sessions/<session id>` as their workdir instead:
+   * created when the session starts, kept at its end while it holds files (a later work item of the
+   * same session finds them; clean old ones up yourself), removed when empty.
+   */
   workdir?: string;
   /** Tools per session. Default: the SDK's `agent_toolset_20260401` bound to the session's context. */
   tools?: EnvironmentWorkerTools;
@@ -51,7 +58,7 @@ export interface EnvironmentWorkerOptions {
   signal?: AbortSignal;
   /** Extra request options (e.g. proxy headers) merged into every call; a `signal` in it is ignored. */
   requestOptions?: BetaToolRunnerRequestOptions;
-  /** Ours: sessions served at once, 1..64. Default 1 (as the official worker). */
+  /** Ours: sessions served at once, 1..64. Default 1 (as the official worker). Above 1, see `workdir`. */
   concurrency?: number;
   /** Ours: a pino logger. Default: `warn` and above to stderr, with credentials redacted. */
   logger?: Logger;
