@@ -454,15 +454,20 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     // Let an aborted sync unwind (its requests are cancelled) before the folders go away.
     if (this.#running) await raceAbort(this.#running.catch(() => undefined), AbortSignal.timeout(2_000)).catch(() => {});
 
-    const notSaved = cutOff ? await this.#unsavedPaths() : this.#entries.flatMap((e) => e.notSaved.map((p) => `${e.store.root}/${p}`));
+    // Whatever did not reach the store (cut off, failed, or skipped by the flush because the store
+    // changed too) is about to be removed with the folder: keep a copy outside the mount first.
+    const unsaved = await this.#unsavedPaths();
+    const notSaved = unsaved.map((u) => `${u.e.store.root}/${u.rel}`);
+    const copies = await this.#keepCopies(unsaved);
+    const keptAt = copies.length > 0 ? `; local version(s) kept at ${copies.join(', ')}` : '';
     if (cutOff) {
       safeEmit(this, this.#log, 'flushCutOff', { phase, boundMs: this.#finalFlushMs, pendingUploads: notSaved.length });
       this.#log.warn(
-        { boundMs: this.#finalFlushMs, phase, notSaved },
-        `final memory sync cut off after ${this.#finalFlushMs} ms; ${notSaved.length} local change(s) did not reach the store`,
+        { boundMs: this.#finalFlushMs, phase, notSaved, copies },
+        `final memory sync cut off after ${this.#finalFlushMs} ms; ${notSaved.length} local change(s) did not reach the store${keptAt}`,
       );
     } else if (notSaved.length > 0) {
-      this.#log.warn({ notSaved }, `${notSaved.length} local change(s) could not be uploaded before the end`);
+      this.#log.warn({ notSaved, copies }, `${notSaved.length} local change(s) could not be uploaded before the end${keptAt}`);
     }
 
     this.#disposed = true;
@@ -480,9 +485,13 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     return { ...(final ? { final } : {}), flush, cutOff, pendingUploads: notSaved.length, durationMs: this.#clock.now() - started, removed, kept };
   }
 
-  /** Local changes not in the store: files that differ from the baseline and were not refused. Reads only changed files. */
-  async #unsavedPaths(): Promise<string[]> {
-    const out: string[] = [];
+  /**
+   * Local changes not in the store: files that differ from the baseline and were not refused for
+   * good. Reads only changed files. When a folder cannot be scanned, the uploads its last sync
+   * planned but did not do are reported instead.
+   */
+  async #unsavedPaths(): Promise<Array<{ e: StoreEntry; rel: string }>> {
+    const out: Array<{ e: StoreEntry; rel: string }> = [];
     for (const e of this.#entries) {
       if (e.store.access === 'read_only') continue;
       try {
@@ -491,13 +500,27 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
           if (entry.kind !== 'file') continue;
           if (e.state.baseline[rel]?.sha === entry.sha) continue;
           if (isSettledRefusal(e.state, rel, entry.sha)) continue;
-          out.push(`${e.store.root}/${rel}`);
+          out.push({ e, rel });
         }
       } catch {
-        out.push(...e.notSaved.map((p) => `${e.store.root}/${p}`));
+        out.push(...e.notSaved.map((rel) => ({ e, rel })));
       }
     }
-    return out.sort();
+    return out.sort((a, b) => (`${a.e.store.root}/${a.rel}` < `${b.e.store.root}/${b.rel}` ? -1 : 1));
+  }
+
+  /** Copy each unsaved file out of its mount (into the conflict copies of `stateDir`); returns the copies made. */
+  async #keepCopies(unsaved: Array<{ e: StoreEntry; rel: string }>): Promise<string[]> {
+    const stamp = conflictStamp();
+    const copies: string[] = [];
+    for (const { e, rel } of unsaved) {
+      try {
+        copies.push(await this.#conflicts.save(e.rt.dir, e.store.storeId, rel, stamp));
+      } catch (err) {
+        e.rt.log.warn({ path: rel, err: coerceError(err) }, 'could not keep a copy of an unsaved local change; it is removed with the folder');
+      }
+    }
+    return copies;
   }
 
   #storeIdOf(root: string): string {

@@ -176,6 +176,22 @@ describe('finish', () => {
     expect(h.emu.memories(r.storeId)['/a.md']).toBe('saved by the flush');
   });
 
+  it('unclean end: a local edit the flush cannot upload (the store changed too) is kept outside the mount and reported', async () => {
+    const r = await rig({ clock: manualClock() });
+    await fsp.writeFile(path.join(r.root, 'a.md'), 'agent edit, lost unless kept');
+    h.emu.putMemory(r.storeId, '/a.md', 'console edit');
+    const report = await r.loop.finish({ clean: false });
+    expect(h.emu.memories(r.storeId)['/a.md']).toBe('console edit');
+    expect(fs.existsSync(r.root)).toBe(false);
+    expect(report.pendingUploads).toBe(1);
+    const warning = r.log.lines.find((l) => l.level >= 40 && Array.isArray(l['copies']));
+    const copies = warning?.['copies'] as string[] | undefined;
+    expect(copies).toHaveLength(1);
+    expect(copies![0]!.startsWith(h.stateDir)).toBe(true);
+    expect(await fsp.readFile(copies![0]!, 'utf8')).toBe('agent edit, lost unless kept');
+    expect(warning!.msg).toContain(copies![0]!);
+  });
+
   it('stays inside finalFlushMs when every memory request hangs, cancels them and reports the cut-off', async () => {
     const r = await rig({ finalFlushMs: 1_500 });
     await fsp.writeFile(path.join(r.root, 'a.md'), 'will not make it');
@@ -190,6 +206,8 @@ describe('finish', () => {
     expect(cutOffs).toEqual([{ phase: 'final', boundMs: 1_500, pendingUploads: 1 }]);
     const warning = r.log.lines.find((l) => l.level >= 40 && l.msg.includes('cut off'));
     expect(warning?.['notSaved']).toEqual([path.join(r.root, 'a.md')]);
+    // The folder goes with the unmount; the edit that did not make it is kept outside it.
+    expect(await fsp.readFile((warning?.['copies'] as string[])[0]!, 'utf8')).toBe('will not make it');
     await tick(100);
     expect(h.emu.requests.some((x) => x.fault === 'hang')).toBe(true);
     expect(fs.existsSync(r.root)).toBe(false);
