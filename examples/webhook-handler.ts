@@ -47,11 +47,12 @@ server.listen(Number(process.env['PORT'] ?? 8080), () => {
   logger.info({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhook` }, 'webhook handler listening');
 });
 
-// Shutdown: new deliveries get 503 (the sender retries later), running sessions finish their final sync.
+// Shutdown: new deliveries get 503 (the sender retries later); running sessions are ended now with
+// their final sync and flush (bounded at 30 s), not waited for: a session may run for hours, and the
+// orchestrator's SIGKILL would then land before any final sync.
 process.once('SIGTERM', () => {
   void (async () => {
-    await handler.close();
-    await worker.close();
+    await Promise.all([handler.close({ abortItems: true }), worker.close()]);
     server.close();
     logger.info('webhook handler stopped');
   })();

@@ -1,7 +1,8 @@
 // Pins that the runnable examples work as documented, each in a child process against the
 // emulator: the poll daemon serves a session with a memory store and drains on SIGTERM; the
 // custom-tools factory answers a custom tool call with a per-session instance; the webhook
-// handler serves a session announced by a signed delivery. The sandbox launch script parses.
+// handler serves a session announced by a signed delivery and, on SIGTERM mid-session, ends it
+// gracefully (final sync, item stopped) instead of waiting for it. The sandbox launch script parses.
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -111,6 +112,29 @@ describe('examples', () => {
     poster.stop();
     running.child.kill('SIGTERM');
     await running.waitFor(/webhook handler stopped/);
+  });
+
+  it('webhook-handler.ts ends a running session gracefully on SIGTERM (final sync, item stopped) instead of waiting for it', async () => {
+    const secret = generateWebhookSecret();
+    const store = await emu.createMemoryStore({ name: 'Team Notes', memories: { '/hello.md': 'hi' } });
+    running = runExample('webhook-handler.ts', { ...apiEnv(), PORT: '0', ANTHROPIC_WEBHOOK_SIGNING_KEY: secret });
+    const url = (await running.waitFor(/"url":"(http:\/\/[^"]+)"/))[1]!;
+    const poster = postWebhooksTo(emu, url, secret);
+    const { sessionId, workId } = await emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      // The agent writes a note, then works for a long time: a SIGTERM arrives mid-session.
+      script: [{ tool: 'write', input: { file_path: path.join(dir, 'team-notes/late.md'), content: 'written before SIGTERM' } }, { sleepMs: 120_000 }],
+    });
+    const deadline = Date.now() + 20_000;
+    while (emu.session(sessionId).toolResults.length === 0) {
+      if (Date.now() > deadline) throw new Error(`the first tool call never ran:\n${running.output()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    poster.stop();
+    running.child.kill('SIGTERM');
+    await running.waitFor(/webhook handler stopped/, 20_000);
+    expect(emu.workItem(workId).stopped).toBe(true);
+    expect(emu.memories(store.id)['/late.md']).toBe('written before SIGTERM');
   });
 
   it('sandbox-per-session/launch.sh is valid POSIX shell', async () => {
