@@ -131,6 +131,20 @@ describe('ack and heartbeat', () => {
     await expectApiError(token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: first.last_heartbeat }), 412);
   });
 
+  it('accepts the sessions token in the secret of a healthcheck item for its heartbeat and stop', async () => {
+    const workId = emu.enqueue({ type: 'healthcheck', secret: true });
+    const item = await env.beta.environments.work.poll(emu.environmentId);
+    expect(item).toMatchObject({ id: workId, data: { type: 'healthcheck' } });
+    const { sessions_token } = decodeSecret(item!.secret!) as { sessions_token: string };
+    const token = emu.client({ apiKey: null, authToken: sessions_token, maxRetries: 0 });
+    await env.beta.environments.work.ack(workId, { environment_id: emu.environmentId });
+    const beat = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' });
+    expect(beat.state).toBe('active');
+    const stopped = await token.beta.environments.work.stop(workId, { environment_id: emu.environmentId, force: true });
+    expect(stopped.state).toBe('stopped');
+    expect(emu.requests.filter((r) => r.path.includes(workId) && r.credential === 'sessions_token').map((r) => r.status)).toEqual([200, 200]);
+  });
+
   it('accepts heartbeats with the environment key as well', async () => {
     const { workId } = await claim();
     const beat = await env.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' });

@@ -349,8 +349,7 @@ export class Emulator {
       if (!opts.sessionId) throw new Error('enqueue: sessionId is required for a session work item');
       return this.#state.enqueueSessionWork(this.#state.session(opts.sessionId), opts.secret ?? true).id;
     }
-    const envId = opts.environmentId ?? this.environmentId;
-    return this.#state.queue.enqueue(envId, { type: 'healthcheck', id: `hc_${Date.now()}` }, opts.secret ?? false).id;
+    return this.#state.enqueueHealthcheck(opts.environmentId ?? this.environmentId, opts.secret ?? false).id;
   }
 
   /** Stop a work item as the API would (graceful → `stopping`, force → `stopped`). */

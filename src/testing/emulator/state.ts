@@ -224,6 +224,19 @@ export class EmulatorState {
     return work;
   }
 
+  /**
+   * Queue a healthcheck item on `environmentId`. With a secret, its sessions token is issued like
+   * a session item's: it reaches that work item only (no session, no store).
+   */
+  enqueueHealthcheck(environmentId: string, withSecret: boolean): WorkItem {
+    const env = this.environment(environmentId);
+    const work = this.queue.enqueue(env.id, { type: 'healthcheck', id: `hc_${randomToken(12)}` }, withSecret);
+    if (work.sessionsToken !== null) {
+      this.credentials.add(work.sessionsToken, { kind: 'sessions_token', environmentId: env.id, workId: work.id });
+    }
+    return work;
+  }
+
   /** Archive: `archived_at` set, status terminated, `session.status_terminated` emitted. */
   archiveSession(session: Session): void {
     session.archivedAt ??= isoTime();
