@@ -198,6 +198,13 @@ async function pull(
       const now = await hashLocal(ctx.dir, action.path);
       const base = state.baseline[action.path]?.sha;
       conflict = now !== undefined && now !== base && now !== sha;
+      if (conflict && fetched.sha === base) {
+        // The agent wrote the file after the scan, and the store still holds the last synced
+        // version (a folder downloaded again after it was emptied): the store did not change, so
+        // it does not win. Keep the edit; the next sync uploads it.
+        log.info('changed here while being downloaded, and unchanged in the store; the local edit is kept and uploaded next sync');
+        return { ok: false, failure: 'transient', reason: 'file changed during the download' };
+      }
     }
     if (conflict) {
       try {

@@ -132,6 +132,47 @@ describe('conflicts', () => {
   });
 });
 
+describe('an agent edit racing a pull of the same file', () => {
+  /**
+   * Start a sync whose content fetches are held back 1 s, and write `content` as soon as the
+   * listing is answered (the emulator logs a request when it answers): the scan is over, the
+   * fetch of `rel` is in flight.
+   */
+  async function editDuringPull(r: Rig, rel: string, content: string): Promise<Awaited<ReturnType<SyncLoop['syncNow']>>> {
+    const fault = h.emu.faults.add({ route: /^GET .*\/memories\/[^/]+$/, latencyMs: 1_000 });
+    const mark = h.emu.requests.length;
+    const syncing = r.loop.syncNow();
+    while (!h.emu.requests.slice(mark).some((x) => x.route === 'GET /v1/memory_stores/:id/memories' && x.status === 200)) {
+      await new Promise((res) => setTimeout(res, 5));
+    }
+    await fsp.writeFile(r.file(rel), content);
+    const report = await syncing;
+    fault.remove();
+    return report;
+  }
+
+  it('store changed: the store wins, and the agent bytes are kept as a conflict copy', async () => {
+    const r = await rig({ '/a.md': 'base' });
+    h.emu.putMemory(r.storeId, '/a.md', 'console version');
+    const conflicts: Array<{ conflictCopy: string | undefined }> = [];
+    r.loop.on('conflict', (e) => conflicts.push(e));
+    const report = await editDuringPull(r, 'a.md', 'agent wrote during the pull');
+    expect(report.conflicts).toBe(1);
+    expect(await fsp.readFile(r.file('a.md'), 'utf8')).toBe('console version');
+    expect(await fsp.readFile(conflicts[0]!.conflictCopy!, 'utf8')).toBe('agent wrote during the pull');
+  });
+
+  it('store unchanged (folder emptied, then re-downloaded): the agent edit wins and is uploaded', async () => {
+    const r = await rig({ '/a.md': 'base a', '/b.md': 'base b' });
+    await fsp.rm(r.file('a.md'));
+    await fsp.rm(r.file('b.md'));
+    await editDuringPull(r, 'a.md', 'agent rewrote a.md while it was being downloaded again');
+    await r.loop.syncNow();
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'agent rewrote a.md while it was being downloaded again', '/b.md': 'base b' });
+    expect(await readTree(r.root)).toEqual({ 'a.md': 'agent rewrote a.md while it was being downloaded again', 'b.md': 'base b' });
+  });
+});
+
 describe('deletions', () => {
   it('enabled: deletes the memory only when a later sync confirms the file is still gone', async () => {
     const r = await rig({ '/a.md': 'a', '/b.md': 'b' });
