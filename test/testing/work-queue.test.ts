@@ -170,6 +170,27 @@ describe('stop', () => {
     expect(after).toMatchObject({ state: 'stopped', lease_extended: false });
   });
 
+  it('keeps a stopping item stopping while its holder beats (lease_extended: true holds), and stopped once the beats stop', async () => {
+    const { workId } = await emu.createSession();
+    await env.beta.environments.work.poll(emu.environmentId);
+    await env.beta.environments.work.ack(workId, { environment_id: emu.environmentId });
+    const token = emu.sessionClient(workId, { maxRetries: 0 });
+    let last = (await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' })).last_heartbeat;
+    emu.stopWork(workId);
+    // Beat at half the 1 s TTL for 1.5 s while another worker polls.
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      const beat = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: last });
+      expect(beat).toMatchObject({ state: 'stopping', lease_extended: true });
+      last = beat.last_heartbeat;
+      expect(await env.beta.environments.work.poll(emu.environmentId)).toBeNull();
+      expect(emu.workItem(workId).state).toBe('stopping');
+    }
+    await new Promise((r) => setTimeout(r, 1_100));
+    expect(await env.beta.environments.work.poll(emu.environmentId)).toBeNull();
+    expect(emu.workItem(workId).state).toBe('stopped');
+  });
+
   it('answers 409 with x-should-retry false once stopped, so the SDK does not retry', async () => {
     const { workId } = await emu.createSession();
     const client = emu.client(); // default retries: the header must stop them

@@ -223,6 +223,10 @@ export class WorkQueue {
 
   heartbeat(item: WorkItem, expected: string | undefined, desiredTtlSeconds: number | undefined): HeartbeatObject {
     if (item.state === 'stopping' || item.state === 'stopped') {
+      // The value is not compared here (API docs). A holder still beating a `stopping` item is
+      // winding it down: its lease is extended, as `lease_extended: true` says, so the item does
+      // not lapse to `stopped` under it.
+      if (item.state === 'stopping') item.leaseExpiresAtMs = Date.now() + item.leaseTtlSeconds * 1000;
       return {
         type: 'work_heartbeat',
         last_heartbeat: item.lastHeartbeat ?? '',
