@@ -263,6 +263,42 @@ describe('markers and wiped folders', () => {
   });
 });
 
+describe('symlinks in place of the marker or the folder', () => {
+  it('does not sync a folder whose marker became a symlink (even to a valid marker), and keeps it at the end', async () => {
+    const r = await rig({ '/a.md': 'a' });
+    const elsewhere = path.join(h.tmp, 'valid-marker');
+    await fsp.writeFile(elsewhere, `version 1\n${r.storeId}`);
+    await fsp.rm(r.file('.anthropic-memory-store'));
+    await fsp.symlink(elsewhere, r.file('.anthropic-memory-store'));
+    await fsp.writeFile(r.file('a.md'), 'edited while unbound');
+    const report = await r.loop.syncNow();
+    expect(report).toMatchObject({ skippedStores: 1, uploads: 0 });
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'a' });
+    const end = await r.loop.finish({ clean: true });
+    expect(end.kept).toEqual([r.root]);
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'a' });
+    expect(await fsp.readFile(elsewhere, 'utf8')).toBe(`version 1\n${r.storeId}`);
+  });
+
+  it('never syncs or removes through a mount root swapped for a symlink mid-session', async () => {
+    const r = await rig({ '/a.md': 'a' });
+    // A copy of the folder, marker included, elsewhere; the mount path now points at it.
+    const decoy = path.join(h.tmp, 'decoy');
+    await fsp.cp(r.root, decoy, { recursive: true });
+    await fsp.writeFile(path.join(decoy, 'a.md'), 'decoy edit');
+    await fsp.rm(r.root, { recursive: true });
+    await fsp.symlink(decoy, r.root);
+    h.emu.putMemory(r.storeId, '/b.md', 'console');
+    const report = await r.loop.syncNow();
+    expect(report).toMatchObject({ skippedStores: 1, uploads: 0, downloads: 0 });
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'a', '/b.md': 'console' });
+    const end = await r.loop.finish({ clean: true });
+    expect(end.kept).toEqual([r.root]);
+    expect((await fsp.lstat(r.root)).isSymbolicLink()).toBe(true);
+    expect(await readTree(decoy)).toEqual({ 'a.md': 'decoy edit' });
+  });
+});
+
 describe('a removed folder', () => {
   it('is re-created and downloaded again, even for a one-memory store, and nothing is deleted', async () => {
     const r = await rig({ '/only.md': 'the one memory' });
