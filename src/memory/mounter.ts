@@ -7,7 +7,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import pLimit from 'p-limit';
 import { MemoryMountError, coerceError } from '../errors.js';
-import { combineSignals, isAbortError } from '../internal/abort.js';
+import { abortReason, combineSignals, isAbortError } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
 import { backdatedMtimeMs } from './executor.js';
@@ -117,6 +117,11 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     await Promise.all(specs.map((s) => checkHost(s)));
 
     const { signal, dispose } = combineSignals([this.#signal, opts.signal]);
+    if (signal.aborted) {
+      // An 'abort' listener added now would never fire: the mount would run to the end.
+      dispose();
+      throw abortReason(signal);
+    }
     const created: string[] = [];
     const runtimes = new Map<MountedStore, StoreRuntime>();
     const ctrl = new AbortController();

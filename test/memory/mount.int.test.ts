@@ -212,6 +212,20 @@ describe('aborting', () => {
   });
 });
 
+describe('an already aborted signal', () => {
+  it('mounts nothing, sends no memory request and creates no folder', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Never', memories: { '/a.md': 'a' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const mark = h.emu.requests.length;
+    const signal = AbortSignal.abort(new Error('worker already stopping'));
+    await expect(new MemoryMounter({ client, logger: captureLogger().logger }).mount(session, { signal })).rejects.toThrow(
+      /worker already stopping/,
+    );
+    expect(h.emu.requests.slice(mark).filter((x) => x.route.includes('memories'))).toEqual([]);
+    expect(await fsp.readdir(h.mountRoot)).toEqual([]);
+  });
+});
+
 describe('unmounting', () => {
   it('keeps a folder whose marker was altered while it holds files, and says so', async () => {
     const store = await h.emu.createMemoryStore({ name: 'Foreign', memories: { '/a.md': 'a' } });
