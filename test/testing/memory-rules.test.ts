@@ -212,4 +212,14 @@ describe('limits', () => {
     await client.beta.memoryStores.memories.delete(emu.memory(storeId, '/drop.md')!.id, { memory_store_id: storeId });
     expect(emu.memories(storeId)).toEqual({ '/keep.md': 'k' });
   });
+
+  it('archives the same way through emu.archiveMemoryStore as over HTTP: archived_at set, updated_at moved with it', async () => {
+    const storeId = await newStore({ '/a.md': 'a' });
+    await new Promise((r) => setTimeout(r, 5));
+    emu.archiveMemoryStore(storeId);
+    const store = await client.beta.memoryStores.retrieve(storeId);
+    expect(store.archived_at).not.toBeNull();
+    expect(store.updated_at).toBe(store.archived_at);
+    await expectApiError(client.beta.memoryStores.memories.create(storeId, { path: '/new.md', content: 'n' }), 400, 'invalid_request_error');
+  });
 });

@@ -215,8 +215,7 @@ export class Emulator {
 
   /** Archive a store (no more memory writes or attachments). */
   archiveMemoryStore(storeId: string): void {
-    const store = this.#state.store(storeId);
-    store.archivedAt ??= new Date().toISOString();
+    this.#state.store(storeId).archive();
   }
 
   /**

@@ -119,6 +119,13 @@ export class MemoryStore {
     };
   }
 
+  /** Archive (idempotent): `archived_at` set and `updated_at` moved with it. */
+  archive(): void {
+    if (this.archivedAt !== null) return;
+    this.archivedAt = isoTime();
+    this.updatedAt = this.archivedAt;
+  }
+
   get size(): number {
     return this.#byId.size;
   }

@@ -101,10 +101,7 @@ export const memoryStoreRoutes: Route[] = [
     handler({ params, principal, state }) {
       const store = state.store(params['id']!);
       requireConsole(principal, 'archiving a memory store');
-      if (store.archivedAt === null) {
-        store.archivedAt = isoTime();
-        store.updatedAt = store.archivedAt;
-      }
+      store.archive();
       return { body: store.toObject() };
     },
   },
