@@ -137,6 +137,26 @@ describe('examples', () => {
     expect(emu.memories(store.id)['/late.md']).toBe('written before SIGTERM');
   });
 
+  it('sandbox-per-session/Dockerfile builds the package from this checkout and runs handle as a non-root user; the Job waits >= 35 s', async () => {
+    const dockerfile = await fs.readFile(path.join(REPO, 'examples/sandbox-per-session/Dockerfile'), 'utf8');
+    const instructions = dockerfile.split('\n').filter((l) => l.trim() !== '' && !l.trimStart().startsWith('#'));
+    const pkg = JSON.parse(await fs.readFile(path.join(REPO, 'package.json'), 'utf8')) as { name: string };
+    // The package is not on the npm registry: installing it by name there fails the build.
+    expect(instructions.join('\n')).not.toMatch(new RegExp(`npm install[^\\n]*["' ]${pkg.name}@`));
+    expect(instructions.join('\n')).toMatch(/npm pack/);
+    // Every file the build stage copies exists in the repository (the build context is its root).
+    for (const line of instructions.filter((l) => /^COPY (?!--from)/.test(l))) {
+      for (const src of line.replace(/^COPY\s+/, '').split(/\s+/).slice(0, -1)) {
+        await expect(fs.access(path.join(REPO, src)), `${src} in "${line}"`).resolves.toBeUndefined();
+      }
+    }
+    expect(instructions.some((l) => /^USER (?!root\b|0\b)\S+/.test(l))).toBe(true);
+    expect(dockerfile).toMatch(/chown [^\n]*\/mnt\/memory/);
+    expect(instructions.find((l) => l.startsWith('ENTRYPOINT'))).toMatch(/"managed-agents-worker", "handle"/);
+    const job = await fs.readFile(path.join(REPO, 'examples/sandbox-per-session/k8s-job.yaml'), 'utf8');
+    expect(Number(/terminationGracePeriodSeconds: (\d+)/.exec(job)?.[1])).toBeGreaterThanOrEqual(35);
+  });
+
   it('sandbox-per-session/launch.sh is valid POSIX shell', async () => {
     await expect(promisify(execFile)('/bin/sh', ['-n', path.join(REPO, 'examples/sandbox-per-session/launch.sh')])).resolves.toBeDefined();
   });
