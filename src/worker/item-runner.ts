@@ -120,7 +120,21 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
   run.signal.addEventListener('abort', onOuterAbort, { once: true });
   if (run.signal.aborted) onOuterAbort();
   const detachOuter = linkAbort(run.signal, itemCtrl);
-  const lease = new Lease({ api: heartbeatApi(client, requestOptions), workId: work.id, environmentId: work.environmentId, logger: log });
+  // The lease TTL each beat reports is the runner's tool-result send retry window (as the official
+  // worker sets it): a post is retried only as long as the lease can still be ours. The runner is
+  // built after the downloads, so the latest TTL is held until then.
+  let leaseTtlMs: number | undefined;
+  let runner: SessionToolRunner | undefined;
+  const lease = new Lease({
+    api: heartbeatApi(client, requestOptions),
+    workId: work.id,
+    environmentId: work.environmentId,
+    logger: log,
+    onTtl: (ttlMs) => {
+      leaseTtlMs = ttlMs;
+      if (runner) setSendRetryWindow(runner, ttlMs);
+    },
+  });
   lease.signal.addEventListener('abort', () => {
     if (lease.reason !== 'done') {
       endCause ??= 'lease';
@@ -226,13 +240,14 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
         const tools: BetaRunnableTool[] =
           typeof opts.tools === 'function' ? opts.tools(ctx) : (opts.tools ?? betaAgentToolset20260401(ctx));
         const guard = new ToolGuard({ hooks: syncLoop, logger: log });
-        const runner = new SessionToolRunner(sessionId, {
+        runner = new SessionToolRunner(sessionId, {
           client,
           tools: guard.wrapAll(tools),
           ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),
           ...(opts.requestOptions !== undefined ? { requestOptions: opts.requestOptions } : {}),
           signal: itemCtrl.signal,
         });
+        if (leaseTtlMs !== undefined) setSendRetryWindow(runner, leaseTtlMs);
         sessionStarted = true;
         step = `running the tool calls of session ${sessionId}`;
         const readyMs = clock.now() - run.claimedAt;
@@ -337,6 +352,12 @@ async function removeIfEmpty(dir: string, log: Logger): Promise<void> {
       log.debug({ err: coerceError(e), dir }, 'could not remove the empty session folder');
     }
   }
+}
+
+/** Set the runner's tool-result send retry window (an SDK-internal method the official worker calls too). */
+function setSendRetryWindow(runner: SessionToolRunner, ms: number): void {
+  const r = runner as unknown as { _setSendRetryWindow?: (ms: number) => void };
+  if (typeof r._setSendRetryWindow === 'function') r._setSendRetryWindow(ms);
 }
 
 /** The heartbeat call over a scoped client, with the caller's request options merged in. */

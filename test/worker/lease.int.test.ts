@@ -1,9 +1,11 @@
 // Pins the lease verdicts end to end: a 412 mid-session aborts the session and leaves the item to
 // its new owner (no stop sent, leaseLost emitted, folders still removed after the flush); a
-// `stopping` heartbeat ends the session and the item is force-stopped.
+// `stopping` heartbeat ends the session and the item is force-stopped; the lease TTL the heartbeat
+// reports is the runner's tool-result send retry window (as the official worker sets it).
 import * as path from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { claimNext, exists, harness, stopRequests, type Harness } from './helpers.js';
+import { claimNext, exists, harness, stopRequests, waitFor, type Harness } from './helpers.js';
 
 describe('the lease of a running session', () => {
   let h: Harness;
@@ -73,6 +75,27 @@ describe('the lease of a running session', () => {
       expect(stopRequests(h, workId).map((r) => r.body)).toEqual([{ force: true }]);
       expect(emu.workItem(workId).state).toBe('stopped');
       expect(emu.session(sessionId).toolResults.map((r) => r.name)).toEqual(['bash']);
+      emu.archiveSession(sessionId);
+    });
+  });
+
+  describe('when a tool result cannot be posted', () => {
+    it('gives up retrying after the lease TTL, not after the runner default of 5 minutes', async () => {
+      const { emu, capture } = h;
+      const client = new Anthropic({ apiKey: 'sk-ant-api-operator-key', baseURL: emu.baseURL, logger: capture.logger.child({ component: 'sdk' }), logLevel: 'warn' });
+      const { sessionId } = await emu.createSession({ script: [{ sleepMs: 300 }, { tool: 'bash', input: { command: 'echo hi' } }], end: 'idle' });
+      const claimed = await claimNext(h);
+      const fault = emu.faults.add({ route: new RegExp(`^POST /v1/sessions/${sessionId}/events$`), status: 503, shouldRetry: false });
+      const worker = h.worker({ client });
+      const running = worker.handleItem({ ...claimed, workSecret: claimed.secret! });
+      await waitFor(() => fault.hits > 0, 10_000, 'the first result post');
+      const firstPost = Date.now();
+      // TTL 2 s: the runner gives up within a few seconds (5 min without the TTL window).
+      await waitFor(() => capture.lines.some((l) => l.msg === 'failed to send tool result'), 12_000, 'the runner to give up the post');
+      expect(Date.now() - firstPost).toBeLessThan(8_000);
+      fault.remove();
+      await worker.close();
+      await running;
       emu.archiveSession(sessionId);
     });
   });
