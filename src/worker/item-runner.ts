@@ -269,8 +269,8 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
   // How did it end? An abort caused by the lease or by close() is not a failure of the item.
   if (endCause === 'lease') {
     status = lease.lost ? 'lease_lost' : lease.reason === 'server_stop' ? 'stopped_by_server' : 'failed';
-    if (status === 'failed') error ??= new WorkerError('MAW_REMOTE_API', `work item ${work.id}: the server rejected its heartbeat`);
-    if (status !== 'failed') error = undefined;
+    // A rejected heartbeat is the reason, whatever the abort it caused made the session throw.
+    error = status === 'failed' ? toRemoteApiError(lease.rejection, `heartbeat of work item ${work.id}`) : undefined;
   } else if (endCause === 'closed') {
     if (status !== 'skipped') status = 'aborted';
     error = undefined;

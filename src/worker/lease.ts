@@ -78,6 +78,7 @@ export class Lease {
   #loop: Promise<void> | undefined;
   #beats = 0;
   #serverState: string | undefined;
+  #rejection: unknown;
 
   constructor(opts: LeaseOptions) {
     this.#api = opts.api;
@@ -116,6 +117,11 @@ export class Lease {
     return this.#ttlMs;
   }
 
+  /** What the server (or the loop) failed with when the lease ended as `rejected`. */
+  get rejection(): unknown {
+    return this.#rejection;
+  }
+
   /** The last work state a beat reported, for logs. */
   get serverState(): string | undefined {
     return this.#serverState;
@@ -127,6 +133,7 @@ export class Lease {
     this.#lastSuccessAt = this.#clock.now();
     this.#loop = this.#run().catch((e: unknown) => {
       this.#log.error({ err: e }, 'heartbeat loop failed; ending the session');
+      this.#rejection ??= e;
       this.#end('rejected');
     });
   }
@@ -188,6 +195,7 @@ export class Lease {
       }
       if (classifyFailure(e) === 'fatal') {
         this.#log.error({ status: statusOf(e), err: e }, 'heartbeat rejected for good; ending the session');
+        this.#rejection = e;
         this.#end('rejected');
         return;
       }

@@ -5,6 +5,7 @@
 import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RemoteApiError, WorkItemFailedError } from '../../src/errors.js';
 import { claimNext, exists, harness, stopRequests, waitFor, type Harness } from './helpers.js';
 
 describe('the lease of a running session', () => {
@@ -96,6 +97,29 @@ describe('the lease of a running session', () => {
       fault.remove();
       await worker.close();
       await running;
+      emu.archiveSession(sessionId);
+    });
+  });
+
+  describe('when the server rejects the heartbeat for good (404)', () => {
+    it('fails the item with a RemoteApiError naming the heartbeat and its status, and still force-stops it', async () => {
+      const { emu } = h;
+      const { sessionId } = await emu.createSession({ script: [{ sleepMs: 300 }, { tool: 'bash', input: { command: 'echo hi' } }], end: 'idle' });
+      const claimed = await claimNext(h);
+      emu.faults.add({ route: /\/heartbeat$/, status: 404, errorType: 'not_found_error', message: 'no such work item' });
+      const worker = h.worker();
+      const err = await worker.handleItem({ ...claimed, workSecret: claimed.secret! }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+
+      expect(err).toBeInstanceOf(WorkItemFailedError);
+      const cause = (err as WorkItemFailedError).cause;
+      expect(cause).toBeInstanceOf(RemoteApiError);
+      expect(cause).toMatchObject({ status: 404, retryable: false });
+      expect((cause as Error).message).toContain(`heartbeat of work item ${claimed.workId}`);
+      expect(stopRequests(h, claimed.workId).map((r) => r.body)).toEqual([{ force: true }]);
+      expect(emu.session(sessionId).toolResults).toEqual([]);
       emu.archiveSession(sessionId);
     });
   });

@@ -108,6 +108,7 @@ describe('Lease', () => {
     await ended(l);
     expect(l.reason).toBe('rejected');
     expect(l.lost).toBe(false);
+    expect((l.rejection as APIError).status).toBe(404);
   });
 
   it('keeps going through transient failures that stay within the TTL', async () => {
