@@ -106,6 +106,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   #running: Promise<SyncReport> | undefined;
   #runningCtrl: AbortController | undefined;
   #trailing: NodeJS.Timeout | undefined;
+  /** Tool calls between `beforeToolCall` and `afterToolCall`; the trailing sync never lands inside one. */
+  #toolCallsInFlight = 0;
   #finishing: Promise<FinishReport> | undefined;
   #disposed = false;
 
@@ -155,6 +157,11 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     this.#lastSyncAt = this.#clock.now();
   }
 
+  /**
+   * Call right before a tool runs, and pair it with {@link afterToolCall} once the tool is done
+   * (in a `finally`): between the two, no trailing sync starts, so a sync never scans a file the
+   * tool is half-way through writing.
+   */
   async beforeToolCall(): Promise<void> {
     try {
       if (this.#closed()) return;
@@ -165,10 +172,13 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       if (this.#due()) await this.#startSync();
     } catch (err) {
       this.#log.warn({ err: coerceError(err) }, 'memory sync before a tool call failed; the tool call runs anyway');
+    } finally {
+      this.#toolCallsInFlight++;
     }
   }
 
   afterToolCall(): void {
+    this.#toolCallsInFlight = Math.max(0, this.#toolCallsInFlight - 1);
     try {
       if (this.#closed()) return;
       if (!this.#running && this.#due()) {
@@ -217,6 +227,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     this.#trailing = setTimeout(() => {
       this.#trailing = undefined;
       if (this.#closed()) return;
+      // A tool is running: its afterToolCall starts the due sync once the tool is done.
+      if (this.#toolCallsInFlight > 0) return;
       if (this.#running) {
         // Re-check once the running sync is over.
         void this.#running.finally(() => this.#armTrailing()).catch(() => {});

@@ -98,6 +98,22 @@ describe('when syncs run', () => {
     await r.loop.finish({ clean: false });
   });
 
+  it('never starts the trailing sync while a tool call is running; the end of the call starts it', async () => {
+    const clock = manualClock();
+    const r = await rig({ clock });
+    clock.advance(4_990);
+    r.loop.afterToolCall(); // not due yet: arms the trailing sync 10 ms out
+    await r.loop.beforeToolCall(); // the next tool call starts
+    clock.advance(100); // the interval has now passed while the tool runs
+    const mark = h.emu.requests.length;
+    await tick(300);
+    expect(h.emu.requests.slice(mark).map((x) => x.route)).toEqual([]);
+    r.loop.afterToolCall();
+    await tick(300);
+    expect(h.emu.requests.slice(mark).map((x) => x.route)).toEqual([LIST]);
+    await r.loop.finish({ clean: false });
+  });
+
   it('never runs two syncs at once', async () => {
     const r = await rig({ clock: manualClock() });
     h.emu.faults.add({ route: /^GET .*\/memories$/, latencyMs: 150 });
