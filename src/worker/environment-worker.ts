@@ -72,6 +72,9 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   #closePromise: Promise<void> | undefined;
   #running = false;
   #poller: Poller | undefined;
+  /** Operations (run, handleItem) listening on the constructor's signal right now. */
+  #signalUsers = 0;
+  readonly #onSignalAbort = (): void => void this.close();
 
   constructor(options: EnvironmentWorkerOptions, internals: WorkerInternals = {}) {
     super();
@@ -82,11 +85,9 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     this.#memory = internals.memory ?? defaultMemoryPort;
     // Every running item and the poller listen on the close signal.
     setMaxListeners(this.#opts.concurrency * 2 + 16, this.#closeCtrl.signal);
-    const external = this.#opts.signal;
-    if (external) {
-      if (external.aborted) void this.close();
-      else external.addEventListener('abort', () => void this.close(), { once: true });
-    }
+    // The constructor's signal is listened to only while run() or handleItem() is under way, so a
+    // long-lived signal shared by many workers (one per webhook request) keeps none of them alive.
+    if (this.#opts.signal?.aborted) void this.close();
   }
 
   /** Sessions running now. */
@@ -101,7 +102,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
 
   /** True once close() was called (or the signal aborted). */
   get closing(): boolean {
-    return this.#closePromise !== undefined;
+    return this.#closePromise !== undefined || this.#opts.signal?.aborted === true;
   }
 
   metrics(): WorkerMetricsSnapshot {
@@ -130,6 +131,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     if (this.#running) throw new ConfigError('run() is already running on this worker; call it once');
     this.#running = true;
     const detachRunSignal = linkAbortToClose(signal, () => void this.close());
+    const detachOwnSignal = this.#listenToOwnSignal();
     const poller = new Poller({
       client: scopedClient(this.#opts.client, environmentKey),
       environmentId,
@@ -148,6 +150,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       }
     } finally {
       detachRunSignal();
+      detachOwnSignal();
       await this.#drained();
       this.#running = false;
     }
@@ -179,7 +182,13 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       throw new MissingInputError('environmentKey (or workSecret)', 'ANTHROPIC_ENVIRONMENT_KEY or ANTHROPIC_WORK_SECRET');
     }
     const work: ClaimedWork = { id: workId, environmentId, data: { type: 'session', id: sessionId }, secret: workSecret ?? null };
-    const outcome = await this.#startItem(work, environmentKey, opts.signal);
+    const detachOwnSignal = this.#listenToOwnSignal();
+    let outcome: ItemOutcome;
+    try {
+      outcome = await this.#startItem(work, environmentKey, opts.signal);
+    } finally {
+      detachOwnSignal();
+    }
     if (outcome.status === 'failed') throw new WorkItemFailedError({ ...outcome, status: 'failed' });
     return outcome;
   }
@@ -234,6 +243,23 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       });
     this.#active.add(p);
     return p;
+  }
+
+  /** Make the constructor's signal close the worker until the returned function is called. */
+  #listenToOwnSignal(): () => void {
+    const signal = this.#opts.signal;
+    if (!signal) return () => {};
+    if (signal.aborted) {
+      void this.close();
+      return () => {};
+    }
+    if (this.#signalUsers++ === 0) signal.addEventListener('abort', this.#onSignalAbort, { once: true });
+    let detached = false;
+    return () => {
+      if (detached) return;
+      detached = true;
+      if (--this.#signalUsers === 0) signal.removeEventListener('abort', this.#onSignalAbort);
+    };
   }
 
   #waitForSlot(signal: AbortSignal): Promise<void> {

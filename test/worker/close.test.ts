@@ -2,10 +2,11 @@
 // reaches the store), removes the folders and stops the item; it is idempotent; aborting the
 // constructor's signal does the same; and it stays bounded (finalFlushMs plus a few seconds) even
 // when every memory request hangs.
+import { getEventListeners } from 'node:events';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ItemOutcome } from '../../src/worker/environment-worker.js';
-import { exists, harness, stopRequests, waitFor, type Harness } from './helpers.js';
+import { claimNext, exists, harness, stopRequests, waitFor, type Harness } from './helpers.js';
 
 describe('EnvironmentWorker.close mid-session', () => {
   let h: Harness;
@@ -93,5 +94,30 @@ describe('EnvironmentWorker.close mid-session', () => {
     expect(tookMs).toBeLessThan(finalFlushMs + 4_000);
     expect(emu.workItem(workId).state).toBe('stopped');
     expect(worker.activeSessions).toBe(0);
+  });
+
+  it('keeps no listener on the constructor signal once its work is done (a worker per webhook request does not leak)', async () => {
+    const { emu } = h;
+    const ctrl = new AbortController();
+    // A worker that served one handed-over item and was dropped, never closed.
+    const { sessionId } = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'true' } }] });
+    const claimed = await claimNext(h);
+    const served = h.worker({ signal: ctrl.signal, environmentId: undefined });
+    expect((await served.handleItem({ ...claimed, workSecret: claimed.secret! })).status).toBe('completed');
+    await emu.waitForSession(sessionId, { timeoutMs: 10_000 });
+    expect(getEventListeners(ctrl.signal, 'abort')).toHaveLength(0);
+    // Workers that ran and were closed.
+    for (let i = 0; i < 3; i++) {
+      const w = h.worker({ signal: ctrl.signal });
+      const running = w.run();
+      await w.close();
+      await running;
+    }
+    expect(getEventListeners(ctrl.signal, 'abort')).toHaveLength(0);
+    // An idle worker still reads an aborted signal as closing.
+    const idle = h.worker({ signal: ctrl.signal });
+    ctrl.abort();
+    expect(idle.closing).toBe(true);
+    await idle.run();
   });
 });
