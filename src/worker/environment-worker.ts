@@ -75,6 +75,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   /** Operations (run, handleItem) listening on the constructor's signal right now. */
   #signalUsers = 0;
   readonly #onSignalAbort = (): void => void this.close();
+  #warnedOverConcurrency = false;
 
   constructor(options: EnvironmentWorkerOptions, internals: WorkerInternals = {}) {
     super();
@@ -182,6 +183,14 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       throw new MissingInputError('environmentKey (or workSecret)', 'ANTHROPIC_ENVIRONMENT_KEY or ANTHROPIC_WORK_SECRET');
     }
     const work: ClaimedWork = { id: workId, environmentId, data: { type: 'session', id: sessionId }, secret: workSecret ?? null };
+    if (this.#active.size >= this.#opts.concurrency && !this.#warnedOverConcurrency) {
+      this.#warnedOverConcurrency = true;
+      this.#log.warn(
+        { activeSessions: this.#active.size, concurrency: this.#opts.concurrency },
+        'handleItem() called while `concurrency` sessions already run on this worker; with concurrency 1 they share ' +
+          "the workdir (files and skills folders). Construct the worker with `concurrency` at least the number of items you serve at once (e.g. the webhook handler's)",
+      );
+    }
     const detachOwnSignal = this.#listenToOwnSignal();
     let outcome: ItemOutcome;
     try {

@@ -56,9 +56,17 @@ export interface EnvironmentWorkerOptions {
   workerId?: string;
   /** Aborting it does what `close()` does. */
   signal?: AbortSignal;
-  /** Extra request options (e.g. proxy headers) merged into every call; a `signal` in it is ignored. */
+  /**
+   * Extra request options (e.g. proxy headers) merged into the work poll/ack/heartbeat/stop calls, the
+   * session fetch and the tool runner's stream/list/send calls, as the official worker does; the memory
+   * and skill calls go without them. A `signal` in it is ignored.
+   */
   requestOptions?: BetaToolRunnerRequestOptions;
-  /** Ours: sessions served at once, 1..64. Default 1 (as the official worker). Above 1, see `workdir`. */
+  /**
+   * Ours: sessions `run()` serves at once, 1..64. Default 1 (as the official worker). `handleItem()` is
+   * not limited by it, but the per-session workdir (see `workdir`) follows it: a webhook handler
+   * serving N items at once needs a worker with `concurrency: N` (a warning is logged otherwise).
+   */
   concurrency?: number;
   /** Ours: a pino logger. Default: `warn` and above to stderr, with credentials redacted. */
   logger?: Logger;

@@ -8,7 +8,7 @@ import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { betaAgentToolset20260401, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exists, harness, type Harness } from './helpers.js';
+import { claimNext, exists, harness, type Harness } from './helpers.js';
 
 describe("a session's tool workdir", () => {
   let h: Harness;
@@ -88,5 +88,21 @@ describe("a session's tool workdir", () => {
     expect(seen.get(s.sessionId)).toBe(h.workdir);
     expect(await fsp.readFile(path.join(h.workdir, 'notes.txt'), 'utf8')).toBe('one');
     expect(await exists(path.join(h.workdir, 'sessions'))).toBe(false);
+  });
+
+  it('warns once when handleItem() serves more items at once than `concurrency` (they would share the workdir)', async () => {
+    const { emu } = h;
+    const a = await emu.createSession({ script: [{ sleepMs: 500 }, { tool: 'bash', input: { command: 'true' } }] });
+    const b = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'true' } }] });
+    const claimedA = await claimNext(h);
+    const claimedB = await claimNext(h);
+    const worker = h.worker({ environmentId: undefined });
+    const outcomes = await Promise.all([claimedA, claimedB].map((c) => worker.handleItem({ ...c, workSecret: c.secret! })));
+
+    expect(outcomes.map((o) => o.status)).toEqual(['completed', 'completed']);
+    const warnings = h.capture.lines.filter((l) => l.level === 40 && l.msg.includes('handleItem() called while'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.msg).toContain('`concurrency`');
+    await Promise.all([a, b].map((s) => emu.waitForSession(s.sessionId, { timeoutMs: 10_000 })));
   });
 });
