@@ -4,7 +4,7 @@ import { coerceError } from '../errors.js';
 import { isAbortError } from '../internal/abort.js';
 import type { Logger } from '../internal/logger.js';
 import type { ConflictCopies } from './conflict-copies.js';
-import { LocalDir, LocalDirError } from './local-dir.js';
+import { LocalDir, LocalDirError, MAX_MEMORY_BYTES } from './local-dir.js';
 import { sha256Hex, type LocalScan } from './local-scan.js';
 import { relToRemotePath } from './paths.js';
 import type { SyncAction, SyncPlan } from './plan.js';
@@ -336,10 +336,14 @@ async function writeBlocker(dir: LocalDir, rel: string): Promise<string | undefi
   return undefined;
 }
 
-/** Sha of the file now; `'too-large'` for a file over 16 MB (not read), undefined when not a regular file. */
+/**
+ * Sha of the file now; `'too-large'` for a file over the store's size limit (never read whole: it
+ * cannot be a version the store or the baseline holds, so it counts as changed), undefined when not
+ * a regular file.
+ */
 async function hashLocal(dir: LocalDir, rel: string): Promise<string | undefined> {
   try {
-    return sha256Hex((await dir.readFile(rel, 16 * 1024 * 1024)).bytes);
+    return sha256Hex((await dir.readFile(rel, MAX_MEMORY_BYTES)).bytes);
   } catch (e) {
     if (e instanceof LocalDirError) return e.failure === 'too-large' ? 'too-large' : undefined;
     throw e;

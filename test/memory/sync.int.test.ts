@@ -13,8 +13,9 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryMounter, SyncLoop, type MemoryDeleteMode, type MountedSession } from '../../src/memory/index.js';
+import { LocalDir, MAX_MEMORY_BYTES } from '../../src/memory/local-dir.js';
 import { captureLogger, harness, manualClock, openSession, readTree, type Harness } from './int-helpers.js';
 
 let h: Harness;
@@ -170,6 +171,34 @@ describe('an agent edit racing a pull of the same file', () => {
     await r.loop.syncNow();
     expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'agent rewrote a.md while it was being downloaded again', '/b.md': 'base b' });
     expect(await readTree(r.root)).toEqual({ 'a.md': 'agent rewrote a.md while it was being downloaded again', 'b.md': 'base b' });
+  });
+
+  it('a file over the size limit written during the pull is never read whole: the store wins, its bytes are kept aside', async () => {
+    const r = await rig({ '/a.md': 'base' });
+    h.emu.putMemory(r.storeId, '/a.md', 'console version');
+    const big = 'x'.repeat(MAX_MEMORY_BYTES * 4);
+    // Every read of the hardened layer, with what it returned (the executor's own read helper).
+    const reads: Array<{ rel: string; bytes: number }> = [];
+    const realRead = LocalDir.prototype.readFile;
+    const spy = vi.spyOn(LocalDir.prototype, 'readFile').mockImplementation(async function (this: LocalDir, rel: string, maxBytes?: number) {
+      const out = await realRead.call(this, rel, maxBytes);
+      reads.push({ rel, bytes: out.bytes.length });
+      return out;
+    });
+    const conflicts: Array<{ conflictCopy: string | undefined }> = [];
+    r.loop.on('conflict', (e) => conflicts.push(e));
+    let report;
+    try {
+      report = await editDuringPull(r, 'a.md', big);
+      await r.loop.syncNow();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(reads.filter((x) => x.bytes > MAX_MEMORY_BYTES)).toEqual([]);
+    expect(report).toMatchObject({ conflicts: 1, uploads: 0 });
+    expect(await fsp.readFile(r.file('a.md'), 'utf8')).toBe('console version');
+    expect(await fsp.readFile(conflicts[0]!.conflictCopy!, 'utf8')).toBe(big);
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'console version' });
   });
 });
 
