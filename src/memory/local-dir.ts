@@ -344,7 +344,10 @@ export class LocalDir {
     return { files, skipped, markerPresent };
   }
 
-  /** True when the root holds nothing but (possibly) the marker and temp files. */
+  /**
+   * True when the root holds nothing but (possibly) the marker and temp files. A marker that is not
+   * a regular file (a folder, which may hold files, a symlink, a FIFO) is something, not a marker.
+   */
   async isEmpty(): Promise<boolean> {
     let names: string[];
     try {
@@ -353,7 +356,10 @@ export class LocalDir {
       if (errCode(e) === 'ENOENT') return true;
       throw e;
     }
-    return names.every((n) => n === MARKER_FILE || n.startsWith(TEMP_PREFIX));
+    if (!names.every((n) => n === MARKER_FILE || n.startsWith(TEMP_PREFIX))) return false;
+    if (!names.includes(MARKER_FILE)) return true;
+    const marker = await lstatOrUndefined(path.join(this.root, MARKER_FILE));
+    return marker === undefined || marker.isFile();
   }
 
   /** Remove the whole root (symlinks inside are unlinked, never followed). */

@@ -9,7 +9,7 @@ import { ConflictCopies, conflictStamp, defaultStateDir } from './conflict-copie
 import { emptyReport, executePlan } from './executor.js';
 import { LocalDir } from './local-dir.js';
 import { scanLocal, type LocalScan } from './local-scan.js';
-import { isValidMarker, markerContent } from './marker.js';
+import { MARKER_FILE_NAME, isValidMarker, markerContent } from './marker.js';
 import { runtimeOf, type StoreRuntime } from './mount-runtime.js';
 import type { MountedSession, MountedStore } from './mounted.js';
 import { groupCaseCollisions, remotePathToRel } from './paths.js';
@@ -368,6 +368,12 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     if (marker !== undefined && isValidMarker(marker, e.store.storeId)) {
       e.markerWarned = undefined;
       return 'ok';
+    }
+    // A folder, symlink or FIFO where the marker goes is an altered marker, never one to write over
+    // (the rename would fail every sync, and a folder there may hold the agent's files).
+    const markerStat = await dir.lstat(MARKER_FILE_NAME);
+    if (markerStat !== undefined && !markerStat.isFile()) {
+      return this.#markerProblem(e, `marker ${MARKER_FILE_NAME} is altered (not a regular file)`);
     }
     if (await dir.isEmpty()) {
       if (phase === 'flush') return 'skip';

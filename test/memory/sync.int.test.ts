@@ -280,6 +280,30 @@ describe('markers and wiped folders', () => {
     expect(h.emu.memories(r.storeId)['/a.md']).toBe('edit while unbound');
   });
 
+  for (const withFile of [false, true]) {
+    it(`skips, with one warning, a folder whose marker became a directory${withFile ? ' holding a file' : ''}, and keeps what it holds`, async () => {
+      const r = await rig({ '/a.md': 'a' });
+      const marker = r.file('.anthropic-memory-store');
+      await fsp.rm(r.file('a.md'));
+      await fsp.rm(marker);
+      await fsp.mkdir(marker);
+      if (withFile) await fsp.writeFile(path.join(marker, 'notes.md'), 'agent notes');
+      const first = await r.loop.syncNow();
+      const second = await r.loop.syncNow();
+      expect(first).toMatchObject({ skippedStores: 1, errors: 0, uploads: 0, deletes: 0, downloads: 0 });
+      expect(second).toMatchObject({ skippedStores: 1, errors: 0 });
+      expect(r.log.warnings().filter((w) => w.includes('not synced'))).toHaveLength(1);
+      expect(r.log.warnings().filter((w) => w.includes('failed'))).toEqual([]);
+      expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'a' });
+      const end = await r.loop.finish({ clean: true });
+      expect(end.pendingUploads).toBe(0);
+      if (withFile) {
+        expect(end.kept).toEqual([r.root]);
+        expect(await fsp.readFile(path.join(marker, 'notes.md'), 'utf8')).toBe('agent notes');
+      }
+    });
+  }
+
   it('downloads a folder wiped whole again instead of deleting its memories', async () => {
     const r = await rig({ '/a.md': 'a', '/b/c.md': 'c', '/d.md': 'd' });
     for (const name of await fsp.readdir(r.root)) await fsp.rm(path.join(r.root, name), { recursive: true });
