@@ -13,6 +13,8 @@ export const HEARTBEAT_INTERVAL_DEFAULT_MS = 30_000;
 export const LEASE_TTL_DEFAULT_MS = 90_000;
 /** Shortest interval between beats, whatever the TTL. */
 export const HEARTBEAT_INTERVAL_FLOOR_MS = 1_000;
+/** Shortest wait before retrying a failed beat (retries run at half the time left before the deadline). */
+export const HEARTBEAT_RETRY_FLOOR_MS = 250;
 
 /**
  * Why heartbeating ended. The first reason recorded wins.
@@ -57,8 +59,10 @@ export function heartbeatIntervalMs(ttlMs: number, floorMs = HEARTBEAT_INTERVAL_
  * `last_heartbeat` exactly; beats come every `max(1 s, min(ttl/2, 30 s))`; each beat is cut off
  * after the current interval so a hung request cannot outlive the lease; a 412 means lost (the
  * item must not be stopped); a stop verdict or `lease_extended: false` ends the session; a
- * permanent 4xx ends it as rejected; with no successful beat for a whole TTL (monotonic clock)
- * the lease is assumed lost. `signal` aborts when the lease ends for any reason.
+ * permanent 4xx ends it as rejected; once a whole TTL has passed since the last successful beat
+ * (monotonic clock) the lease is assumed lost — at that moment, by a deadline timer re-armed on
+ * each success, not at the next failed beat, since the server may already have handed the item
+ * to another worker. `signal` aborts when the lease ends for any reason.
  */
 export class Lease {
   readonly #api: HeartbeatApi;
@@ -74,6 +78,7 @@ export class Lease {
   #intervalMs: number;
   #last = NO_HEARTBEAT;
   #lastSuccessAt = 0;
+  #deadline: NodeJS.Timeout | undefined;
   #reason: LeaseEndReason | undefined;
   #loop: Promise<void> | undefined;
   #beats = 0;
@@ -131,6 +136,7 @@ export class Lease {
   start(): void {
     if (this.#loop) return;
     this.#lastSuccessAt = this.#clock.now();
+    this.#armDeadline();
     this.#loop = this.#run().catch((e: unknown) => {
       this.#log.error({ err: e }, 'heartbeat loop failed; ending the session');
       this.#rejection ??= e;
@@ -141,7 +147,26 @@ export class Lease {
   /** Record why the lease ended (first reason wins) and stop heartbeating. */
   #end(reason: LeaseEndReason): void {
     this.#reason ??= reason;
+    clearTimeout(this.#deadline);
+    this.#deadline = undefined;
     this.#ctrl.abort(new Error(`lease ended: ${this.#reason}`));
+  }
+
+  /** (Re-)arm the deadline: one TTL after the last successful beat, on the injected clock. */
+  #armDeadline(): void {
+    clearTimeout(this.#deadline);
+    if (this.#ctrl.signal.aborted) return;
+    const remainingMs = this.#lastSuccessAt + this.#ttlMs - this.#clock.now();
+    this.#deadline = setTimeout(() => this.#onDeadline(), Math.max(0, remainingMs));
+  }
+
+  #onDeadline(): void {
+    this.#deadline = undefined;
+    const silentMs = this.#clock.now() - this.#lastSuccessAt;
+    // A timer may fire a little early by the clock's reckoning: wait out the rest.
+    if (silentMs < this.#ttlMs) return this.#armDeadline();
+    this.#log.error({ silentMs, ttlMs: this.#ttlMs }, 'no successful heartbeat within the lease TTL; assuming the lease lost');
+    this.#end('assumed_lost');
   }
 
   /** Let go of the lease (the session is over) and wait for the loop to wind down. */
@@ -153,13 +178,23 @@ export class Lease {
   async #run(): Promise<void> {
     const signal = this.#ctrl.signal;
     while (!signal.aborted) {
-      await this.#beat();
+      const ok = await this.#beat();
       if (signal.aborted) return;
-      if (!(await sleepUnlessAborted(this.#intervalMs, signal))) return;
+      if (!(await sleepUnlessAborted(ok ? this.#intervalMs : this.#retryDelayMs(), signal))) return;
     }
   }
 
-  async #beat(): Promise<void> {
+  /**
+   * After a failed beat the next one cannot wait a whole interval: at ttl/2 it would land on the
+   * deadline. Retry at half the time left before it (at most the interval, at least a short floor).
+   */
+  #retryDelayMs(): number {
+    const leftMs = this.#lastSuccessAt + this.#ttlMs - this.#clock.now();
+    return Math.min(this.#intervalMs, Math.max(Math.min(this.#floorMs, HEARTBEAT_RETRY_FLOOR_MS), leftMs / 2));
+  }
+
+  /** One beat; true when it succeeded. */
+  async #beat(): Promise<boolean> {
     const cutOff = new AbortController();
     const onEnd = (): void => cutOff.abort();
     this.#ctrl.signal.addEventListener('abort', onEnd, { once: true });
@@ -179,6 +214,7 @@ export class Lease {
         this.#intervalMs = heartbeatIntervalMs(this.#ttlMs, this.#floorMs, this.#capMs);
         this.#onTtl?.(this.#ttlMs);
       }
+      this.#armDeadline();
       if (resp.state === 'stopping' || resp.state === 'stopped') {
         this.#log.info({ state: resp.state }, 'server asked to stop the work item; ending the session');
         this.#end('server_stop');
@@ -186,26 +222,28 @@ export class Lease {
         this.#log.warn('server did not extend the lease; ending the session');
         this.#end('server_stop');
       }
+      return true;
     } catch (e) {
-      if (this.#ctrl.signal.aborted) return;
+      if (this.#ctrl.signal.aborted) return false;
       if (statusOf(e) === 412) {
         this.#log.error({ server: serverLeaseState(e) }, 'lease lost (heartbeat precondition failed); leaving the item to its new owner');
         this.#end('lease_lost');
-        return;
+        return false;
       }
       if (classifyFailure(e) === 'fatal') {
         this.#log.error({ status: statusOf(e), err: e }, 'heartbeat rejected for good; ending the session');
         this.#rejection = e;
         this.#end('rejected');
-        return;
+        return false;
       }
       const silentMs = this.#clock.now() - this.#lastSuccessAt;
       if (silentMs > this.#ttlMs) {
         this.#log.error({ silentMs, ttlMs: this.#ttlMs, err: e }, 'no successful heartbeat within the lease TTL; assuming the lease lost');
         this.#end('assumed_lost');
-        return;
+        return false;
       }
-      this.#log.warn({ silentMs, err: e }, 'heartbeat failed; retrying at the next beat');
+      this.#log.warn({ silentMs, err: e }, 'heartbeat failed; retrying before the lease TTL runs out');
+      return false;
     } finally {
       clearTimeout(timer);
       this.#ctrl.signal.removeEventListener('abort', onEnd);

@@ -1,12 +1,93 @@
 // Pins the lease verdicts end to end: a 412 mid-session aborts the session and leaves the item to
 // its new owner (no stop sent, leaseLost emitted, folders still removed after the flush); a
 // `stopping` heartbeat ends the session and the item is force-stopped; the lease TTL the heartbeat
-// reports is the runner's tool-result send retry window (as the official worker sets it).
+// reports is the runner's tool-result send retry window (as the official worker sets it); with no
+// successful heartbeat for a whole TTL the session is aborted at the TTL, not at the next failed
+// beat, and the item is left to the server (not stopped).
 import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RemoteApiError, WorkItemFailedError } from '../../src/errors.js';
+import type { FaultRule } from '../../src/testing/index.js';
 import { claimNext, exists, harness, stopRequests, waitFor, type Harness } from './helpers.js';
+
+const HEARTBEAT = /\/heartbeat$/;
+
+describe('when no heartbeat succeeds for a whole lease TTL', () => {
+  // `faults` are added in turn, each once the one before has retired (rules firing on one request combine).
+  const rows: Array<{ description: string; ttlSeconds: number; faults: FaultRule[] }> = [
+    { description: 'every heartbeat hangs (TTL 2 s)', ttlSeconds: 2, faults: [{ route: HEARTBEAT, hang: true }] },
+    { description: 'every heartbeat answers 503 (TTL 2 s)', ttlSeconds: 2, faults: [{ route: HEARTBEAT, status: 503 }] },
+    // One quick failure, then hangs: the next failed beat would only come at TTL + 2 s.
+    {
+      description: 'one heartbeat answers 503 at once, then every one hangs (TTL 4 s)',
+      ttlSeconds: 4,
+      faults: [
+        { route: HEARTBEAT, status: 503, shouldRetry: false, times: 1 },
+        { route: HEARTBEAT, hang: true },
+      ],
+    },
+  ];
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.cleanup();
+    h = undefined;
+  });
+
+  for (const row of rows) {
+    it(`aborts the session within the TTL of the last success, does not stop the item and removes the folder: ${row.description}`, async () => {
+      h = await harness({ leaseTtlSeconds: row.ttlSeconds });
+      const { emu, capture } = h;
+      const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
+      const dir = path.join(h.mountRoot, 'notes');
+      const { sessionId } = await emu.createSession({
+        resources: [{ memoryStoreId: store.id }],
+        script: [
+          { tool: 'write', input: { file_path: path.join(dir, 'b.md'), content: 'B' } },
+          {
+            console: async (e) => {
+              for (const f of row.faults) {
+                const added = e.faults.add(f);
+                if (f.times !== undefined) await waitFor(() => !added.active, 10_000, 'the fault to retire');
+              }
+            },
+          },
+          { sleepMs: 30_000 },
+          { tool: 'read', input: { file_path: path.join(dir, 'a.md') } },
+        ],
+        end: 'idle',
+      });
+      const claimed = await claimNext(h);
+      const worker = h.worker();
+      let lostAt = 0;
+      const lost: unknown[] = [];
+      worker.on('leaseLost', (e) => {
+        lostAt = Date.now();
+        lost.push(e);
+      });
+      const outcome = await worker.handleItem({ ...claimed, workSecret: claimed.secret! });
+
+      const ttlMs = row.ttlSeconds * 1000;
+      const beats = emu.requests.filter((r) => HEARTBEAT.test(r.route) && r.status === 200);
+      expect(beats.length).toBeGreaterThan(0);
+      const lastSuccess = Math.max(...beats.map((r) => r.startedAt + r.ms));
+      const assumedLost = capture.lines.find((l) => l.msg === 'no successful heartbeat within the lease TTL; assuming the lease lost');
+      expect(assumedLost).toBeDefined();
+      const abortedAfterMs = (assumedLost!['time'] as number) - lastSuccess;
+      expect(abortedAfterMs).toBeGreaterThanOrEqual(ttlMs - 100);
+      expect(abortedAfterMs).toBeLessThan(ttlMs + 1_000);
+      expect(lostAt - lastSuccess).toBeLessThan(ttlMs + 3_000);
+
+      expect(outcome.status).toBe('lease_lost');
+      expect(lost).toEqual([{ workId: claimed.workId, sessionId, reason: 'assumed_lost' }]);
+      expect(stopRequests(h, claimed.workId)).toEqual([]);
+      expect(emu.workItem(claimed.workId).stopped).toBe(false);
+      expect(emu.memories(store.id)).toEqual({ '/a.md': 'A', '/b.md': 'B' });
+      expect(await exists(dir)).toBe(false);
+      emu.archiveSession(sessionId);
+    });
+  }
+});
 
 describe('the lease of a running session', () => {
   let h: Harness;
