@@ -111,7 +111,7 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
             if (!outcome.ok && isUpload && outcome.failure !== 'refused') notSaved.add(action.path);
           } catch (e) {
             if (isUpload) notSaved.add(action.path);
-            if (ctx.signal.aborted || isAbortError(e)) return;
+            if (ctx.signal.aborted || isAbortError(e) || ctx.disposed()) return;
             report.errors++;
             ctx.log.warn({ path: action.path, action: action.kind, err: coerceError(e) }, 'sync action failed; retried next sync');
           }

@@ -19,7 +19,9 @@ import { TEMP_FILE_PREFIX } from './paths.js';
  *   also carry `O_NONBLOCK` followed by an `fstat` check, so a FIFO or device is never read from;
  * - writes are atomic: a temp file `.maw-tmp-<random>` created with `O_CREAT|O_EXCL|O_NOFOLLOW` in
  *   the target's own folder, written, then renamed over the target; the agent never sees half a file;
- * - missing folders are created one component at a time, each checked after creation.
+ * - missing folders are created one component at a time, each checked after creation;
+ * - once {@link LocalDir.dispose} ran (the unmount), every mkdir, create, rename and unlink is
+ *   refused, checked right before the call: a sync that outlives the unmount touches nothing.
  *
  * Node has no `openat`, so a check-then-open window remains between the parent-chain check and the
  * open; `O_NOFOLLOW` still guarantees the final component is never followed.
@@ -44,7 +46,9 @@ export type LocalDirFailure =
   /** the file is larger than the caller's limit */
   | 'too-large'
   /** the file is not there */
-  | 'missing';
+  | 'missing'
+  /** the mount was unmounted: nothing is created, written, renamed or removed any more */
+  | 'disposed';
 
 /** A refusal of the hardened layer. Internal: callers turn it into a warning or a refusal. */
 export class LocalDirError extends Error {
@@ -104,10 +108,35 @@ export class LocalDir {
    * process just created, before any tool runs, so they need no re-check for every file.
    */
   readonly #verifiedDirs = new Set<string>();
+  #disposed = false;
 
   constructor(root: string) {
     if (!path.isAbsolute(root)) throw new Error(`LocalDir root must be absolute, got ${JSON.stringify(root)}`);
     this.root = path.resolve(root);
+  }
+
+  /**
+   * The mount is gone: from now on every write, folder creation, rename and removal is refused
+   * (except {@link removeRoot}, the unmount's own). Idempotent.
+   */
+  dispose(): void {
+    this.#disposed = true;
+  }
+
+  /** Throw when disposed; called right before each call that changes the disk. */
+  #assertLive(rel: string): void {
+    if (this.#disposed) throw new LocalDirError('disposed', rel, `${this.root} is unmounted; ${rel} left untouched`);
+  }
+
+  /** Create the root folder itself (its parent must exist); a folder already there is fine. */
+  async createRoot(): Promise<void> {
+    this.#assertLive('.');
+    try {
+      await fsp.mkdir(this.root, { mode: 0o755 });
+    } catch (e) {
+      if (errCode(e) !== 'EEXIST') throw e;
+    }
+    await this.checkRoot();
   }
 
   /** Absolute path of a store-relative path (validated, never outside the root). */
@@ -204,6 +233,7 @@ export class LocalDir {
     // A folder at the target makes the rename fail (EISDIR), mapped below: no separate check needed.
     const target = path.join(dir, name);
     const tmp = path.join(dir, TEMP_PREFIX + randomBytes(8).toString('hex'));
+    this.#assertLive(rel);
     const fh = await fsp.open(tmp, CREATE_FLAGS, 0o644);
     let renamed = false;
     try {
@@ -212,6 +242,7 @@ export class LocalDir {
         const t = new Date(opts.mtimeMs);
         await fh.utimes(t, t);
       }
+      this.#assertLive(rel);
       await fsp.rename(tmp, target);
       renamed = true;
       return await fh.stat({ bigint: true });
@@ -235,6 +266,7 @@ export class LocalDir {
     if (!st) return false;
     if (st.isSymbolicLink()) throw new LocalDirError('symlink', rel, `${rel} is a symlink; not removed`);
     if (!st.isFile()) throw new LocalDirError('not-regular', rel, `${rel} is not a regular file; not removed`);
+    this.#assertLive(rel);
     await fsp.unlink(this.resolve(rel));
     await this.#pruneEmptyParents(rel);
     return true;
@@ -271,10 +303,12 @@ export class LocalDir {
   async writeMarker(content: string): Promise<void> {
     await this.checkRoot();
     const tmp = path.join(this.root, TEMP_PREFIX + randomBytes(8).toString('hex'));
+    this.#assertLive(MARKER_FILE);
     const fh = await fsp.open(tmp, CREATE_FLAGS, 0o644);
     let renamed = false;
     try {
       await fh.writeFile(content, 'utf8');
+      this.#assertLive(MARKER_FILE);
       await fsp.rename(tmp, path.join(this.root, MARKER_FILE));
       renamed = true;
     } finally {
@@ -419,6 +453,7 @@ export class LocalDir {
       const partial = dirSegments.slice(0, i + 1).join('/');
       let st = await lstatOrUndefined(abs);
       if (!st) {
+        this.#assertLive(rel);
         try {
           await fsp.mkdir(abs, { mode: 0o755 });
         } catch (e) {
@@ -441,7 +476,7 @@ export class LocalDir {
       const abs = path.join(this.root, ...segments);
       try {
         const st = await fsp.lstat(abs);
-        if (!st.isDirectory()) return;
+        if (!st.isDirectory() || this.#disposed) return;
         await fsp.rmdir(abs);
       } catch {
         return;

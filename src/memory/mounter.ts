@@ -293,6 +293,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       unmount: () => {
         unmounting ??= (async () => {
           runtime.disposed = true;
+          for (const rt of runtime.stores.values()) rt.dir.dispose();
           const removed: string[] = [];
           const kept: string[] = [];
           for (const store of stores) {

@@ -336,8 +336,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       addReport(report, result.report);
       if (!signal.aborted) e.state = completeGeneration(e.state, phase);
     } catch (err) {
-      if (signal.aborted || isAbortError(err)) {
-        log.debug({ phase }, 'memory sync aborted');
+      if (signal.aborted || isAbortError(err) || this.#isDisposed()) {
+        log.debug({ phase }, 'memory sync aborted (or outlived the unmount)');
       } else {
         report.errors++;
         log.warn({ err: coerceError(err), phase }, 'memory sync of this store failed; retried next sync');
@@ -359,7 +359,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       const st = await fsp.lstat(dir.root).catch(() => undefined);
       if (st !== undefined) return this.#markerProblem(e, `${dir.root} is no longer a real folder`);
       if (phase === 'flush') return 'skip';
-      await fsp.mkdir(dir.root, { mode: 0o755 });
+      await dir.createRoot();
       await dir.writeMarker(markerContent(e.store.storeId));
       log.warn({ root: dir.root }, 'the store folder was removed; re-created and downloading again');
       return 'rebuilt';
@@ -489,6 +489,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     }
 
     this.#disposed = true;
+    // A sync that outlived the unwind wait above can no longer write, create or remove anything.
+    for (const e of this.#entries) e.rt.dir.dispose();
     const runtime = runtimeOf(this.#mounted);
     let removed: string[] = [];
     let kept: string[] = [];

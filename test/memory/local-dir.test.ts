@@ -185,3 +185,40 @@ describe('copying out', () => {
     expect((await fsp.readFile(dest)).equals(Buffer.alloc(300_000, 7))).toBe(true);
   });
 });
+
+describe('after dispose (the unmount)', () => {
+  const writes: Array<[string, (d: LocalDir) => Promise<unknown>]> = [
+    ['writeFileAtomic of a new file in a new folder', (d) => d.writeFileAtomic('new/deep.md', Buffer.from('late'))],
+    ['writeFileAtomic over an existing file', (d) => d.writeFileAtomic('kept.md', Buffer.from('late'))],
+    ['removeFile', (d) => d.removeFile('sub/inner.md')],
+    ['writeMarker', (d) => d.writeMarker('version 1\nmemstore_late')],
+    ['createRoot', (d) => d.createRoot()],
+  ];
+  for (const [name, op] of writes) {
+    it(`refuses ${name} and leaves the disk as it was`, async () => {
+      await fsp.writeFile(path.join(root, 'kept.md'), 'kept');
+      await fsp.mkdir(path.join(root, 'sub'));
+      await fsp.writeFile(path.join(root, 'sub', 'inner.md'), 'inner');
+      dir.dispose();
+      expect(await failureOf(op(dir))).toBe('disposed');
+      expect((await fsp.readdir(root)).sort()).toEqual(['kept.md', 'sub']);
+      expect(await fsp.readFile(path.join(root, 'kept.md'), 'utf8')).toBe('kept');
+      expect(await fsp.readdir(path.join(root, 'sub'))).toEqual(['inner.md']);
+    });
+  }
+
+  it('does not re-create a removed root', async () => {
+    await fsp.rm(root, { recursive: true });
+    dir.dispose();
+    expect(await failureOf(dir.createRoot())).toBe('disposed');
+    expect(fs.existsSync(root)).toBe(false);
+  });
+
+  it('still lets the unmount remove the root and read what it needs', async () => {
+    await fsp.writeFile(path.join(root, 'kept.md'), 'kept');
+    dir.dispose();
+    expect((await dir.readFile('kept.md')).bytes.toString()).toBe('kept');
+    await dir.removeRoot();
+    expect(fs.existsSync(root)).toBe(false);
+  });
+});

@@ -230,6 +230,22 @@ describe('finish', () => {
     console.info(`[figure] finish with every request hanging: ${elapsedMs} ms for finalFlushMs 1500`);
   });
 
+  it('a sync under way when the mount is unmounted never re-creates the folder', async () => {
+    const r = await rig({ clock: manualClock() });
+    h.emu.putMemory(r.storeId, '/c.md', 'console');
+    await fsp.rm(r.root, { recursive: true });
+    // syncNow() returns once every store has passed its disposed check and is waiting on the disk
+    // in its folder check; the unmount lands right then (it marks the mount disposed at once).
+    const syncing = r.loop.syncNow();
+    await r.mounted.unmount();
+    await syncing;
+    await tick(100);
+    expect(fs.existsSync(r.root)).toBe(false);
+    await r.loop.finish({ clean: false });
+    expect(fs.existsSync(r.root)).toBe(false);
+    expect(r.log.warnings().filter((w) => w.includes('re-created'))).toEqual([]);
+  });
+
   it('touches nothing after finish', async () => {
     const r = await rig({ clock: manualClock() });
     await r.loop.finish({ clean: true });
