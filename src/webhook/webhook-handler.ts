@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type Anthropic from '@anthropic-ai/sdk';
+import { statusOf } from '../api/classify.js';
 import { ConfigError, coerceError } from '../errors.js';
 import { sleepUnlessAborted } from '../internal/abort.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
@@ -164,6 +165,16 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         failures = 0;
       } catch (err) {
         if (drainAbort.signal.aborted) return;
+        const status = statusOf(err);
+        if (status === 401 || status === 403) {
+          // A refused key is refused again: say which setting to fix instead of retrying.
+          log.error(
+            { err: coerceError(err), status, environmentId: options.environmentId },
+            `the environment key was refused (HTTP ${status}) while claiming work from environment ${options.environmentId}; ` +
+              `items stay queued. Check that ANTHROPIC_ENVIRONMENT_KEY (the handler's environmentKey option) is the key of environment ${options.environmentId}`,
+          );
+          return;
+        }
         failures += 1;
         if (failures > 3) {
           log.warn({ err: coerceError(err), environmentId: options.environmentId }, 'claiming work failed 4 times; items stay queued until the next delivery');
