@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { APIError } from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError, MissingInputError, RemoteApiError, WorkItemFailedError } from '../../src/errors.js';
-import { claimNext, exists, harness, stopRequests, type Harness } from './helpers.js';
+import { claimNext, exists, harness, stopRequests, type Harness, rejectionOf } from './helpers.js';
 
 const VARS = ['ANTHROPIC_WORK_ID', 'ANTHROPIC_ENVIRONMENT_ID', 'ANTHROPIC_SESSION_ID', 'ANTHROPIC_ENVIRONMENT_KEY', 'ANTHROPIC_WORK_SECRET'];
 
@@ -91,10 +91,7 @@ describe('EnvironmentWorker.handleItem', () => {
 
   it('rejects, without sending anything, when the secret is unusable and there is no key', async () => {
     const worker = h.worker({ environmentId: undefined, environmentKey: undefined });
-    const err = await worker.handleItem({ workId: 'work_1', environmentId: 'env_1', sessionId: 'sesn_1', workSecret: 'not-a-secret' }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await rejectionOf(worker.handleItem({ workId: 'work_1', environmentId: 'env_1', sessionId: 'sesn_1', workSecret: 'not-a-secret' }));
     expect(err).toBeInstanceOf(WorkItemFailedError);
     const failed = err as WorkItemFailedError;
     expect(failed.code).toBe('MAW_WORK_FAILED');
@@ -120,10 +117,7 @@ describe('EnvironmentWorker.handleItem', () => {
     const worker = h.worker();
     const failedEvents: unknown[] = [];
     worker.on('workFailed', (e) => failedEvents.push(e.error));
-    const err = await worker.handleItem({ ...claimed, workSecret: claimed.secret! }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await rejectionOf(worker.handleItem({ ...claimed, workSecret: claimed.secret! }));
 
     expect(err).toBeInstanceOf(WorkItemFailedError);
     const failed = err as WorkItemFailedError;
@@ -145,10 +139,7 @@ describe('EnvironmentWorker.handleItem', () => {
     const claimed = await claimNext(h);
     emu.faults.add({ route: new RegExp(`^GET /v1/sessions/${sessionId}$`), status: 404, errorType: 'not_found_error', message: 'no such session' });
     const worker = h.worker();
-    const err = await worker.handleItem({ ...claimed, workSecret: claimed.secret! }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await rejectionOf(worker.handleItem({ ...claimed, workSecret: claimed.secret! }));
 
     expect(err).toBeInstanceOf(WorkItemFailedError);
     const cause = (err as WorkItemFailedError).cause;

@@ -123,3 +123,11 @@ export async function claimNext(h: Harness): Promise<{ workId: string; sessionId
 export function stopRequests(h: Harness, workId: string) {
   return h.emu.requests.filter((r) => r.route.endsWith('/stop') && r.path.includes(workId));
 }
+
+/** What `p` rejects with, or `undefined` when it resolves. */
+export async function rejectionOf(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}

@@ -9,7 +9,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RemoteApiError, WorkItemFailedError } from '../../src/errors.js';
 import type { FaultRule } from '../../src/testing/index.js';
-import { claimNext, exists, harness, stopRequests, waitFor, type Harness } from './helpers.js';
+import { claimNext, exists, harness, stopRequests, waitFor, type Harness, rejectionOf } from './helpers.js';
 
 const HEARTBEAT = /\/heartbeat$/;
 
@@ -189,10 +189,7 @@ describe('the lease of a running session', () => {
       const claimed = await claimNext(h);
       emu.faults.add({ route: /\/heartbeat$/, status: 404, errorType: 'not_found_error', message: 'no such work item' });
       const worker = h.worker();
-      const err = await worker.handleItem({ ...claimed, workSecret: claimed.secret! }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const err = await rejectionOf(worker.handleItem({ ...claimed, workSecret: claimed.secret! }));
 
       expect(err).toBeInstanceOf(WorkItemFailedError);
       const cause = (err as WorkItemFailedError).cause;
