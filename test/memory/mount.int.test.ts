@@ -150,6 +150,7 @@ describe('refusals', () => {
     );
     expect(err.message).toMatch(/attaches 9 memory stores .*at most 8/);
     for (const s of stores) expect(err.message).toContain(s.id);
+    expect(err.message).toContain(`${stores[8]!.id} at ${path.join(h.mountRoot, 'store-8')}`);
     expect(await fsp.readdir(h.mountRoot)).toEqual([]);
   });
 
@@ -171,6 +172,29 @@ describe('refusals', () => {
     const err = await mountError(new MemoryMounter({ client, logger: captureLogger().logger }).mount(session));
     expect(err.message).toMatch(/not writable by this process .*chown/);
     await fsp.chmod(parent, 0o755);
+  });
+
+  it.each([
+    { description: 'a ".." segment', mountPath: (mnt: string) => `${mnt}/../escape` },
+    { description: 'a "." segment', mountPath: (mnt: string) => `${mnt}/./here` },
+    { description: 'an empty segment', mountPath: (mnt: string) => `${mnt}//double` },
+    { description: 'a NUL byte', mountPath: (mnt: string) => `${mnt}/nul\u0000name` },
+    { description: 'a relative path', mountPath: () => 'relative/store' },
+  ])('refuses a mount_path with $description, naming the store, the path and the fix, and creates nothing', async ({ mountPath }) => {
+    const store = await h.emu.createMemoryStore({ name: 'Unclean', memories: { '/a.md': 'a' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const given = mountPath(h.mountRoot);
+    const resources = session.resources.map((res) => ({ ...res, mount_path: given }));
+    const mark = h.emu.requests.length;
+    const err = await mountError(new MemoryMounter({ client, logger: captureLogger().logger }).mount({ ...session, resources }));
+    expect(err.storeId).toBe(store.id);
+    expect(err.path).toBe(given);
+    expect(err.message).toContain(store.id);
+    expect(err.message).toContain(JSON.stringify(given).slice(1, -1));
+    expect(err.message).toContain('Attach the store at a clean absolute mount_path');
+    expect(await fsp.readdir(h.mountRoot)).toEqual([]);
+    expect(fs.existsSync(path.join(h.tmp, 'escape'))).toBe(false);
+    expect(h.emu.requests.slice(mark).filter((x) => x.route.includes('memories'))).toEqual([]);
   });
 
   it('refuses two stores on one path and a store inside another', async () => {
@@ -237,5 +261,19 @@ describe('unmounting', () => {
     await mounted.unmount();
     expect(fs.existsSync(path.join(root, 'a.md'))).toBe(true);
     expect(log.warnings().some((w) => w.includes('altered'))).toBe(true);
+  });
+
+  it('keeps a folder whose marker was removed while it holds files, and removes one whose marker is intact', async () => {
+    const a = await h.emu.createMemoryStore({ name: 'Unmarked', memories: { '/a.md': 'a' } });
+    const b = await h.emu.createMemoryStore({ name: 'Intact', memories: { '/b.md': 'b' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: a.id }, { memoryStoreId: b.id }]);
+    const log = captureLogger();
+    const mounted = await new MemoryMounter({ client, logger: log.logger }).mount(session);
+    const [unmarked, intact] = mounted.roots as [string, string];
+    await fsp.rm(path.join(unmarked, '.anthropic-memory-store'));
+    await mounted.unmount();
+    expect(await readTree(unmarked)).toEqual({ 'a.md': 'a' });
+    expect(fs.existsSync(intact)).toBe(false);
+    expect(log.lines.some((l) => l.level >= 40 && l.msg.includes('missing') && l.msg.includes(unmarked))).toBe(true);
   });
 });
