@@ -133,6 +133,25 @@ describe('conflicts', () => {
   });
 });
 
+describe('a deterministic 409 without x-should-retry: false', () => {
+  it('costs one request for a conditional update and one for a conditional delete (the client must not retry it)', async () => {
+    const r = await rig({ '/a.md': 'base', '/b.md': 'b' });
+    await fsp.rm(r.file('b.md'));
+    await r.loop.syncNow(); // sees b.md missing; the next sync deletes it
+    await fsp.writeFile(r.file('a.md'), 'agent version');
+    // The API's 409 for a failed precondition, but (unlike the emulator's own) without the header
+    // that tells the SDK not to retry: only the per-request retry policy keeps it to one request.
+    h.emu.faults.add({ route: /^(POST|DELETE) .*\/memories\/[^/]+$/, status: 409, errorType: 'memory_precondition_failed_error' });
+    const mark = h.emu.requests.length;
+    await r.loop.syncNow();
+    const writes = h.emu.requests.slice(mark).filter((x) => x.method !== 'GET');
+    expect(writes.map((x) => [x.route, x.status])).toEqual([
+      ['DELETE /v1/memory_stores/:id/memories/:memoryId', 409],
+      ['POST /v1/memory_stores/:id/memories/:memoryId', 409],
+    ]);
+  });
+});
+
 describe('an agent edit racing a pull of the same file', () => {
   /**
    * Start a sync whose content fetches are held back 1 s, and write `content` as soon as the
