@@ -230,6 +230,7 @@ async function pull(
     );
     ctx.emit('conflict', { storeId: ctx.storeId, path: action.path, conflictCopy });
   }
+  log.debug('downloaded');
   ctx.emit('downloaded', { storeId: ctx.storeId, path: action.path, sha: fetched.sha });
   return { ok: true, id: fetched.id, sha: fetched.sha };
 }

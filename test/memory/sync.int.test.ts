@@ -86,6 +86,36 @@ describe('uploads and downloads', () => {
     expect(await readTree(r.root)).toEqual({ 'a.md': 'edited in the Console', 'x/y/z.md': 'new' });
   });
 
+  it('emits uploaded, downloaded, deleted and synced, and logs each action through the store logger with memory_store_id and path', async () => {
+    const r = await rig({ '/a.md': 'a', '/b.md': 'b', '/c.md': 'c', '/gone.md': 'g' });
+    const events: Array<[string, Record<string, unknown>]> = [];
+    for (const name of ['uploaded', 'downloaded', 'deleted', 'synced'] as const) {
+      r.loop.on(name, (e) => events.push([name, e as unknown as Record<string, unknown>]));
+    }
+    await fsp.writeFile(r.file('a.md'), 'edited by the agent');
+    await fsp.rm(r.file('b.md'));
+    h.emu.putMemory(r.storeId, '/c.md', 'edited in the Console');
+    h.emu.removeMemory(r.storeId, '/gone.md');
+    await r.loop.syncNow();
+    await r.loop.syncNow(); // confirms the local deletion of b.md
+    const of = (name: string): Array<Record<string, unknown>> => events.filter(([n]) => n === name).map(([, e]) => e);
+    expect(of('uploaded')).toEqual([expect.objectContaining({ storeId: r.storeId, path: 'a.md', created: false })]);
+    expect(of('downloaded')).toEqual([expect.objectContaining({ storeId: r.storeId, path: 'c.md' })]);
+    expect(of('deleted')).toEqual([
+      { storeId: r.storeId, path: 'gone.md', side: 'local' },
+      { storeId: r.storeId, path: 'b.md', side: 'remote' },
+    ]);
+    const synced = of('synced');
+    expect(synced.filter((e) => e['storeId'] === r.storeId)).toHaveLength(2);
+    expect(synced.filter((e) => e['storeId'] === undefined)).toHaveLength(2);
+    expect(synced[0]).toMatchObject({ storeId: r.storeId, phase: 'sync', report: { uploads: 1, downloads: 1, localDeletes: 1 } });
+    for (const p of ['a.md', 'c.md', 'gone.md', 'b.md']) {
+      const lines = r.log.lines.filter((l) => l['path'] === p);
+      expect(lines.length, `a log line about ${p}`).toBeGreaterThan(0);
+      expect(lines.every((l) => l['memory_store_id'] === r.storeId), `${p} logged with memory_store_id`).toBe(true);
+    }
+  });
+
   it('never uploads our own temp files', async () => {
     const r = await rig({ '/a.md': 'a' });
     await fsp.writeFile(r.file('.maw-tmp-deadbeef'), 'half written');
