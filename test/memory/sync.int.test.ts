@@ -499,6 +499,46 @@ describe('a folder replacing a file, or a file replacing a folder', () => {
   });
 });
 
+describe('parallelism', () => {
+  /** Most requests matching `route` in flight at once, from the emulator's request log. */
+  function peakInFlight(reqs: typeof h.emu.requests, route: string): number {
+    const rs = reqs.filter((x) => x.route === route);
+    return Math.max(0, ...rs.map((x) => rs.filter((y) => y.startedAt <= x.startedAt && x.startedAt < y.startedAt + y.ms).length));
+  }
+
+  it('syncs the stores in parallel, and runs uploads and pulls in parallel within the concurrency bound', async () => {
+    const six = (tag: string): Record<string, string> => Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`/${tag}${i}.md`, `${tag} ${i}`]));
+    const one = await h.emu.createMemoryStore({ name: 'One', memories: six('p') });
+    const two = await h.emu.createMemoryStore({ name: 'Two', memories: six('q') });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: one.id }, { memoryStoreId: two.id }]);
+    const log = captureLogger();
+    const mounted = await new MemoryMounter({ client, logger: log.logger }).mount(session);
+    const loop = new SyncLoop({ client, mounted, logger: log.logger, stateDir: h.stateDir, clock: manualClock(), concurrency: 3 });
+    const [rootOne, rootTwo] = mounted.roots as [string, string];
+    for (let i = 0; i < 6; i++) {
+      await fsp.writeFile(path.join(rootOne, `p${i}.md`), `p ${i} edited here`);
+      h.emu.putMemory(two.id, `/q${i}.md`, `q ${i} edited in the Console`);
+    }
+    h.emu.faults.add({ route: /^GET .*\/memories$/, latencyMs: 300 });
+    h.emu.faults.add({ route: /^(POST|GET) .*\/memories\/[^/]+$/, latencyMs: 200 });
+    const mark = h.emu.requests.length;
+    const report = await loop.syncNow();
+    expect(report).toMatchObject({ uploads: 6, downloads: 6, errors: 0 });
+    const sent = h.emu.requests.slice(mark);
+    // Both stores' listings were in flight at the same time.
+    const [l1, l2] = sent.filter((x) => x.route === 'GET /v1/memory_stores/:id/memories');
+    expect(Math.max(l1!.startedAt, l2!.startedAt)).toBeLessThan(Math.min(l1!.startedAt + l1!.ms, l2!.startedAt + l2!.ms));
+    // Six uploads (store One) and six pulls (store Two), at most 3 at once each, and more than 1.
+    for (const route of ['POST /v1/memory_stores/:id/memories/:memoryId', 'GET /v1/memory_stores/:id/memories/:memoryId']) {
+      const peak = peakInFlight(sent, route);
+      expect(peak, route).toBeGreaterThan(1);
+      expect(peak, route).toBeLessThanOrEqual(3);
+    }
+    expect(await readTree(rootTwo)).toEqual(Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`q${i}.md`, `q ${i} edited in the Console`])));
+    await loop.finish({ clean: false });
+  });
+});
+
 describe('faults', () => {
   it('settles an upload whose response was lost by its sha: no duplicate, no conflict', async () => {
     const r = await rig({ '/a.md': 'a' });
