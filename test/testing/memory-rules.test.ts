@@ -27,6 +27,37 @@ async function newStore(memories: Record<string, string> = {}): Promise<string> 
   return (await emu.createMemoryStore({ name: 'Rules', memories })).id;
 }
 
+describe('memory stores', () => {
+  it('are created, retrieved and listed over HTTP with the console key, page by page, archived ones only on request', async () => {
+    const created = await client.beta.memoryStores.create({ name: 'Made over HTTP', description: 'by a test', metadata: { team: 'qa' } });
+    expect(created).toMatchObject({ type: 'memory_store', name: 'Made over HTTP', description: 'by a test', metadata: { team: 'qa' }, archived_at: null });
+    expect(created.id).toMatch(/^memstore_/);
+    expect(await client.beta.memoryStores.retrieve(created.id)).toEqual(created);
+    const archived = await client.beta.memoryStores.create({ name: 'Archived over HTTP' });
+    await client.beta.memoryStores.archive(archived.id);
+    const later = [(await client.beta.memoryStores.create({ name: 'Second' })).id, await newStore()];
+    const listed = async (params: { limit: number; include_archived?: boolean }): Promise<string[]> => {
+      const ids: string[] = [];
+      for await (const store of client.beta.memoryStores.list(params)) ids.push(store.id);
+      return ids;
+    };
+    const mark = emu.requests.length;
+    const active = await listed({ limit: 1 });
+    expect(active).toEqual(expect.arrayContaining([created.id, ...later]));
+    expect(active).not.toContain(archived.id);
+    expect(new Set(active).size).toBe(active.length);
+    // One store per page: one listing request per store (the last page says there is no next).
+    expect(emu.requests.slice(mark).filter((r) => r.route === 'GET /v1/memory_stores')).toHaveLength(active.length);
+    const all = await listed({ limit: 2, include_archived: true });
+    expect(all).toEqual(expect.arrayContaining([...active, archived.id]));
+    expect(all).toHaveLength(active.length + 1);
+  });
+
+  it('refuses a create body the API refuses with 400 invalid_request_error', async () => {
+    await expectApiError(client.beta.memoryStores.create({ name: '' }), 400, 'invalid_request_error');
+  });
+});
+
 describe('memory objects', () => {
   it('carries the sha256 and byte size of the exact UTF-8 content', async () => {
     const storeId = await newStore();
