@@ -180,11 +180,20 @@ describe('paths', () => {
     { description: 'zero-width format character', path: '/a\u200b.md' },
     { description: 'not NFC', path: '/cafe\u0301.md' },
     { description: 'over 1024 bytes', path: `/${'x'.repeat(1024)}` },
+    { description: 'over 1024 UTF-8 bytes in fewer characters', path: `/${'é'.repeat(512)}` },
     { description: 'more than 20 segments', path: `/${Array.from({ length: 21 }, () => 'd').join('/')}` },
   ])('refuses a path with $description as 400 invalid_request_error', async ({ path }) => {
     const storeId = await newStore();
     await expectApiError(client.beta.memoryStores.memories.create(storeId, { path, content: 'x' }), 400, 'invalid_request_error');
     expect(emu.memories(storeId)).toEqual({});
+  });
+
+  it('accepts a path of exactly 1024 UTF-8 bytes', async () => {
+    const storeId = await newStore();
+    const longest = `/${'é'.repeat(511)}x`;
+    expect(Buffer.byteLength(longest, 'utf8')).toBe(1024);
+    await client.beta.memoryStores.memories.create(storeId, { path: longest, content: 'x' });
+    expect(Object.keys(emu.memories(storeId))).toEqual([longest]);
   });
 
   it('treats paths case-sensitively', async () => {
