@@ -90,7 +90,7 @@ describe('uploads and downloads', () => {
     const r = await rig({ '/a.md': 'a', '/b.md': 'b', '/c.md': 'c', '/gone.md': 'g' });
     const events: Array<[string, Record<string, unknown>]> = [];
     for (const name of ['uploaded', 'downloaded', 'deleted', 'synced'] as const) {
-      r.loop.on(name, (e) => events.push([name, e as unknown as Record<string, unknown>]));
+      r.loop.on(name, (e: object) => events.push([name, e as Record<string, unknown>]));
     }
     await fsp.writeFile(r.file('a.md'), 'edited by the agent');
     await fsp.rm(r.file('b.md'));
