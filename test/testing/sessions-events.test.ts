@@ -221,6 +221,36 @@ describe('the scripted agent with the SDK SessionToolRunner', () => {
     expect(types.at(-1)).toBe('session.status_terminated');
   });
 
+  it('walks the status lifecycle: idle, running, idle awaiting the result, running, idle at end_turn, terminated', async () => {
+    const { sessionId, workId } = await emu.createSession({ script: [{ tool: 'echo', input: { text: 'x' } }] });
+    expect(emu.session(sessionId).status).toBe('idle');
+    const statusDuringCall: string[] = [];
+    const tool = echoTool([]);
+    const runner = new SessionToolRunner(sessionId, {
+      client: emu.sessionClient(workId),
+      tools: [{ ...tool, run: (args, ctx) => (statusDuringCall.push(emu.session(sessionId).status), tool.run(args, ctx)) } as BetaRunnableTool],
+      maxIdleMs: 0,
+    });
+    for await (const _ of runner) {
+      // drive to the end
+    }
+    expect(statusDuringCall).toEqual(['idle']);
+    expect(emu.session(sessionId).status).toBe('terminated');
+    const lifecycle = emu
+      .events(sessionId)
+      .filter((e) => e.type.startsWith('session.status_') || e.type === 'agent.tool_use' || e.type === 'user.tool_result')
+      .map((e) => (e.type === 'session.status_idle' ? `${e.type}:${(e['stop_reason'] as { type: string }).type}` : e.type));
+    expect(lifecycle).toEqual([
+      'session.status_running',
+      'agent.tool_use',
+      'session.status_idle:requires_action',
+      'user.tool_result',
+      'session.status_running',
+      'session.status_idle:end_turn',
+      'session.status_terminated',
+    ]);
+  });
+
   it('keeps exactly one run per call when a result post fails once and the stream drops right after', async () => {
     const { sessionId, workId } = await emu.createSession({
       script: [{ tool: 'echo', input: { text: 'a' } }, { tool: 'echo', input: { text: 'b' } }],
