@@ -27,7 +27,7 @@ afterEach(async () => {
 
 const LIST = 'GET /v1/memory_stores/:id/memories';
 
-async function rig(opts: { clock?: Clock; intervalMs?: number; finalFlushMs?: number } = {}): Promise<{
+async function rig(opts: { clock?: Clock; intervalMs?: number | null; finalFlushMs?: number } = {}): Promise<{
   storeId: string;
   root: string;
   client: Anthropic;
@@ -44,7 +44,7 @@ async function rig(opts: { clock?: Clock; intervalMs?: number; finalFlushMs?: nu
     mounted,
     logger: log.logger,
     stateDir: h.stateDir,
-    intervalMs: opts.intervalMs ?? 5_000,
+    ...(opts.intervalMs === null ? {} : { intervalMs: opts.intervalMs ?? 5_000 }),
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.finalFlushMs ? { finalFlushMs: opts.finalFlushMs } : {}),
   });
@@ -143,6 +143,22 @@ describe('when syncs run', () => {
     clock.advance(5_000);
     await r.loop.beforeToolCall();
     expect(h.emu.requests.slice(mark).map((x) => x.route)).toEqual([LIST]);
+    await r.loop.finish({ clean: false });
+  });
+
+  it('syncs at most every 15 s by default', async () => {
+    const clock = manualClock();
+    const r = await rig({ clock, intervalMs: null });
+    const mark = h.emu.requests.length;
+    clock.advance(14_999);
+    await r.loop.beforeToolCall();
+    r.loop.afterToolCall();
+    await tick(100);
+    expect(h.emu.requests.length).toBe(mark);
+    clock.advance(1);
+    await r.loop.beforeToolCall();
+    expect(h.emu.requests.slice(mark).map((x) => x.route)).toEqual([LIST]);
+    r.loop.afterToolCall();
     await r.loop.finish({ clean: false });
   });
 
