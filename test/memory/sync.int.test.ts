@@ -451,6 +451,24 @@ describe('hostile and unsyncable files', () => {
     expect(h.emu.memories(r.storeId)['/huge.md']).toBe('small now');
   });
 
+  it('warns once about an upload the server refuses (400) and sends it again only when the file changes', async () => {
+    const r = await rig({ '/a.md': 'a' });
+    await fsp.writeFile(r.file('new.md'), 'the server refuses this version');
+    const fault = h.emu.faults.add({ route: /^POST .*\/memories$/, status: 400, message: 'refused by policy' });
+    const refused: string[] = [];
+    r.loop.on('refused', (e) => refused.push(e.path));
+    expect(await r.loop.syncNow()).toMatchObject({ refusals: 1, uploads: 0, errors: 0 });
+    const mark = h.emu.requests.length;
+    expect(await r.loop.syncNow()).toMatchObject({ refusals: 0, uploads: 0 });
+    expect(requestsSince(mark)).toEqual(['GET /v1/memory_stores/:id/memories']);
+    expect(refused).toEqual(['new.md']);
+    expect(r.log.lines.filter((l) => l.level >= 40 && l['path'] === 'new.md' && String(l['reason']).includes('refused by policy'))).toHaveLength(1);
+    fault.remove();
+    await fsp.writeFile(r.file('new.md'), 'an accepted version');
+    expect((await r.loop.syncNow()).uploads).toBe(1);
+    expect(h.emu.memories(r.storeId)['/new.md']).toBe('an accepted version');
+  });
+
   it('reports a local file where the store has a folder once per version, and stops retrying it', async () => {
     const r = await rig({ '/a.md': 'a' });
     await fsp.writeFile(r.file('notes'), 'a local file named notes');
