@@ -1,9 +1,11 @@
 // Pins option validation: official names accepted with their defaults, every bad value rejected at
 // construction with a ConfigError line naming the option, the value and the accepted range, the
-// removed `unrestrictedPaths` explained, credentials never echoed, and Windows refused.
+// removed `unrestrictedPaths` explained, credentials never echoed, and Windows refused (by the
+// worker's constructor itself).
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, PlatformError } from '../../src/errors.js';
+import { EnvironmentWorker } from '../../src/worker/environment-worker.js';
 import { assertPosixPlatform, resolveWorkerOptions } from '../../src/worker/options.js';
 
 const client = new Anthropic({ apiKey: 'sk-test', baseURL: 'http://127.0.0.1:1' });
@@ -88,6 +90,16 @@ describe('resolveWorkerOptions', () => {
 describe('assertPosixPlatform', () => {
   it('refuses Windows with a PlatformError', () => {
     expect(() => assertPosixPlatform('win32')).toThrow(PlatformError);
+  });
+  it('is what the EnvironmentWorker constructor runs first: on Windows it throws before reading any option', () => {
+    const platform = Object.getOwnPropertyDescriptor(process, 'platform')!;
+    Object.defineProperty(process, 'platform', { ...platform, value: 'win32' });
+    try {
+      expect(() => new EnvironmentWorker({ client })).toThrow(PlatformError);
+    } finally {
+      Object.defineProperty(process, 'platform', platform);
+    }
+    expect(() => new EnvironmentWorker({ client })).not.toThrow();
   });
   it('accepts Linux and macOS', () => {
     expect(() => assertPosixPlatform('linux')).not.toThrow();
