@@ -3,6 +3,7 @@
 // when the wait exceeds pathWaitMs fails with an error naming the path and the other session.
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { EnvironmentWorker } from '../../src/worker/environment-worker.js';
 import { harness, type Harness } from './helpers.js';
 
 describe('two sessions wanting the same mount path', () => {
@@ -14,7 +15,11 @@ describe('two sessions wanting the same mount path', () => {
     await h.cleanup();
   });
 
-  async function twoSessions(holdMs: number) {
+  /**
+   * The first session is queued alone and the second only once the first holds the path, so which
+   * session waits never depends on how fast two items claimed back to back reach the path lock.
+   */
+  async function twoSessions(worker: EnvironmentWorker, holdMs: number) {
     const { emu } = h;
     const store = await emu.createMemoryStore({ name: 'Shared', memories: { '/a.md': 'A' } });
     const dir = path.join(h.mountRoot, 'shared');
@@ -22,23 +27,27 @@ describe('two sessions wanting the same mount path', () => {
       resources: [{ memoryStoreId: store.id }],
       script: [{ tool: 'read', input: { file_path: path.join(dir, 'a.md') } }, { sleepMs: holdMs }],
     });
+    const firstMounted = new Promise<void>((resolve) => worker.on('mounted', (e) => e.sessionId === first.sessionId && resolve()));
+    const running = worker.run();
+    await firstMounted;
     const second = await emu.createSession({
       resources: [{ memoryStoreId: store.id }],
       script: [{ tool: 'write', input: { file_path: path.join(dir, 'b.md'), content: 'B' } }],
       end: 'idle',
     });
-    return { store, first, second };
+    return { store, first, second, running };
   }
 
   it('waits with its lease alive, then mounts once the path is free', async () => {
     const { emu } = h;
-    const { store, first, second } = await twoSessions(3_000);
     const worker = h.worker({ concurrency: 2, pathWaitMs: 20_000, maxIdleMs: 200 });
     const beatsAtMount: number[] = [];
+    let secondWorkId: string | undefined;
     worker.on('mounted', (e) => {
-      if (e.sessionId === second.sessionId) beatsAtMount.push(emu.workItem(second.workId).heartbeats);
+      if (e.workId === secondWorkId) beatsAtMount.push(emu.workItem(e.workId).heartbeats);
     });
-    const running = worker.run();
+    const { store, first, second, running } = await twoSessions(worker, 3_000);
+    secondWorkId = second.workId;
     await emu.waitForSession(first.sessionId, { timeoutMs: 20_000 });
     const outcome = await new Promise<{ status: string }>((resolve) =>
       worker.on('sessionEnded', (e) => e.sessionId === second.sessionId && resolve(e.outcome)),
@@ -55,11 +64,10 @@ describe('two sessions wanting the same mount path', () => {
 
   it('fails after pathWaitMs naming the path and the session holding it', async () => {
     const { emu } = h;
-    const { first, second } = await twoSessions(3_000);
     const worker = h.worker({ concurrency: 2, pathWaitMs: 400 });
     const failed: Array<{ workId: string; error: Error }> = [];
     worker.on('workFailed', (e) => failed.push(e));
-    const running = worker.run();
+    const { first, second, running } = await twoSessions(worker, 3_000);
     await emu.waitForSession(first.sessionId, { timeoutMs: 20_000 });
     await worker.close();
     await running;
