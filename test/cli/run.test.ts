@@ -1,7 +1,7 @@
-// Pins `managed-agents-worker run` as a poll daemon in a child process: it claims and serves a
-// session, its metrics endpoint is scraped once mid-session (claimed 1, active 1, ready), a
-// SIGTERM mid-session drains (item stopped) and exits 0, and a second signal during a long drain
-// exits at once with 143.
+// Pins `managed-agents-worker run` as a poll daemon in a child process: with `--concurrency 2` it
+// serves two sessions at once, its metrics endpoint is scraped once mid-session (claimed 2,
+// active 2, ready), a SIGTERM mid-session drains (both items stopped) and exits 0, and a second
+// signal during a long drain exits at once with 143.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,17 +35,20 @@ describe('managed-agents-worker run', () => {
     childEnv({ ANTHROPIC_ENVIRONMENT_ID: emu.environmentId, ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey, ANTHROPIC_BASE_URL: emu.baseURL });
 
   it('serves a session, exposes metrics, and drains on SIGTERM mid-session with exit 0', async () => {
-    cli = spawnCli(['run', '--workdir', dir, '--metrics-port', '0', '--metrics-host', '127.0.0.1', '--max-idle', '2000'], env());
+    cli = spawnCli(['run', '--concurrency', '2', '--workdir', dir, '--metrics-port', '0', '--metrics-host', '127.0.0.1', '--max-idle', '2000'], env());
     await cli.waitForStderr(/metrics: (http:\/\/\S+)\/metrics/);
     const metricsUrl = /metrics: (http:\/\/\S+)\/metrics/.exec(cli.stderr())![1]!;
-    const { sessionId, workId } = await emu.createSession({
-      script: [{ tool: 'bash', input: { command: 'echo first' } }, { sleepMs: 60_000 }, { tool: 'bash', input: { command: 'echo never' } }],
-    });
-    await until('the first tool result', () => emu.session(sessionId).toolResults.length === 1);
+    const script = [{ tool: 'bash', input: { command: 'echo first' } }, { sleepMs: 60_000 }, { tool: 'bash', input: { command: 'echo never' } }];
+    const { sessionId, workId } = await emu.createSession({ script });
+    // A second session runs beside the first only because --concurrency 2 reached the worker.
+    const other = await emu.createSession({ script });
+    await until('the first tool result of both sessions', () =>
+      [sessionId, other.sessionId].every((s) => emu.session(s).toolResults.length === 1),
+    );
 
     const metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
-    expect(metrics).toMatch(/^maw_items_claimed_total 1$/m);
-    expect(metrics).toMatch(/^maw_sessions_active 1$/m);
+    expect(metrics).toMatch(/^maw_items_claimed_total 2$/m);
+    expect(metrics).toMatch(/^maw_sessions_active 2$/m);
     expect((await fetch(`${metricsUrl}/readyz`)).status).toBe(200);
     expect((await fetch(`${metricsUrl}/healthz`)).status).toBe(200);
 
@@ -53,6 +56,7 @@ describe('managed-agents-worker run', () => {
     const { code } = await cli.exited;
     expect(code).toBe(0);
     expect(emu.workItem(workId).stopped).toBe(true);
+    expect(emu.workItem(other.workId).stopped).toBe(true);
     expect(emu.session(sessionId).toolResults.map((r) => r.text.trim())).toEqual(['first']);
     expect(cli.stderr()).toContain('shutting down');
     expect(cli.stderr()).not.toContain(emu.environmentKey);
