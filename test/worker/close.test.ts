@@ -1,7 +1,7 @@
 // Pins close(): it stops claiming, ends the running session, runs the final sync (the agent's write
 // reaches the store), removes the folders and stops the item; it is idempotent; aborting the
-// constructor's signal does the same; and it stays bounded (finalFlushMs plus a few seconds) even
-// when every memory request hangs.
+// constructor's signal does the same; it stays bounded (finalFlushMs plus a few seconds) even
+// when every memory request hangs; and the library never installs a process signal handler.
 import { getEventListeners } from 'node:events';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -94,6 +94,21 @@ describe('EnvironmentWorker.close mid-session', () => {
     expect(tookMs).toBeLessThan(finalFlushMs + 4_000);
     expect(emu.workItem(workId).state).toBe('stopped');
     expect(worker.activeSessions).toBe(0);
+  });
+
+  it('installs no process signal handler: SIGTERM/SIGINT are the caller\'s to wire to close()', async () => {
+    const { emu } = h;
+    const signals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+    const counts = (): number[] => signals.map((s) => process.listenerCount(s));
+    const before = counts();
+    const { sessionId } = await startLongSession();
+    const worker = h.worker();
+    const running = worker.run();
+    await waitFor(() => emu.session(sessionId).toolResults.length === 1, 15_000, 'the first tool result');
+    expect(counts()).toEqual(before);
+    await worker.close();
+    await running;
+    expect(counts()).toEqual(before);
   });
 
   it('keeps no listener on the constructor signal once its work is done (a worker per webhook request does not leak)', async () => {
