@@ -1,5 +1,9 @@
 // Pins the public surface other code is written against: the names and shapes of the worker's
-// methods, properties, events, outcome and metrics, exported from the package entry.
+// methods, properties, events, outcome and metrics, exported from the package entry; and that no
+// source file imports the SDK's own EnvironmentWorker or WorkPoller (the anchor is never wrapped).
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expectTypeOf, it, expect } from 'vitest';
 import * as pkg from '../../src/index.js';
 import type { EnvironmentWorker, HandleItemOptions, ItemOutcome, WorkerEventMap, WorkerMetricsSnapshot } from '../../src/index.js';
@@ -31,5 +35,18 @@ describe('the EnvironmentWorker public API', () => {
     expectTypeOf<keyof WorkerMetricsSnapshot>().toEqualTypeOf<
       'itemsClaimed' | 'itemsCompleted' | 'itemsFailed' | 'sessionsActive' | 'leaseLosses' | 'uploads' | 'downloads' | 'conflicts' | 'deletes' | 'flushCutOffs' | 'syncs' | 'syncDurationMsTotal'
     >();
+  });
+});
+
+describe('the library source', () => {
+  it("never imports the SDK's EnvironmentWorker or WorkPoller", () => {
+    const srcDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
+    const files = (fs.readdirSync(srcDir, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
+    expect(files.length).toBeGreaterThan(50);
+    const offenders = files.filter((f) => {
+      const text = fs.readFileSync(path.join(srcDir, f), 'utf8');
+      return /from '@anthropic-ai\/sdk\/lib\/environments|\bWorkPoller\b|import\s*\{[^}]*\bEnvironmentWorker\b[^}]*\}\s*from\s*'@anthropic-ai\/sdk/.test(text);
+    });
+    expect(offenders).toEqual([]);
   });
 });
