@@ -6,31 +6,12 @@ import pino from 'pino';
 import { createLogger } from '../internal/logger.js';
 import { startEmulator } from '../testing/index.js';
 import { EnvironmentWorker } from '../worker/environment-worker.js';
-import { expectation, formatExpectations, formatSummaryTable, summaryRow, type Expectation, type StoreSummaryRow } from './summary.js';
-import { emptyStoreTally, tallyWorkerEvents } from './tally.js';
+import { DEMO } from './scenario.js';
+import { formatExpectations, formatSummaryTable, type Expectation, type StoreSummaryRow } from './summary.js';
+import { tallyWorkerEvents } from './tally.js';
+import { demoVerdict } from './verdict.js';
 
-/** The memories the demo starts with, and what the scripted agent and the "Console" write. */
-export const DEMO = {
-  syncIntervalMs: 5_000,
-  prefs: {
-    name: 'User Preferences',
-    memories: {
-      '/tone.md': 'Keep answers short and friendly.\n',
-      '/format/code-style.md': 'Use 2-space indentation.\n',
-      '/scratch.md': 'Temporary note; safe to delete.\n',
-    },
-  },
-  handbook: {
-    name: 'Company Handbook',
-    memories: {
-      '/policies/expenses.md': 'Expenses above 500 EUR need a manager approval.\n',
-      '/welcome.md': 'Welcome to the team!\n',
-    },
-  },
-  newNote: '# Meeting notes\nThe user prefers examples in TypeScript.\n',
-  agentEdit: 'Use 4-space indentation.\n',
-  consoleEdit: 'Use tabs for indentation (edited in the Console).\n',
-} as const;
+export { DEMO } from './scenario.js';
 
 export interface DemoResult {
   ok: boolean;
@@ -127,35 +108,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     await worker.close();
     await running;
 
-    const refusedIn = (dir: string): number =>
-      done.toolResults.filter((r) => r.isError && ['write', 'edit'].includes(r.name) && String((r.input as { file_path?: unknown }).file_path ?? '').startsWith(dir + '/')).length;
-    const rowFor = (id: string, name: string, access: 'read_write' | 'read_only', dir: string): StoreSummaryRow => {
-      const t = tally.stores.get(id);
-      return summaryRow(name, access, t ?? emptyStoreTally(), {
-        refusedToolCalls: refusedIn(dir),
-        folderExists: existsSync(dir),
-        session: tally.session,
-      });
-    };
-    const rows = [rowFor(prefs.id, DEMO.prefs.name, 'read_write', prefsDir), rowFor(handbook.id, DEMO.handbook.name, 'read_only', handbookDir)];
-    const [p, h] = rows as [StoreSummaryRow, StoreSummaryRow];
-    const prefsFinal = emu.memories(prefs.id);
-    const handbookFinal = emu.memories(handbook.id);
-
-    const expectations: Expectation[] = [
-      expectation('the session ran to its end and its work item was stopped', done.status === 'terminated' && done.workStopped, { status: done.status, workStopped: done.workStopped }),
-      expectation('the worker reports the session completed', tally.outcomes.length === 1 && tally.outcomes[0]?.status === 'completed', tally.outcomes.map((o) => o.status)),
-      expectation('User Preferences: every memory was downloaded at mount', p.downloaded >= Object.keys(DEMO.prefs.memories).length, p.downloaded),
-      expectation("User Preferences: the agent's new note was uploaded", prefsFinal['/notes/meeting.md'] === DEMO.newNote && p.uploaded >= 1, { content: prefsFinal['/notes/meeting.md'], uploaded: p.uploaded }),
-      expectation('User Preferences: the Console edit won the conflict with the agent edit', prefsFinal['/format/code-style.md'] === DEMO.consoleEdit && p.conflictsStoreWon >= 1, { content: prefsFinal['/format/code-style.md'], conflicts: p.conflictsStoreWon }),
-      expectation('User Preferences: the deleted note is gone from the store', !('/scratch.md' in prefsFinal) && p.deletes >= 1, { paths: Object.keys(prefsFinal), deletes: p.deletes }),
-      expectation('User Preferences: untouched memories are unchanged', prefsFinal['/tone.md'] === DEMO.prefs.memories['/tone.md'], prefsFinal['/tone.md']),
-      expectation('Company Handbook: the write into the read-only store was refused', h.refusedWrites >= 1, h.refusedWrites),
-      expectation('Company Handbook: the store is unchanged and nothing was uploaded', sameMemories(handbookFinal, DEMO.handbook.memories) && h.uploaded === 0, { memories: handbookFinal, uploaded: h.uploaded }),
-      expectation('both stores were downloaded and their folders removed at the end', rows.every((r) => r.folderRemoved) && h.downloaded >= 2, rows.map((r) => ({ store: r.name, removed: r.folderRemoved }))),
-      expectation('no final flush was cut off at its bound', [...tally.stores.values()].every((t) => t.flushCutOffs === 0), [...tally.stores.values()].map((t) => t.flushCutOffs)),
-    ];
-    const ok = expectations.every((e) => e.ok);
+    const { ok, rows, expectations } = demoVerdict({
+      session: done,
+      tally,
+      prefs: { id: prefs.id, dir: prefsDir, memories: emu.memories(prefs.id), folderExists: existsSync(prefsDir) },
+      handbook: { id: handbook.id, dir: handbookDir, memories: emu.memories(handbook.id), folderExists: existsSync(handbookDir) },
+    });
     out('\n' + formatSummaryTable(rows) + '\n');
     out('checks:\n' + formatExpectations(expectations));
     const durationMs = performance.now() - started;
@@ -166,10 +124,4 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     await emu.close();
     if (!options.keep) await fs.rm(base, { recursive: true, force: true });
   }
-}
-
-function sameMemories(a: Record<string, string>, b: Record<string, string>): boolean {
-  const ka = Object.keys(a).sort();
-  const kb = Object.keys(b).sort();
-  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && a[k] === b[k]);
 }

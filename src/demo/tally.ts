@@ -1,5 +1,7 @@
 import type { WorkerEventMap } from '../worker/events.js';
 
+type FinishReport = NonNullable<WorkerEventMap['sessionEnded'][0]['flush']>;
+
 /** What the worker's events say happened to one store during the demo. */
 export interface StoreTally {
   root: string | undefined;
@@ -24,6 +26,14 @@ export interface DemoTally {
   outcomes: Array<WorkerEventMap['sessionEnded'][0]['outcome']>;
   /** `final` and `flush` durations reported for the whole session (events without a store id), ms. */
   session: { finalMs: number | undefined; flushMs: number | undefined };
+  /** `flushCutOff` events, whole session (the event names no store). */
+  flushCutOffs: number;
+  /** The end-of-session final sync + flush reports carried by `sessionEnded`. */
+  finishes: FinishReport[];
+}
+
+export function emptyDemoTally(): DemoTally {
+  return { claims: 0, stores: new Map(), outcomes: [], session: { finalMs: undefined, flushMs: undefined }, flushCutOffs: 0, finishes: [] };
 }
 
 export function emptyStoreTally(): StoreTally {
@@ -37,7 +47,7 @@ type Emitter = { on<K extends keyof WorkerEventMap>(name: K, listener: (...args:
  * delete, refusal, flush and unmount through `line`. `nameOf` turns a store id into its name.
  */
 export function tallyWorkerEvents(worker: Emitter, nameOf: (storeId: string) => string, line: (text: string) => void): DemoTally {
-  const tally: DemoTally = { claims: 0, stores: new Map(), outcomes: [], session: { finalMs: undefined, flushMs: undefined } };
+  const tally = emptyDemoTally();
   const store = (id: string): StoreTally => {
     let t = tally.stores.get(id);
     if (!t) tally.stores.set(id, (t = emptyStoreTally()));
@@ -87,6 +97,7 @@ export function tallyWorkerEvents(worker: Emitter, nameOf: (storeId: string) => 
     line(`${e.phase.padEnd(9)} ${who}: up ${r.uploads}, down ${r.downloads}, conflicts ${r.conflicts}, deletes ${r.deletes}, refused ${r.refusals} (${Math.round(r.durationMs)} ms)`);
   });
   worker.on('flushCutOff', (e) => {
+    tally.flushCutOffs += 1;
     for (const t of tally.stores.values()) t.flushCutOffs += 1;
     line(`cut-off   ${e.phase} stopped at its ${e.boundMs} ms bound with ${e.pendingUploads} uploads pending`);
   });
@@ -96,6 +107,7 @@ export function tallyWorkerEvents(worker: Emitter, nameOf: (storeId: string) => 
   });
   worker.on('sessionEnded', (e) => {
     tally.outcomes.push(e.outcome);
+    if (e.flush) tally.finishes.push(e.flush);
     line(`end       session ${e.sessionId}: ${e.outcome.status}${e.outcome.error ? ` (${e.outcome.error.message})` : ''}`);
   });
   worker.on('workFailed', (e) => line(`failed    work ${e.workId}: ${e.error.message}`));
