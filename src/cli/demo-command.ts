@@ -1,3 +1,4 @@
+import type { DemoOptions, DemoResult } from '../demo/run-demo.js';
 import type { Command } from './command.js';
 import { EXIT, EXIT_CODE_HELP } from './exit-codes.js';
 import { parseFlags } from './flags.js';
@@ -16,19 +17,28 @@ Flags:
 
 ${EXIT_CODE_HELP}`;
 
-export const demoCommand: Command = {
-  name: 'demo',
-  summary: 'run the demo on the embedded emulator (same as npm run demo)',
-  help: HELP,
-  async run(argv, io) {
-    const { values } = parseFlags('demo', argv, { keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
-    if (values.help) {
-      io.stdout(HELP + '\n');
-      return EXIT.OK;
-    }
-    // Loaded only here, so the other commands never load the emulator.
-    const { runDemo } = await import('../demo/run-demo.js');
-    const result = await runDemo({ out: io.stdout, keep: values.keep ?? false });
-    return result.ok ? EXIT.OK : EXIT.CHECK_FAILED;
-  },
-};
+/** Runs the demo and reports its verdict; the shipped command loads `runDemo` on first use. */
+export type DemoRunner = (options: DemoOptions) => Promise<Pick<DemoResult, 'ok'>>;
+
+// Loaded only here, so the other commands never load the emulator.
+const loadAndRunDemo: DemoRunner = async (options) => (await import('../demo/run-demo.js')).runDemo(options);
+
+/** The `demo` command over `runner`: exit 0 when every outcome is right, 5 when any is wrong. */
+export function createDemoCommand(runner: DemoRunner): Command {
+  return {
+    name: 'demo',
+    summary: 'run the demo on the embedded emulator (same as npm run demo)',
+    help: HELP,
+    async run(argv, io) {
+      const { values } = parseFlags('demo', argv, { keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+      if (values.help) {
+        io.stdout(HELP + '\n');
+        return EXIT.OK;
+      }
+      const result = await runner({ out: io.stdout, keep: values.keep ?? false });
+      return result.ok ? EXIT.OK : EXIT.CHECK_FAILED;
+    },
+  };
+}
+
+export const demoCommand: Command = createDemoCommand(loadAndRunDemo);

@@ -1,8 +1,10 @@
-// `npm run demo`: runs the demo on the embedded emulator and exits non-zero when an outcome is wrong.
-import { runDemo } from './run-demo.js';
+// `npm run demo`: the CLI's `demo` command (same flags, same exit codes: 5 when an outcome is wrong).
+import { runCli } from '../cli/cli.js';
+import { demoCommand } from '../cli/demo-command.js';
+import { processIo } from '../cli/io.js';
 
-runDemo({ out: (text) => void process.stdout.write(text), keep: process.argv.includes('--keep') }).then(
-  (result) => process.exit(result.ok ? 0 : 5),
+runCli(['demo', ...process.argv.slice(2)], processIo(), [demoCommand]).then(
+  (code) => process.exit(code),
   (e: unknown) => {
     process.stderr.write(`demo crashed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);
