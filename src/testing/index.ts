@@ -6,6 +6,9 @@ export { startEmulator, Emulator } from './emulator/emulator.js';
 export type {
   EmulatorOptions,
   CreateSessionOptions,
+  CreateSkillOptions,
+  SessionSkillOptions,
+  SkillHandle,
   SessionResourceOptions,
   SessionOutcome,
   SessionSnapshot,
@@ -17,7 +20,8 @@ export type { RequestRecord } from './emulator/server.js';
 export type { CredentialKind } from './emulator/auth.js';
 export type { EmulatorEvents, EnvironmentType } from './emulator/state.js';
 export type { MemoryObject, MemoryPrefixObject, MemoryStoreObject } from './emulator/model/memory-store.js';
-export type { SessionEvent, SessionStatus, ToolResultRecord, MemoryAccess } from './emulator/model/session.js';
+export type { SessionEvent, SessionStatus, ToolResultRecord, MemoryAccess, AgentSkillReference } from './emulator/model/session.js';
+export type { SkillFiles, SkillVersionObject } from './emulator/model/skill.js';
 export type { WorkState, HeartbeatObject, WorkObject } from './emulator/model/work-queue.js';
 export type { ApiErrorType } from './emulator/errors.js';
 export { signWebhook, generateWebhookSecret, sessionWebhookEvent, postWebhooksTo, type SignedWebhook, type SignOptions, type WebhookEventPayload, type WebhookDelivery, type WebhookPoster, type SessionCreatedSource } from './webhook-signing.js';

@@ -117,3 +117,13 @@ export function requireStoreAccess(
   }
   throw permissionDenied(`a missing or unknown credential may not access memory store ${storeId}`);
 }
+
+/**
+ * Skills routes: the API key, any environment key the emulator issued (skills belong to the
+ * organization), or a sessions token whose session's agent carries the skill.
+ */
+export function requireSkillAccess(principal: Principal, skillId: string, agentSkillIds: (sessionId: string) => readonly string[]): void {
+  if (principal.kind === 'console' || principal.kind === 'environment_key') return;
+  if (principal.kind === 'sessions_token' && principal.sessionId !== undefined && agentSkillIds(principal.sessionId).includes(skillId)) return;
+  throw permissionDenied(`a ${describe(principal)} may not read skill ${skillId}: it is not among the skills of that session's agent`);
+}

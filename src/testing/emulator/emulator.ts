@@ -1,7 +1,8 @@
 import Anthropic, { type ClientOptions } from '@anthropic-ai/sdk';
 import { Faults } from './faults.js';
 import type { MemoryObject, MemoryStoreObject } from './model/memory-store.js';
-import type { MemoryAccess, SessionEvent, SessionStatus, ToolResultRecord } from './model/session.js';
+import type { AgentSkillReference, MemoryAccess, SessionEvent, SessionStatus, ToolResultRecord } from './model/session.js';
+import type { SkillFiles, SkillVersionObject } from './model/skill.js';
 import { encodeWorkSecret, type WorkItem, type WorkState } from './model/work-queue.js';
 import { Router } from './router.js';
 import { environmentRoutes } from './routes/environments.js';
@@ -9,6 +10,7 @@ import { eventRoutes } from './routes/events.js';
 import { memoryRoutes } from './routes/memories.js';
 import { memoryStoreRoutes } from './routes/memory-stores.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { skillRoutes } from './routes/skills.js';
 import { workRoutes } from './routes/work.js';
 import { ScriptPlayer, type ScriptStep, type SessionEnd } from './script.js';
 import { EmulatorServer, type RequestRecord } from './server.js';
@@ -48,9 +50,38 @@ export interface SessionResourceOptions {
   instructions?: string | null;
 }
 
+/** Options of {@link Emulator.createSkill}. */
+export interface CreateSkillOptions {
+  /** The skill's kebab-case slug: the folder it lands in (`<workdir>/skills/<name>`) and the archive's wrapper folder. */
+  name: string;
+  /** Relative path → content of the first version; `SKILL.md` is required. */
+  files: SkillFiles;
+  description?: string;
+  /** Default `custom` (id `skill_…`); `anthropic` skills keep the `skillId` given (e.g. `xlsx`). */
+  type?: 'custom' | 'anthropic';
+  skillId?: string;
+}
+
+/**
+ * One skill on a session's agent: a skill created with {@link Emulator.createSkill} (`skillId`,
+ * optional `version`: a version id, or `'latest'` passed through as is; default the newest version's
+ * id), or inline `{ name, files }`, which creates a new skill for this session.
+ */
+export type SessionSkillOptions = { skillId: string; version?: string } | CreateSkillOptions;
+
+/** What {@link Emulator.createSkill} returns. */
+export interface SkillHandle {
+  skillId: string;
+  /** Id of the version just created (the newest). */
+  versionId: string;
+  version: SkillVersionObject;
+}
+
 /** Options of {@link Emulator.createSession}. */
 export interface CreateSessionOptions {
   resources?: SessionResourceOptions[];
+  /** Skills on the session's agent (`agent.skills[]`). Default none (`[]`). */
+  skills?: SessionSkillOptions[];
   /** What the agent does once a worker opens the event stream. Default `[]`. */
   script?: ScriptStep<Emulator>[];
   /** `false`: the work item carries no `secret` (so no sessions token). Default `true`. */
@@ -186,6 +217,31 @@ export class Emulator {
     return store.toObject();
   }
 
+  /**
+   * Create a skill with a first version. `GET /v1/skills/:id/versions/:version` serves the version
+   * (`latest` resolves to the newest) and `…/content` its files as a ustar archive wrapped in one
+   * `<name>/` folder. Attach it with `createSession({ skills: [{ skillId }] })`.
+   */
+  createSkill(opts: CreateSkillOptions): SkillHandle {
+    const skill = this.#state.createSkill({
+      name: opts.name,
+      ...(opts.type !== undefined ? { type: opts.type } : {}),
+      ...(opts.skillId !== undefined ? { skillId: opts.skillId } : {}),
+    });
+    try {
+      const version = skill.addVersion(opts.files, opts.description ?? '');
+      return { skillId: skill.id, versionId: version.id, version };
+    } catch (e) {
+      this.#state.skills.delete(skill.id);
+      throw e;
+    }
+  }
+
+  /** Add a version to a skill; it becomes `latest`. */
+  addSkillVersion(skillId: string, files: SkillFiles, opts: { description?: string } = {}): SkillVersionObject {
+    return this.#state.skill(skillId).addVersion(files, opts.description ?? '');
+  }
+
   /** `{ '/path': content }` of every memory in the store now (the source of truth). */
   memories(storeId: string): Record<string, string> {
     return this.#state.store(storeId).snapshot();
@@ -229,9 +285,19 @@ export class Emulator {
       ...('mountPath' in r && r.mountPath !== undefined ? { mountPath: r.mountPath } : {}),
       ...(r.instructions !== undefined ? { instructions: r.instructions } : {}),
     }));
+    const skills: AgentSkillReference[] = (opts.skills ?? []).map((s) => {
+      if ('files' in s) {
+        const created = this.createSkill(s);
+        return { skill_id: created.skillId, type: s.type ?? 'custom', version: created.versionId };
+      }
+      const skill = this.#state.skill(s.skillId);
+      if (s.version === 'latest') return { skill_id: skill.id, type: skill.type, version: 'latest' };
+      return skill.reference(s.version ?? 'latest');
+    });
     const { session, work } = this.#state.createSession({
       environmentId: opts.environmentId ?? this.environmentId,
       attachments,
+      skills,
       ...(opts.agentName !== undefined ? { agentName: opts.agentName } : {}),
       ...(opts.metadata !== undefined ? { metadata: opts.metadata } : {}),
       ...(opts.title !== undefined ? { title: opts.title } : {}),
@@ -432,7 +498,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   });
   const env = state.createEnvironment({ name: 'emulator', type: 'self_hosted' });
   const router = new Router();
-  router.add(...workRoutes, ...environmentRoutes, ...sessionRoutes, ...eventRoutes, ...memoryStoreRoutes, ...memoryRoutes);
+  router.add(...workRoutes, ...environmentRoutes, ...sessionRoutes, ...eventRoutes, ...memoryStoreRoutes, ...memoryRoutes, ...skillRoutes);
   const faults = new Faults(options.seed ?? 1);
   const log: RequestRecord[] = [];
   const server = new EmulatorServer({ state, router, faults, latencyMs: options.latencyMs ?? 0, log });

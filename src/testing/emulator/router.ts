@@ -20,6 +20,7 @@ export interface RouteContext {
   headers: Record<string, string>;
 }
 
+/** `body` is JSON-encoded, except a `Buffer`, which is sent as is (set its `content-type` in `headers`). */
 export type RouteResult = { status?: number; body: unknown; headers?: Record<string, string> } | { streamed: true };
 
 export interface Route {

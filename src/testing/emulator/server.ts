@@ -223,15 +223,16 @@ export class EmulatorServer {
     if (session) setTimeout(() => session.hub.cutAll(), 5);
   }
 
+  /** A `Buffer` body is sent as is (its `content-type` from `headers`); anything else as JSON. */
   #send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
     if (res.headersSent || res.destroyed) return;
-    const text = JSON.stringify(body ?? null);
+    const payload = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body ?? null), 'utf8');
     res.writeHead(status, {
+      'content-type': Buffer.isBuffer(body) ? 'application/octet-stream' : 'application/json',
       ...headers,
-      'content-type': 'application/json',
-      'content-length': String(Buffer.byteLength(text)),
+      'content-length': String(payload.length),
     });
-    res.end(text);
+    res.end(payload);
   }
 }
 

@@ -3,7 +3,8 @@ import { CredentialRegistry } from './auth.js';
 import { invalidRequest, notFound } from './errors.js';
 import { isoTime, newId, randomToken } from './ids.js';
 import { DEFAULT_MEMORY_LIMITS, MemoryStore, type MemoryLimits } from './model/memory-store.js';
-import { Session, agentSnapshot, type MemoryAccess, type SessionStoreResource } from './model/session.js';
+import { Session, agentSnapshot, type AgentSkillReference, type MemoryAccess, type SessionStoreResource } from './model/session.js';
+import { Skill } from './model/skill.js';
 import { WorkQueue, type WorkItem } from './model/work-queue.js';
 
 export type EnvironmentType = 'self_hosted' | 'cloud';
@@ -65,6 +66,7 @@ export class EmulatorState {
   readonly environments = new Map<string, EnvironmentRecord>();
   readonly sessions = new Map<string, Session>();
   readonly stores = new Map<string, MemoryStore>();
+  readonly skills = new Map<string, Skill>();
   readonly queue: WorkQueue;
   /** Called once, when a worker credential first opens a session's event stream. */
   readonly #attachHooks = new Map<string, () => void>();
@@ -146,6 +148,20 @@ export class EmulatorState {
     return store;
   }
 
+  /** A new skill (no versions yet). An `anthropic` skill keeps the id it is given (e.g. `xlsx`). */
+  createSkill(init: { name: string; type?: 'custom' | 'anthropic'; skillId?: string }): Skill {
+    if (init.skillId !== undefined && this.skills.has(init.skillId)) throw invalidRequest(`skill ${init.skillId} already exists`);
+    const skill = new Skill(init);
+    this.skills.set(skill.id, skill);
+    return skill;
+  }
+
+  skill(skillId: string): Skill {
+    const skill = this.skills.get(skillId);
+    if (!skill) throw notFound(`skill ${skillId} does not exist`);
+    return skill;
+  }
+
   session(sessionId: string): Session {
     const session = this.sessions.get(sessionId);
     if (!session) throw notFound(`session ${sessionId} does not exist`);
@@ -161,6 +177,8 @@ export class EmulatorState {
     attachments: StoreAttachment[];
     agentId?: string;
     agentName?: string;
+    /** The resolved agent's `skills[]` (concrete versions). Default none. */
+    skills?: AgentSkillReference[];
     metadata?: Record<string, string>;
     title?: string | null;
     secret?: boolean;
@@ -195,7 +213,7 @@ export class EmulatorState {
     const session = new Session({
       environmentId: env.id,
       resources,
-      agent: agentSnapshot(init.agentId ?? newId('agent'), init.agentName ?? 'emulator agent'),
+      agent: agentSnapshot(init.agentId ?? newId('agent'), init.agentName ?? 'emulator agent', init.skills ?? []),
       ...(init.metadata !== undefined ? { metadata: init.metadata } : {}),
       ...(init.title !== undefined ? { title: init.title } : {}),
       keepAliveMs: this.opts.keepAliveMs,

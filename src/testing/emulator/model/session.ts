@@ -134,8 +134,15 @@ export class Session {
   }
 }
 
-/** The resolved agent snapshot a session carries (`agent.skills` is always present). */
-export function agentSnapshot(agentId: string, name: string): Record<string, unknown> {
+/** One entry of the resolved agent's `skills[]`, as the SDK's `BetaManagedAgents{Custom,Anthropic}Skill`. */
+export interface AgentSkillReference {
+  skill_id: string;
+  type: 'custom' | 'anthropic';
+  version: string;
+}
+
+/** The resolved agent snapshot a session carries (`agent.skills` is always present, `[]` by default). */
+export function agentSnapshot(agentId: string, name: string, skills: AgentSkillReference[] = []): Record<string, unknown> {
   return {
     id: agentId,
     type: 'agent',
@@ -146,7 +153,7 @@ export function agentSnapshot(agentId: string, name: string): Record<string, unk
     model: { id: 'claude-sonnet-4-5', speed: 'standard' },
     tools: [{ type: 'agent_toolset_20260401', configs: [], default_config: { enabled: true } }],
     mcp_servers: [],
-    skills: [],
+    skills: skills.map((s) => ({ ...s })),
     multiagent: null,
     execution_identity: null,
   };
