@@ -287,7 +287,12 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
   } catch (e) {
     log.warn({ err: coerceError(e) }, 'skill cleanup failed');
   }
-  if (toolWorkdir !== undefined) await removeIfEmpty(toolWorkdir, log);
+  if (toolWorkdir !== undefined) {
+    // The skills cleanup removes `skills/<name>` but leaves `skills/` itself: without this, every
+    // session with a skill left `<workdir>/sessions/<id>/skills/` behind, and its folder never went.
+    await removeIfEmpty(path.join(toolWorkdir, 'skills'), log);
+    await removeIfEmpty(toolWorkdir, log);
+  }
   if (syncLoop) {
     flush = await boundedFinish(syncLoop, cleanEnd, opts.finalFlushMs, log);
   } else if (mounted) {
