@@ -2,13 +2,14 @@
 // read, a new memory, agent edits, a Console edit conflicting with an agent edit, a local delete,
 // a refused read-only write) run once by the SDK's EnvironmentWorker and once by ours, against
 // separate emulators, leaves the same final store contents and the same tool results — in each of
-// the three deletion modes.
+// the three deletion modes. The agent also has a skill: both workers extract it to
+// <workdir>/skills/<name> before the first tool call (which reads it) and remove it at the end.
 import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { EnvironmentWorker as OfficialWorker } from '@anthropic-ai/sdk/lib/environments/worker';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MemoryDeleteMode } from '../../src/memory/types.js';
-import { harness, type Harness } from './helpers.js';
+import { exists, harness, type Harness } from './helpers.js';
 
 type Which = 'official' | 'ours';
 
@@ -21,12 +22,16 @@ async function runScript(h: Harness, which: Which, deletions: MemoryDeleteMode) 
   const handbook = await emu.createMemoryStore({ name: 'Team Handbook', memories: { '/rules.md': 'be kind' } });
   const prefsDir = path.join(h.mountRoot, 'user-preferences');
   const handbookDir = path.join(h.mountRoot, 'team-handbook');
+  const { skillId } = emu.createSkill({ name: 'house-style', files: { 'SKILL.md': 'Write in short sentences.\n', 'examples/a.md': 'Yes.' } });
+  const skillDir = path.join(h.workdir, 'skills', 'house-style');
   const { sessionId } = await emu.createSession({
+    skills: [{ skillId }],
     resources: [
       { memoryStoreId: prefs.id, access: 'read_write' },
       { memoryStoreId: handbook.id, access: 'read_only' },
     ],
     script: [
+      { tool: 'read', input: { file_path: path.join(skillDir, 'SKILL.md') } },
       { tool: 'read', input: { file_path: path.join(prefsDir, 'tone.md') } },
       { tool: 'write', input: { file_path: path.join(prefsDir, 'ideas/new.md'), content: 'a fresh memory' } },
       { tool: 'edit', input: { file_path: path.join(prefsDir, 'notes/todo.md'), old_string: 'milk', new_string: 'oat milk' } },
@@ -58,6 +63,8 @@ async function runScript(h: Harness, which: Which, deletions: MemoryDeleteMode) 
       prefs: emu.memories(prefs.id),
       handbook: emu.memories(handbook.id),
       results: done.toolResults.map((r) => [r.name, r.isError]),
+      skillRead: done.toolResults[0]!.text.includes('Write in short sentences.'),
+      skillLeft: await exists(skillDir),
       workStopped: done.workStopped,
     };
   } finally {
@@ -95,6 +102,8 @@ describe('parity with the official EnvironmentWorker', () => {
       });
       expect(b.handbook).toEqual({ '/rules.md': 'be kind' });
       expect(b.results.at(-1)).toEqual(['write', true]);
+      expect(b.results[0]).toEqual(['read', false]);
+      expect([b.skillRead, b.skillLeft]).toEqual([true, false]);
       expect(b.workStopped).toBe(true);
     });
   }
