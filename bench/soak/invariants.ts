@@ -39,6 +39,8 @@ export interface SoakObservation {
   copies: ReadonlySet<string>;
   /** Times each tool call (by tool_use id) really ran. */
   toolRuns: ReadonlyMap<string, number>;
+  /** Tool calls whose runs happened in more than one item run of their session (a redelivery ran them again). */
+  toolRunsAcrossItems?: ReadonlySet<string>;
   workItems: Array<{ id: string; acknowledged: boolean; state: string }>;
   unhandledRejections: string[];
   /** Paths left in the mount parent and the per-session tool folders. */
@@ -130,7 +132,8 @@ export function judgeSoak(o: SoakObservation): SoakVerdict {
   for (const [id, runs] of o.toolRuns) {
     if (runs > 1) {
       counts.toolCallsRunTwice++;
-      violations.push(`tool call ${id} ran ${runs} times`);
+      const where = o.toolRunsAcrossItems?.has(id) ? ' (again after its work item was delivered anew)' : '';
+      violations.push(`tool call ${id} ran ${runs} times${where}`);
     }
   }
   for (const item of o.workItems) {

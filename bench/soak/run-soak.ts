@@ -109,6 +109,10 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     }
 
     const toolRuns = new Map<string, number>();
+    // Which item run (one tools-factory call per run) executed each tool call, to tell a re-run
+    // after a redelivery from a second run inside one item.
+    const toolRunOwners = new Map<string, number[]>();
+    let itemRuns = 0;
     worker = new EnvironmentWorker({
       client: new Anthropic({ apiKey: emu.apiKey, baseURL: emu.baseURL, timeout: 15_000, maxRetries: 2, logLevel: 'off' }),
       environmentId: emu.environmentId,
@@ -119,7 +123,10 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       memorySyncIntervalMs: 5_000,
       finalFlushMs: 8_000,
       logger,
-      tools: (ctx) => betaAgentToolset20260401(ctx).map((t) => countRuns(t, toolRuns)),
+      tools: (ctx) => {
+        const run = ++itemRuns;
+        return betaAgentToolset20260401(ctx).map((t) => countRuns(t, toolRuns, toolRunOwners, run));
+      },
     });
 
     // What the agent had on disk when each item's run ended: read right before the folders go.
@@ -201,6 +208,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       agentWrites,
       copies,
       toolRuns,
+      toolRunsAcrossItems: new Set([...toolRunOwners].filter(([, o]) => new Set(o).size > 1).map(([id]) => id)),
       workItems: emu.workItems().map((w) => ({ id: w.id, acknowledged: w.acknowledged, state: w.state })),
       unhandledRejections: rejections,
       leftovers,
@@ -337,10 +345,13 @@ async function waitForSessions(emu: Emulator, sessions: SoakSession[], opts: Soa
 }
 
 /** Wrap a tool so every real run is counted by its tool_use id. */
-function countRuns(tool: BetaRunnableTool, runs: Map<string, number>): BetaRunnableTool {
+function countRuns(tool: BetaRunnableTool, runs: Map<string, number>, owners: Map<string, number[]>, itemRun: number): BetaRunnableTool {
   const run = (args: unknown, context?: BetaToolRunContext): ReturnType<BetaRunnableTool['run']> => {
     const id = context?.toolUse?.id;
-    if (id !== undefined) runs.set(id, (runs.get(id) ?? 0) + 1);
+    if (id !== undefined) {
+      runs.set(id, (runs.get(id) ?? 0) + 1);
+      owners.set(id, [...(owners.get(id) ?? []), itemRun]);
+    }
     return tool.run(args, context);
   };
   return new Proxy(tool, {
