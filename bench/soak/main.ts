@@ -36,6 +36,7 @@ const result = await runSoak({
   progress: (line) => process.stdout.write(`  ${line}\n`),
 });
 process.stdout.write(`\n${formatSoakTable(result.stats, result.verdict)}\n\n`);
+for (const f of result.stats.itemFailures) process.stdout.write(`failed item ${f}\n`);
 for (const v of result.verdict.violations) process.stdout.write(`VIOLATION ${v}\n`);
 if (result.keptAt) process.stdout.write(`kept: ${result.keptAt} (mounts, state folder, worker.log)\n`);
 const ok = result.verdict.violations.length === 0;

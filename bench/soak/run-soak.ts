@@ -58,6 +58,8 @@ export interface SoakStats {
   deletes: number;
   flushCutOffs: number;
   copies: number;
+  /** Why each failed item failed (not an invariant: a failed item must only lose nothing). */
+  itemFailures: string[];
 }
 
 export interface SoakResult {
@@ -151,8 +153,10 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     });
     worker.on('flushCutOff', (e) => readDisk(e.workId));
     const failedSessions = new Set<string>();
+    const itemFailures: string[] = [];
     worker.on('workFailed', (e) => {
       if (e.sessionId) failedSessions.add(e.sessionId);
+      itemFailures.push(`${e.workId}: ${e.error.message}`);
     });
 
     const faults = addFaults(emu);
@@ -214,7 +218,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       leftovers,
       unfinished,
     });
-    const stats = collectStats(emu, worker, sessions.length, endedByFailure, faults, copyFiles.length, performance.now() - started);
+    const stats = collectStats(emu, worker, sessions.length, endedByFailure, faults, copyFiles.length, itemFailures, performance.now() - started);
     keepBase ||= verdict.violations.length > 0;
     return { verdict, stats, keptAt: keepBase ? base : undefined };
   } finally {
@@ -280,7 +284,7 @@ async function createSessions(emu: Emulator, plans: SessionPlan[], mountRoot: st
 interface SoakFaults {
   all: FaultHandle[];
   streamDrops: FaultHandle;
-  leaseLost: FaultHandle;
+  leaseLost: FaultHandle[];
 }
 
 /**
@@ -297,7 +301,7 @@ function addFaults(emu: Emulator): SoakFaults {
     all.push(h);
     return h;
   };
-  add({ route: memory, status: 503, rate: 0.08 });
+  add({ route: memory, status: 503, rate: 0.09 });
   add({ route: memory, status: 429, rate: 0.05 });
   add({ route: work, status: 503, rate: 0.08 });
   add({ route: work, status: 429, rate: 0.05 });
@@ -305,10 +309,13 @@ function addFaults(emu: Emulator): SoakFaults {
   add({ route: work, dropResponse: true, rate: 0.03 });
   const streamDrops = add({ route: /^POST \/v1\/sessions\/[^/]+\/events$/, dropStream: true, rate: 0.05 });
   const leaseLost = add({ route: /\/heartbeat$/, leaseLost: true, rate: 0.02 });
+  // At least one lease loss and one hung heartbeat in every run, however short.
+  const firstLeaseLost = add({ route: /\/heartbeat$/, leaseLost: true, skip: 6, times: 1 });
   add({ route: /\/heartbeat$/, hang: true, rate: 0.01 });
+  add({ route: /\/heartbeat$/, hang: true, skip: 3, times: 1 });
   add({ route: /^POST \/v1\/memory_stores\/[^/]+\/memories/, hang: true, rate: 0.01, times: 3 });
   add({ route: /^GET \/v1\/sessions\/[^/]+$/, hang: true, rate: 0.05, times: 2 });
-  return { all, streamDrops, leaseLost };
+  return { all, streamDrops, leaseLost: [leaseLost, firstLeaseLost] };
 }
 
 /**
@@ -416,6 +423,7 @@ function collectStats(
   endedByFailure: number,
   faults: SoakFaults,
   copies: number,
+  itemFailures: string[],
   durationMs: number,
 ): SoakStats {
   const requests = emu.requests;
@@ -446,7 +454,8 @@ function collectStats(
     lostResponses: requests.filter((r) => r.fault === 'dropResponse').length,
     hangs: requests.filter((r) => r.fault === 'hang').length,
     streamDrops: faults.streamDrops.hits,
-    leaseLossesInjected: faults.leaseLost.hits,
+    leaseLossesInjected: faults.leaseLost.reduce((n, h) => n + h.hits, 0),
+    itemFailures,
     toolCalls,
     resultsPostedTwice: postedTwice,
     uploads: m.uploads,
