@@ -142,7 +142,7 @@ export function judgeSoak(o: SoakObservation): SoakVerdict {
       violations.push(`work item ${item.id} was acknowledged and is left ${item.state}, not stopped`);
     }
   }
-  for (const r of o.unhandledRejections) violations.push(`unhandled rejection: ${r}`);
+  for (const r of o.unhandledRejections) violations.push(`unhandled: ${r}`);
   for (const p of o.leftovers) violations.push(`left behind: ${p}`);
   for (const s of o.unfinished) violations.push(`session never ended: ${s}`);
   return { counts, violations };

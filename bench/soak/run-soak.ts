@@ -92,6 +92,12 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     rejections.push(reason instanceof Error ? `${reason.name}: ${reason.message}` : String(reason));
   };
   process.on('unhandledRejection', onRejection);
+  // An error nobody handles (an 'error' event without a listener) would end the soak's process:
+  // count it as a broken invariant and go on, so the run still reports everything else.
+  const onUncaught = (err: Error): void => {
+    rejections.push(`uncaught ${err.name}: ${err.message}`);
+  };
+  process.on('uncaughtException', onUncaught);
 
   const emu = await startEmulator({ mountRoot, leaseTtlSeconds: 4, reclaimOlderThanMs: 2_000, seed: opts.seed });
   const logFile = path.join(base, 'worker.log');
@@ -223,6 +229,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     return { verdict, stats, keptAt: keepBase ? base : undefined };
   } finally {
     process.off('unhandledRejection', onRejection);
+    process.off('uncaughtException', onUncaught);
     await worker?.close().catch(() => undefined);
     await emu.close();
     if (!keepBase) await fsp.rm(base, { recursive: true, force: true });

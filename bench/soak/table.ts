@@ -28,7 +28,7 @@ export function formatSoakTable(stats: SoakStats, verdict: SoakVerdict): string 
     ['invariant', 'memories duplicated or misplaced', String(c.duplicated)],
     ['invariant', 'tool calls run twice', String(c.toolCallsRunTwice)],
     ['invariant', 'acknowledged items not stopped', String(c.stranded)],
-    ['invariant', 'unhandled rejections', String(c.unhandledRejections)],
+    ['invariant', 'unhandled rejections and errors', String(c.unhandledRejections)],
     ['invariant', 'folders left behind', String(c.leftBehind)],
     ['invariant', 'sessions that never ended', String(c.unfinished)],
   ];

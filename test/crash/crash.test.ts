@@ -34,6 +34,8 @@ interface CaseResult {
   /** What stopped the case before its checks, if anything. */
   harnessError?: string;
   folderAtKill: boolean;
+  /** For a kill around unmount: how far the removal had got. */
+  unmountState?: 'intact' | 'partly removed' | 'gone';
   editsAtKill: number;
   toStore: number;
   replacedOnStore: number;
@@ -115,8 +117,10 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   const result: CaseResult = { kill, folderAtKill: false, editsAtKill: 0, toStore: 0, replacedOnStore: 0, asCopy: 0, lost: [], pathLeft: false, duplicates: [] };
   const root = path.join(lane.mnt, `crash-${kill.index}`);
   const seeded: Record<string, string> = { '/probe.md': 'probe\n' };
-  const seededCount = kill.phase === 'download' || kill.phase === 'unmount' ? 60 : 4;
+  // Three download pages to hang in; many top-level files for the unmount to be caught removing.
+  const seededCount = kill.phase === 'download' ? 60 : 4;
   for (let m = 0; m < seededCount; m++) seeded[`/seeded/m${String(m).padStart(2, '0')}.md`] = `seeded ${m}\n`;
+  if (kill.phase === 'unmount') for (let m = 0; m < 120; m++) seeded[`/u${String(m).padStart(3, '0')}.md`] = `seeded ${m}\n`;
   const store = await emu.createMemoryStore({ name: `crash ${kill.index}`, memories: seeded });
   const memoriesRoute = new RegExp(`^GET /v1/memory_stores/${store.id}/memories$`);
   const uploadRoute = new RegExp(`^POST /v1/memory_stores/${store.id}/memories`);
@@ -164,18 +168,33 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
     edit: () => until(() => reached, 20_000, 'the edits'),
     uploads: () => until(() => (rule?.hits ?? 0) >= 1, 20_000, 'the hung upload'),
     final: () => until(() => (rule?.hits ?? 0) >= 1, 20_000, 'the hung final upload'),
-    unmount: () =>
-      child.waitFor((e) => e.event === 'synced' && e.sessionId === sessionId && e.phase === 'flush' && e.storeId === undefined, 20_000, 'the flush before unmount').then(() => {}),
+    // The first removal of a file nobody else touches (probe.md, uNNN.md) is the unmount at work.
+    unmount: async () => {
+      await child.waitFor((e) => e.event === 'mounted' && e.sessionId === sessionId, 20_000, 'the mount');
+      await new Promise<void>((resolve, reject) => {
+        const watcher = fs.watch(root, (type, name) => {
+          if (type === 'rename' && name !== null && /^(u\d+|probe)\.md$/.test(String(name))) done();
+        });
+        const timer = setTimeout(() => done(new Error('no removal seen within 20000 ms')), 20_000);
+        const done = (err?: Error): void => {
+          clearTimeout(timer);
+          watcher.close();
+          if (err) reject(err);
+          else resolve();
+        };
+      });
+    },
   };
   try {
     await trigger[kill.phase]();
   } catch (e) {
     result.harnessError = (e as Error).message;
   }
-  if (kill.delayMs > 0) await new Promise((r) => setTimeout(r, kill.delayMs));
+  if (kill.delayMs > 0 && kill.phase !== 'unmount') await new Promise((r) => setTimeout(r, kill.delayMs));
   await child.kill();
   rule?.remove();
   result.folderAtKill = fs.existsSync(root);
+  if (kill.phase === 'unmount') result.unmountState = unmountState(root);
   const atKill = taggedFiles(root);
   result.editsAtKill = Object.keys(atKill).length;
 
@@ -228,12 +247,21 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   return result;
 }
 
+function unmountState(root: string): 'intact' | 'partly removed' | 'gone' {
+  if (!fs.existsSync(root)) return 'gone';
+  const names = new Set(fs.readdirSync(root));
+  const all = names.has('.anthropic-memory-store') && names.has('probe.md') && Array.from({ length: 120 }, (_, m) => `u${String(m).padStart(3, '0')}.md`).every((n) => names.has(n));
+  return all ? 'intact' : 'partly removed';
+}
+
 function tally(rs: CaseResult[]): string {
   const lines: string[] = [];
   const phases = ['download', 'edit', 'uploads', 'final', 'unmount'];
   lines.push(`crash test: seed ${SEED}, ${rs.length} kills`);
   lines.push(`kill points: ${rs.map((r) => `${r.kill.index}:${r.kill.phase}(w${r.kill.writes},s${r.kill.skip},+${r.kill.delayMs}ms)`).join(' ')}`);
   lines.push(`kills per phase: ${phases.map((p) => `${p} ${rs.filter((r) => r.kill.phase === p).length}`).join(', ')}`);
+  const states = ['intact', 'partly removed', 'gone'] as const;
+  lines.push(`unmount kills found the folder: ${states.map((st) => `${st} ${rs.filter((r) => r.unmountState === st).length}`).join(', ')}`);
   const sum = (f: (r: CaseResult) => number): number => rs.reduce((n, r) => n + f(r), 0);
   lines.push(
     `edits on disk at the kill: ${sum((r) => r.editsAtKill)}; recovered to store ${sum((r) => r.toStore)}, ` +

@@ -127,7 +127,7 @@ describe('judgeSoak', () => {
       description: 'unhandled rejections, leftovers and unfinished sessions are each reported',
       over: { unhandledRejections: ['Error: boom'], leftovers: ['/mnt/x'], unfinished: ['sesn_9'] },
       counts: { unhandledRejections: 1, leftBehind: 1, unfinished: 1 },
-      violations: [/unhandled rejection: Error: boom/, /left behind: \/mnt\/x/, /session never ended: sesn_9/],
+      violations: [/unhandled: Error: boom/, /left behind: \/mnt\/x/, /session never ended: sesn_9/],
     },
   ];
 

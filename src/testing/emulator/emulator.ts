@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import Anthropic, { type ClientOptions } from '@anthropic-ai/sdk';
 import { Faults } from './faults.js';
 import type { MemoryObject, MemoryStoreObject, MemoryWrite } from './model/memory-store.js';
@@ -170,6 +171,8 @@ export class Emulator {
     this.environmentId = init.environmentId;
     this.environmentKey = init.state.environment(init.environmentId).key;
     this.apiKey = init.state.consoleKey;
+    // Every scripted agent waiting for a result listens here; dozens at once are no leak.
+    setMaxListeners(0, this.#stop.signal);
   }
 
   /** An SDK client on `baseURL` with the console credential (logging off unless overridden). */
