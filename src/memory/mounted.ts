@@ -90,7 +90,9 @@ export class MountedStore {
   async writeJournal(): Promise<void> {
     const j = this.#journal;
     if (j === undefined) return;
-    const text = serializeSyncState(this.#state);
+    // The generation alone moves on every sync: not a change worth a write (a pending delete read
+    // back from an older generation only waits one sync longer).
+    const text = serializeSyncState({ ...this.#state, generation: 0 });
     if (text === this.#journaled) return;
     await j.journal.write({
       version: 1,
