@@ -1,7 +1,7 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import type Anthropic from '@anthropic-ai/sdk';
-import { ConfigError, coerceError } from '../errors.js';
+import { coerceError } from '../errors.js';
 import { combineSignals, isAbortError } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
@@ -18,11 +18,17 @@ import { defaultStateDir } from './state-dir.js';
 import { cloneSyncState, completeGeneration } from './sync-state.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
 
-/** Default and minimum sync interval (M11). */
-export const SYNC_INTERVAL_DEFAULT_MS = 15_000;
-export const SYNC_INTERVAL_MIN_MS = 5_000;
-/** Default bound of the final sync and flush together (M7). */
-export const FINAL_FLUSH_DEFAULT_MS = 30_000;
+export {
+  MEMORY_SYNC_INTERVAL_DEFAULT_MS as SYNC_INTERVAL_DEFAULT_MS,
+  MEMORY_SYNC_INTERVAL_MIN_MS as SYNC_INTERVAL_MIN_MS,
+  FINAL_FLUSH_DEFAULT_MS,
+} from './options.js';
+import {
+  FINAL_FLUSH_DEFAULT_MS,
+  MEMORY_DELETE_AFTER_DEFAULT_MS as DELETE_AFTER_DEFAULT_MS,
+  MEMORY_SYNC_INTERVAL_DEFAULT_MS as SYNC_INTERVAL_DEFAULT_MS,
+  checkMemoryOptions,
+} from './options.js';
 
 export interface SyncLoopOptions {
   /** Client whose credential may write the session's stores (the work item's sessions token). */
@@ -35,6 +41,17 @@ export interface SyncLoopOptions {
   deletions?: MemoryDeleteMode;
   /** Bound of the final sync and the flush together, in ms. Default 30 000. */
   finalFlushMs?: number;
+  /**
+   * Least time (ms, monotonic) a file must have been gone, and a later sync must confirm it, before
+   * its memory is deleted in the store. Default 30 000. The final sync waives it.
+   */
+  deleteAfterMs?: number;
+  /**
+   * Which local deletions the final sync carries out: `all` (default), or only those an earlier
+   * sync already saw (`corroborated`; recovering a leftover).
+   * @internal
+   */
+  finalDeletes?: 'all' | 'corroborated';
   logger?: Logger;
   /** Where conflict copies go (`<stateDir>/conflicts/…`). Default `<os.tmpdir()>/managed-agents-worker`; set a persistent folder in production. */
   stateDir?: string;
@@ -97,6 +114,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   readonly #intervalMs: number;
   readonly #deletions: MemoryDeleteMode;
   readonly #finalFlushMs: number;
+  readonly #deleteAfterMs: number;
+  readonly #finalDeletes: 'all' | 'corroborated';
   readonly #concurrency: number;
   readonly #conflicts: ConflictCopies;
   #lastSyncAt: number;
@@ -111,22 +130,17 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   constructor(opts: SyncLoopOptions) {
     super();
     const intervalMs = opts.intervalMs ?? SYNC_INTERVAL_DEFAULT_MS;
-    if (!Number.isFinite(intervalMs) || intervalMs < SYNC_INTERVAL_MIN_MS) {
-      throw new ConfigError(
-        `intervalMs (${intervalMs}) must be at least ${SYNC_INTERVAL_MIN_MS} ms; raise it, or turn memory off with memorySyncIntervalMs: null`,
-        [`intervalMs: expected a number >= ${SYNC_INTERVAL_MIN_MS}, got ${intervalMs}`],
-      );
-    }
     const finalFlushMs = opts.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS;
-    if (!Number.isFinite(finalFlushMs) || finalFlushMs <= 0) {
-      throw new ConfigError(`finalFlushMs (${finalFlushMs}) must be a positive number of ms`, [
-        `finalFlushMs: expected a number > 0, got ${finalFlushMs}`,
-      ]);
-    }
+    checkMemoryOptions(
+      { memorySyncIntervalMs: intervalMs, finalFlushMs, ...(opts.deleteAfterMs !== undefined ? { memoryDeleteAfterMs: opts.deleteAfterMs } : {}) },
+      'SyncLoop options',
+    );
     this.#mounted = opts.mounted;
     this.#intervalMs = intervalMs;
     this.#finalFlushMs = finalFlushMs;
     this.#deletions = opts.deletions ?? 'enabled';
+    this.#deleteAfterMs = opts.deleteAfterMs ?? DELETE_AFTER_DEFAULT_MS;
+    this.#finalDeletes = opts.finalDeletes ?? 'all';
     this.#concurrency = Math.max(1, Math.floor(opts.concurrency ?? 16));
     this.#clock = opts.clock ?? monotonicClock;
     this.#log = resolveLogger(opts.logger).child({ component: 'memory-sync', sessionId: opts.mounted.sessionId });
@@ -291,7 +305,16 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       const listed = await e.remote.listBasic(signal);
       const { remote, byRel } = this.#remoteView(e, listed);
       e.state = releaseResolvedPathConflicts(e.state, remote);
-      const plan = planSync({ state: e.state, local: scan.entries, remote, deletions: this.#deletions, phase });
+      const plan = planSync({
+        state: e.state,
+        local: scan.entries,
+        remote,
+        deletions: this.#deletions,
+        phase,
+        nowMs: this.#clock.now(),
+        deleteAfterMs: this.#deleteAfterMs,
+        finalDeletes: this.#finalDeletes,
+      });
       if (plan.wiped) log.warn('the folder was emptied; downloading the store again instead of deleting its memories');
       if (plan.actions.some(isRemoteWrite) && !(await this.#markerValid(e))) {
         // The marker went away between the scan and the uploads: push and delete nothing (M9).

@@ -222,7 +222,11 @@ export function applyOutcome(input: StoreSyncState, action: SyncAction, outcome:
       if (existing !== undefined && existing.baseSha === action.baseSha) return state;
       return {
         ...state,
-        pendingDeletes: withEntry(state.pendingDeletes, path, { sinceGeneration: state.generation, baseSha: action.baseSha }),
+        pendingDeletes: withEntry(state.pendingDeletes, path, {
+          sinceGeneration: state.generation,
+          baseSha: action.baseSha,
+          ...(action.atMs !== undefined ? { sinceMs: action.atMs } : {}),
+        }),
       };
     }
 

@@ -218,6 +218,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
             workdir: opts.workdir,
             stateDir: opts.stateDir,
             deletions: opts.memorySyncDeletions,
+            deleteAfterMs: opts.memoryDeleteAfterMs,
           });
           detachMemoryEvents.push(forwardMemoryEvents(mounter, deps, emit, work.id, sessionId));
           step = `mounting the memory stores of session ${sessionId}`;
@@ -230,6 +231,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
             intervalMs: opts.memorySyncIntervalMs as number,
             deletions: opts.memorySyncDeletions,
             finalFlushMs: opts.finalFlushMs,
+            deleteAfterMs: opts.memoryDeleteAfterMs,
             logger: log,
             stateDir: opts.stateDir,
           });
