@@ -1,30 +1,34 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import type Anthropic from '@anthropic-ai/sdk';
-import { ConfigError, coerceError } from '../errors.js';
+import { coerceError } from '../errors.js';
 import { combineSignals, isAbortError } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
-import { ConflictCopies, conflictStamp, defaultStateDir } from './conflict-copies.js';
+import { ConflictCopies, conflictStamp } from './conflict-copies.js';
 import { emptyReport, executePlan } from './executor.js';
-import { LocalDir } from './local-dir.js';
 import { scanLocal, type LocalScan } from './local-scan.js';
 import { MARKER_FILE_NAME, isValidMarker, markerContent } from './marker.js';
-import { runtimeOf, type StoreRuntime } from './mount-runtime.js';
 import type { MountedSession, MountedStore } from './mounted.js';
 import { groupCaseCollisions, remotePathToRel } from './paths.js';
 import { isRemoteWrite, planSync, type RemoteEntry, type SyncPhase } from './plan.js';
 import { RemoteStore, isPathConflictReason, type RemoteMemory } from './remote-store.js';
 import { safeEmit } from './safe-emit.js';
-import { StatCache } from './stat-cache.js';
+import { defaultStateDir } from './state-dir.js';
 import { cloneSyncState, completeGeneration } from './sync-state.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
 
-/** Default and minimum sync interval (M11). */
-export const SYNC_INTERVAL_DEFAULT_MS = 15_000;
-export const SYNC_INTERVAL_MIN_MS = 5_000;
-/** Default bound of the final sync and flush together (M7). */
-export const FINAL_FLUSH_DEFAULT_MS = 30_000;
+export {
+  MEMORY_SYNC_INTERVAL_DEFAULT_MS as SYNC_INTERVAL_DEFAULT_MS,
+  MEMORY_SYNC_INTERVAL_MIN_MS as SYNC_INTERVAL_MIN_MS,
+  FINAL_FLUSH_DEFAULT_MS,
+} from './options.js';
+import {
+  FINAL_FLUSH_DEFAULT_MS,
+  MEMORY_DELETE_AFTER_DEFAULT_MS as DELETE_AFTER_DEFAULT_MS,
+  MEMORY_SYNC_INTERVAL_DEFAULT_MS as SYNC_INTERVAL_DEFAULT_MS,
+  checkMemoryOptions,
+} from './options.js';
 
 export interface SyncLoopOptions {
   /** Client whose credential may write the session's stores (the work item's sessions token). */
@@ -37,6 +41,17 @@ export interface SyncLoopOptions {
   deletions?: MemoryDeleteMode;
   /** Bound of the final sync and the flush together, in ms. Default 30 000. */
   finalFlushMs?: number;
+  /**
+   * Least time (ms, monotonic) a file must have been gone, and a later sync must confirm it, before
+   * its memory is deleted in the store. Default 30 000. The final sync waives it.
+   */
+  deleteAfterMs?: number;
+  /**
+   * Which local deletions the final sync carries out: `all` (default), or only those an earlier
+   * sync already saw (`corroborated`; recovering a leftover).
+   * @internal
+   */
+  finalDeletes?: 'all' | 'corroborated';
   logger?: Logger;
   /** Where conflict copies go (`<stateDir>/conflicts/…`). Default `<os.tmpdir()>/managed-agents-worker`; set a persistent folder in production. */
   stateDir?: string;
@@ -64,7 +79,6 @@ export interface FinishReport {
 
 interface StoreEntry {
   store: MountedStore;
-  rt: StoreRuntime;
   remote: RemoteStore;
   state: StoreSyncState;
   blockedPulls: Map<string, string>;
@@ -100,6 +114,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   readonly #intervalMs: number;
   readonly #deletions: MemoryDeleteMode;
   readonly #finalFlushMs: number;
+  readonly #deleteAfterMs: number;
+  readonly #finalDeletes: 'all' | 'corroborated';
   readonly #concurrency: number;
   readonly #conflicts: ConflictCopies;
   #lastSyncAt: number;
@@ -114,38 +130,24 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   constructor(opts: SyncLoopOptions) {
     super();
     const intervalMs = opts.intervalMs ?? SYNC_INTERVAL_DEFAULT_MS;
-    if (!Number.isFinite(intervalMs) || intervalMs < SYNC_INTERVAL_MIN_MS) {
-      throw new ConfigError(
-        `intervalMs (${intervalMs}) must be at least ${SYNC_INTERVAL_MIN_MS} ms; raise it, or turn memory off with memorySyncIntervalMs: null`,
-        [`intervalMs: expected a number >= ${SYNC_INTERVAL_MIN_MS}, got ${intervalMs}`],
-      );
-    }
     const finalFlushMs = opts.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS;
-    if (!Number.isFinite(finalFlushMs) || finalFlushMs <= 0) {
-      throw new ConfigError(`finalFlushMs (${finalFlushMs}) must be a positive number of ms`, [
-        `finalFlushMs: expected a number > 0, got ${finalFlushMs}`,
-      ]);
-    }
+    checkMemoryOptions(
+      { memorySyncIntervalMs: intervalMs, finalFlushMs, ...(opts.deleteAfterMs !== undefined ? { memoryDeleteAfterMs: opts.deleteAfterMs } : {}) },
+      'SyncLoop options',
+    );
     this.#mounted = opts.mounted;
     this.#intervalMs = intervalMs;
     this.#finalFlushMs = finalFlushMs;
     this.#deletions = opts.deletions ?? 'enabled';
+    this.#deleteAfterMs = opts.deleteAfterMs ?? DELETE_AFTER_DEFAULT_MS;
+    this.#finalDeletes = opts.finalDeletes ?? 'all';
     this.#concurrency = Math.max(1, Math.floor(opts.concurrency ?? 16));
     this.#clock = opts.clock ?? monotonicClock;
     this.#log = resolveLogger(opts.logger).child({ component: 'memory-sync', sessionId: opts.mounted.sessionId });
     this.#conflicts = new ConflictCopies(opts.stateDir ?? defaultStateDir());
-    const runtime = runtimeOf(opts.mounted);
     this.#entries = opts.mounted.stores.map((store) => {
-      const rt: StoreRuntime = runtime?.stores.get(store) ?? {
-        dir: new LocalDir(store.root),
-        cache: new StatCache(),
-        caseInsensitive: false,
-        log: this.#log.child({ memory_store_id: store.storeId }),
-        warnedSkips: new Set(),
-      };
       return {
         store,
-        rt,
         remote: new RemoteStore(opts.client, store.storeId, { requestTimeoutMs: opts.requestTimeoutMs }),
         state: cloneSyncState(store.state),
         blockedPulls: new Map(),
@@ -214,7 +216,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   }
 
   #closed(): boolean {
-    return this.#disposed || this.#finishing !== undefined || runtimeOf(this.#mounted)?.disposed === true;
+    return this.#disposed || this.#finishing !== undefined || this.#mounted.disposed;
   }
 
   #due(): boolean {
@@ -280,7 +282,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   async #syncStore(e: StoreEntry, phase: SyncPhase, signal: AbortSignal, stamp: string): Promise<SyncReport> {
     const started = this.#clock.now();
     const report = emptyReport();
-    const log = e.rt.log;
+    const log = e.store.log;
     e.notSaved = [];
     try {
       if (this.#isDisposed()) return report;
@@ -294,7 +296,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         // downloaded again and nothing is deleted in the store, whatever the baseline's size.
         e.state = { ...e.state, baseline: {}, pendingDeletes: {}, refused: {} };
       }
-      const scan = await scanLocal(e.rt.dir, e.rt.cache, { exclude: new Set(Object.keys(e.state.shadowed)), concurrency: this.#concurrency });
+      const scan = await scanLocal(e.store.dir, e.store.cache, { exclude: new Set(Object.keys(e.state.shadowed)), concurrency: this.#concurrency });
       log.debug({ phase, files: scan.entries.size, filesRead: scan.filesRead }, 'local scan done');
       this.#warnSkipped(e, scan);
       if (phase === 'flush' && !hasLocalChanges(e.state, scan)) return report;
@@ -303,7 +305,16 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       const listed = await e.remote.listBasic(signal);
       const { remote, byRel } = this.#remoteView(e, listed);
       e.state = releaseResolvedPathConflicts(e.state, remote);
-      const plan = planSync({ state: e.state, local: scan.entries, remote, deletions: this.#deletions, phase });
+      const plan = planSync({
+        state: e.state,
+        local: scan.entries,
+        remote,
+        deletions: this.#deletions,
+        phase,
+        nowMs: this.#clock.now(),
+        deleteAfterMs: this.#deleteAfterMs,
+        finalDeletes: this.#finalDeletes,
+      });
       if (plan.wiped) log.warn('the folder was emptied; downloading the store again instead of deleting its memories');
       if (plan.actions.some(isRemoteWrite) && !(await this.#markerValid(e))) {
         // The marker went away between the scan and the uploads: push and delete nothing (M9).
@@ -314,8 +325,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       const result = await executePlan(
         {
           storeId: e.store.storeId,
-          dir: e.rt.dir,
-          cache: e.rt.cache,
+          dir: e.store.dir,
+          cache: e.store.cache,
           remote: e.remote,
           log,
           conflicts: this.#conflicts,
@@ -343,6 +354,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         log.warn({ err: coerceError(err), phase }, 'memory sync of this store failed; retried next sync');
       }
     }
+    // The journal follows every sync that changed the state (a no-op write is skipped).
+    if (!this.#isDisposed() || e.state !== e.store.state) await e.store.commit(e.state);
     report.durationMs = this.#clock.now() - started;
     safeEmit(this, log, 'synced', { storeId: e.store.storeId, report: { ...report }, phase });
     return report;
@@ -353,7 +366,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
    * or marker gone and empty) is re-created with its marker and downloaded again by the plan.
    */
   async #checkFolder(e: StoreEntry, phase: SyncPhase): Promise<'ok' | 'rebuilt' | 'skip'> {
-    const { dir, log } = e.rt;
+    const { dir, log } = e.store;
     const rootPresent = await dir.rootExists();
     if (!rootPresent) {
       const st = await fsp.lstat(dir.root).catch(() => undefined);
@@ -385,14 +398,14 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   }
 
   async #markerValid(e: StoreEntry): Promise<boolean> {
-    const marker = await e.rt.dir.readMarker().catch(() => undefined);
+    const marker = await e.store.dir.readMarker().catch(() => undefined);
     return marker !== undefined && isValidMarker(marker, e.store.storeId);
   }
 
   #markerProblem(e: StoreEntry, problem: string): 'skip' {
     if (e.markerWarned !== problem) {
       e.markerWarned = problem;
-      e.rt.log.warn(
+      e.store.log.warn(
         { root: e.store.root },
         `${problem}; this folder is not synced (nothing uploaded, nothing deleted) until the marker holds "version 1\\n${e.store.storeId}" again`,
       );
@@ -405,7 +418,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     const byRel = new Map<string, RemoteMemory>();
     const shadowed: Record<string, { reason: string }> = {};
     const keepShadow = (key: string, reason: string): void => {
-      if (!Object.hasOwn(e.state.shadowed, key)) e.rt.log.warn({ path: key, reason }, 'memory not materialised; never synced from this folder');
+      if (!Object.hasOwn(e.state.shadowed, key)) e.store.log.warn({ path: key, reason }, 'memory not materialised; never synced from this folder');
       shadowed[key] = e.state.shadowed[key] ?? { reason };
     };
     for (const m of listed) {
@@ -414,7 +427,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       else if (Object.hasOwn(e.state.shadowed, check.rel)) keepShadow(check.rel, e.state.shadowed[check.rel]!.reason);
       else byRel.set(check.rel, m);
     }
-    if (e.rt.caseInsensitive) {
+    if (e.store.caseInsensitive) {
       // Baseline paths are what the folder holds: they win against newcomers of another case.
       const known = [...byRel.keys()].filter((p) => Object.hasOwn(e.state.baseline, p));
       const fresh = [...byRel.keys()].filter((p) => !Object.hasOwn(e.state.baseline, p));
@@ -435,14 +448,14 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   #warnSkipped(e: StoreEntry, scan: LocalScan): void {
     for (const s of scan.skipped) {
       const key = `${s.kind}:${s.rel}`;
-      if (e.rt.warnedSkips.has(key)) continue;
-      e.rt.warnedSkips.add(key);
-      e.rt.log.warn({ path: s.rel, kind: s.kind }, 'not a regular file; skipped, never opened and never synced');
+      if (e.store.warnedSkips.has(key)) continue;
+      e.store.warnedSkips.add(key);
+      e.store.log.warn({ path: s.rel, kind: s.kind }, 'not a regular file; skipped, never opened and never synced');
     }
   }
 
   #isDisposed(): boolean {
-    return this.#disposed || runtimeOf(this.#mounted)?.disposed === true;
+    return this.#disposed || this.#mounted.disposed;
   }
 
   async #finish(opts: { clean: boolean; signal?: AbortSignal }): Promise<FinishReport> {
@@ -490,18 +503,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
 
     this.#disposed = true;
     // A sync that outlived the unwind wait above can no longer write, create or remove anything.
-    for (const e of this.#entries) e.rt.dir.dispose();
-    const runtime = runtimeOf(this.#mounted);
-    let removed: string[] = [];
-    let kept: string[] = [];
-    if (runtime) {
-      ({ removed, kept } = await runtime.unmount());
-    } else {
-      await this.#mounted.unmount();
-      removed = [...this.#mounted.roots];
-    }
-    for (const root of kept) safeEmit(this, this.#log, 'unmounted', { storeId: this.#storeIdOf(root), root, removed: false });
-    for (const root of removed) safeEmit(this, this.#log, 'unmounted', { storeId: this.#storeIdOf(root), root, removed: true });
+    for (const e of this.#entries) e.store.dir.dispose();
+    const { removed, kept } = await this.#mounted.unmount();
     return { ...(final ? { final } : {}), flush, cutOff, pendingUploads: notSaved.length, durationMs: this.#clock.now() - started, removed, kept };
   }
 
@@ -515,7 +518,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     for (const e of this.#entries) {
       if (e.store.access === 'read_only') continue;
       try {
-        const scan = await scanLocal(e.rt.dir, e.rt.cache, { exclude: new Set(Object.keys(e.state.shadowed)) });
+        const scan = await scanLocal(e.store.dir, e.store.cache, { exclude: new Set(Object.keys(e.state.shadowed)) });
         for (const [rel, entry] of scan.entries) {
           if (entry.kind !== 'file') continue;
           if (e.state.baseline[rel]?.sha === entry.sha) continue;
@@ -535,9 +538,9 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     const copies: string[] = [];
     for (const { e, rel } of unsaved) {
       try {
-        copies.push(await this.#conflicts.save(e.rt.dir, e.store.storeId, rel, stamp));
+        copies.push(await this.#conflicts.save(e.store.dir, e.store.storeId, rel, stamp));
       } catch (err) {
-        e.rt.log.warn({ path: rel, err: coerceError(err) }, 'could not keep a copy of an unsaved local change; it is removed with the folder');
+        e.store.log.warn({ path: rel, err: coerceError(err) }, 'could not keep a copy of an unsaved local change; it is removed with the folder');
       }
     }
     return copies;

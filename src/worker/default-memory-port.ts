@@ -4,5 +4,5 @@ import type { MemoryPort } from './memory-port.js';
 /** Binds the worker to the memory core in `src/memory/`. */
 export const defaultMemoryPort: MemoryPort = {
   mounter: (opts) => new MemoryMounter(opts),
-  syncLoop: (opts) => new SyncLoop(opts as ConstructorParameters<typeof SyncLoop>[0]),
+  syncLoop: (opts) => new SyncLoop(opts as unknown as ConstructorParameters<typeof SyncLoop>[0]),
 };

@@ -23,11 +23,11 @@ export interface MountedSessionView {
   stores: MountedStoreView[];
   roots: string[];
   readOnlyRoots: string[];
-  unmount(): Promise<void>;
+  unmount(): Promise<unknown>;
 }
 
 export interface MounterView extends EventEmitter<MemoryEventMap> {
-  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal }): Promise<MountedSessionView>;
+  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal; workId?: string }): Promise<MountedSessionView>;
 }
 
 export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHooks {
@@ -35,13 +35,21 @@ export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHook
 }
 
 export interface MemoryPort {
-  mounter(opts: { client: Anthropic; logger: Logger; workdir: string; stateDir?: string | undefined }): MounterView;
+  mounter(opts: {
+    client: Anthropic;
+    logger: Logger;
+    workdir: string;
+    stateDir?: string | undefined;
+    deletions?: MemoryDeleteMode;
+    deleteAfterMs?: number;
+  }): MounterView;
   syncLoop(opts: {
     client: Anthropic;
     mounted: MountedSessionView;
     intervalMs: number;
     deletions: MemoryDeleteMode;
     finalFlushMs: number;
+    deleteAfterMs?: number;
     logger: Logger;
     stateDir?: string | undefined;
   }): SyncLoopView;
