@@ -23,9 +23,9 @@ export interface KillPoint {
 }
 
 /** `count` kill points, every phase about as often, in a seeded random order with seeded parameters. */
-export function planKills(seed: number, count: number): KillPoint[] {
+export function planKills(seed: number, count: number, only: readonly Phase[] = PHASES): KillPoint[] {
   const random = createPrng(seed);
-  const phases: Phase[] = Array.from({ length: count }, (_, i) => PHASES[i % PHASES.length]!);
+  const phases: Phase[] = Array.from({ length: count }, (_, i) => only[i % only.length]!);
   for (let i = phases.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [phases[i], phases[j]] = [phases[j]!, phases[i]!];
