@@ -21,7 +21,7 @@ const SEED = Number(process.env['CRASH_SEED'] ?? 7);
 const KILLS = Number(process.env['CRASH_KILLS'] ?? 30);
 /** CRASH_PHASES=download,unmount: only these phases (to reproduce one kind of kill). */
 const ONLY = process.env['CRASH_PHASES']?.split(',').filter(Boolean);
-const LANES = 5;
+const LANES = 6;
 
 interface Lane {
   index: number;
@@ -78,6 +78,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(lanes.map((l) => l.child?.stop()));
+  if (process.env['CRASH_DUMP']) for (const l of lanes) fs.writeFileSync(path.join(os.tmpdir(), `crash-lane${l.index}.log`), l.child?.stderr ?? '');
   await emu?.close();
   if (base) await fsp.rm(base, { recursive: true, force: true });
 });
