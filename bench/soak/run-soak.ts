@@ -197,11 +197,14 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       current: emu.memories(st.storeId),
       history: emu.memoryHistory(st.storeId).map((w) => ({ op: w.op, path: w.path, content: w.content })),
     }));
-    const copyFiles = await allFiles(stateDir);
+    // The journal (one entry per mounted folder) is no copy; an entry left after its folder went is a leftover.
+    const journalDir = path.join(stateDir, 'journal');
+    const copyFiles = (await allFiles(stateDir)).filter((f) => !f.startsWith(`${journalDir}${path.sep}`));
     const copies = new Set(await Promise.all(copyFiles.map((f) => fsp.readFile(f, 'utf8').catch(() => ''))));
     const leftovers = [
       ...(await fsp.readdir(mountRoot)).map((n) => path.join(mountRoot, n)),
       ...(await fsp.readdir(path.join(workdir, 'sessions')).catch(() => [])).map((n) => path.join(workdir, 'sessions', n)),
+      ...(await allFiles(journalDir)).map((f) => `journal entry ${f}`),
     ];
     const unfinished = sessions
       .filter((s) => {

@@ -47,6 +47,8 @@ interface CaseResult {
   /** Why the redelivered item or the new session could not use the path, if it could not. */
   blocked?: string;
   pathLeft: boolean;
+  /** Journal entries still naming the path after the new session ended. */
+  journalLeft: number;
   duplicates: string[];
   /** Seconds from the case's start to the kill, to the first session's end, to the new session's end. */
   timings: string;
@@ -120,7 +122,7 @@ async function sessionSettles(sessionId: string, lane: Lane, timeoutMs: number):
 const content = (kill: KillPoint, n: number): string => `${CRASH_TAG}k${kill.index}-w${n}\nwritten by the agent before kill ${kill.index}\n`;
 
 async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
-  const result: CaseResult = { kill, folderAtKill: false, editsAtKill: 0, toStore: 0, replacedOnStore: 0, asCopy: 0, lost: [], pathLeft: false, duplicates: [], timings: '' };
+  const result: CaseResult = { kill, folderAtKill: false, editsAtKill: 0, toStore: 0, replacedOnStore: 0, asCopy: 0, lost: [], pathLeft: false, journalLeft: 0, duplicates: [], timings: '' };
   const t0 = Date.now();
   const mark = (): string => ((Date.now() - t0) / 1000).toFixed(1);
   const root = path.join(lane.mnt, `crash-${kill.index}`);
@@ -236,6 +238,9 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   }
   result.timings = `kill ${killedAt} s, redelivered item done ${firstAt} s, new session done ${mark()} s`;
 
+  // A journal entry never outlives its folder.
+  result.journalLeft = journalEntriesFor(lane.stateDir, root);
+
   // Every edit on disk at the kill: in the store, replaced in the store after reaching it, or copied.
   const current = emu.memories(store.id);
   const history = emu.memoryHistory(store.id);
@@ -262,6 +267,19 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   return result;
 }
 
+function journalEntriesFor(stateDir: string, root: string): number {
+  const dir = path.join(stateDir, 'journal');
+  let n = 0;
+  for (const name of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+    try {
+      if ((JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')) as { root?: unknown }).root === root) n++;
+    } catch {
+      /* a temp file or a torn write: not an entry */
+    }
+  }
+  return n;
+}
+
 function unmountState(root: string): 'intact' | 'partly removed' | 'gone' {
   if (!fs.existsSync(root)) return 'gone';
   const names = new Set(fs.readdirSync(root));
@@ -284,6 +302,7 @@ function tally(rs: CaseResult[]): string {
   );
   lines.push(
     `path blocked after restart: ${rs.filter((r) => r.blocked).length}; path left after the new session: ${rs.filter((r) => r.pathLeft).length}; ` +
+      `journal entries left: ${sum((r) => r.journalLeft)}; ` +
       `duplicates: ${sum((r) => r.duplicates.length)}; harness errors: ${rs.filter((r) => r.harnessError).length}`,
   );
   for (const r of rs) {
@@ -291,6 +310,7 @@ function tally(rs: CaseResult[]): string {
       ...(r.harnessError ? [`harness: ${r.harnessError.split('\n', 1)[0]}`] : []),
       ...(r.blocked ? [`blocked: ${r.blocked}`] : []),
       ...(r.pathLeft ? ['path left'] : []),
+      ...(r.journalLeft > 0 ? [`${r.journalLeft} journal entry left`] : []),
       ...r.lost.map((l) => `lost ${l}`),
       ...r.duplicates.map((d) => `duplicate ${d}`),
     ];
@@ -323,6 +343,7 @@ describe('a worker killed with SIGKILL', () => {
     expect(results.flatMap((r) => r.lost.map((l) => `kill ${r.kill.index} (${r.kill.phase}): ${l}`))).toEqual([]);
     expect(results.filter((r) => r.blocked).map((r) => `kill ${r.kill.index} (${r.kill.phase}): ${r.blocked}`)).toEqual([]);
     expect(results.filter((r) => r.pathLeft).map((r) => r.kill.index)).toEqual([]);
+    expect(results.filter((r) => r.journalLeft > 0).map((r) => r.kill.index)).toEqual([]);
     expect(results.flatMap((r) => r.duplicates)).toEqual([]);
   });
 });
