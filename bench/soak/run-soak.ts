@@ -33,7 +33,7 @@ export interface SoakOptions {
   progress?: (line: string) => void;
 }
 
-export const SOAK_DEFAULTS: SoakOptions = { sessions: 200, seed: 1, concurrency: 16, maxSleepMs: 6_000, deadlineMs: 900_000 };
+export const SOAK_DEFAULTS: SoakOptions = { sessions: 200, seed: 1, concurrency: 16, maxSleepMs: 6_000, deadlineMs: 600_000 };
 
 /** What was injected and what happened, for the table. */
 export interface SoakStats {
@@ -58,6 +58,9 @@ export interface SoakStats {
   deletes: number;
   flushCutOffs: number;
   copies: number;
+  /** Files whose last change was the agent deleting them, and how many of those the store still holds at the end (no Console write to them). */
+  agentDeletes: number;
+  agentDeletesNotApplied: number;
   /** Why each failed item failed (not an invariant: a failed item must only lose nothing). */
   itemFailures: string[];
 }
@@ -172,7 +175,9 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     await worker.close();
     await running;
 
-    // The agent's last version of every file it wrote and did not delete afterwards.
+    // The agent's last version of every file it wrote and did not delete afterwards, and the files
+    // whose last change was the agent deleting them.
+    const deletesByAgent: Array<{ storeId: string; path: string }> = [];
     for (const s of sessions) {
       const last = new Map<string, { storeId: string; path: string; content: string | undefined }>();
       for (const r of emu.session(s.sessionId).toolResults) {
@@ -189,6 +194,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       }
       for (const v of last.values()) {
         if (v.content !== undefined) edits.push({ storeId: v.storeId, path: v.path, content: v.content, sessionId: s.sessionId });
+        else deletesByAgent.push({ storeId: v.storeId, path: v.path });
       }
     }
 
@@ -227,7 +233,17 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       leftovers,
       unfinished,
     });
+    // A delete is honoured when the memory is gone at the end, unless the Console wrote that path
+    // (then the store's version rightly comes back).
+    let deletesKept = 0;
+    for (const d of deletesByAgent) {
+      const p = `/${d.path}`;
+      const consoleWrote = emu.memoryHistory(d.storeId).some((w) => w.path === p && w.content?.startsWith('console edit'));
+      if (!consoleWrote && emu.memories(d.storeId)[p] !== undefined) deletesKept++;
+    }
     const stats = collectStats(emu, worker, sessions.length, endedByFailure, faults, copyFiles.length, itemFailures, performance.now() - started);
+    stats.agentDeletes = deletesByAgent.length;
+    stats.agentDeletesNotApplied = deletesKept;
     keepBase ||= verdict.violations.length > 0;
     return { verdict, stats, keptAt: keepBase ? base : undefined };
   } finally {
@@ -337,6 +353,7 @@ async function waitForSessions(emu: Emulator, sessions: SoakSession[], opts: Soa
   const deadline = performance.now() + opts.deadlineMs;
   const archived = new Set<string>();
   let reported = 0;
+  let lastReportAt = performance.now();
   for (;;) {
     const items = emu.workItems();
     let open = 0;
@@ -352,9 +369,19 @@ async function waitForSessions(emu: Emulator, sessions: SoakSession[], opts: Soa
       }
     }
     const done = sessions.length - open;
+    const elapsedS = ((performance.now() - deadline + opts.deadlineMs) / 1000).toFixed(0);
     if (opts.progress && done >= reported + Math.max(1, Math.ceil(sessions.length / 10))) {
       reported = done;
-      opts.progress(`${done}/${sessions.length} sessions ended (${((performance.now() - deadline + opts.deadlineMs) / 1000).toFixed(0)} s)`);
+      lastReportAt = performance.now();
+      opts.progress(`${done}/${sessions.length} sessions ended (${elapsedS} s)`);
+    } else if (opts.progress && performance.now() - lastReportAt > 30_000) {
+      // Say what the stragglers wait for.
+      lastReportAt = performance.now();
+      const waiting = sessions
+        .filter((s) => emu.session(s.sessionId).status !== 'terminated' || items.some((w) => w.sessionId === s.sessionId && w.state !== 'stopped'))
+        .slice(0, 5)
+        .map((s) => `${s.sessionId}: ${emu.session(s.sessionId).scriptProgress}; items ${items.filter((w) => w.sessionId === s.sessionId).map((w) => w.state).join(',')}`);
+      opts.progress(`${done}/${sessions.length} sessions ended (${elapsedS} s); waiting for ${waiting.join(' | ')}`);
     }
     if (open === 0 || performance.now() > deadline) return archived.size;
     await new Promise((r) => setTimeout(r, 250));
@@ -466,6 +493,8 @@ function collectStats(
     streamDrops: faults.streamDrops.hits,
     leaseLossesInjected: faults.leaseLost.reduce((n, h) => n + h.hits, 0),
     itemFailures,
+    agentDeletes: 0,
+    agentDeletesNotApplied: 0,
     toolCalls,
     resultsPostedTwice: postedTwice,
     uploads: m.uploads,
