@@ -186,6 +186,32 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     }
   }
 
+  /**
+   * Send the deletions the previous session of this store confirmed but could not send, before the
+   * download: each with the sha the memory held then as precondition (a memory changed since is
+   * kept and downloaded). One that fails for a transient reason stays carried for the next mount.
+   */
+  async #sendCarriedDeletes(spec: StoreSpec, remote: RemoteStore, signal: AbortSignal, log: Logger): Promise<void> {
+    if (this.#deletions !== 'enabled' || spec.access !== 'read_write') return;
+    const carried = await this.#journal.carriedDeletes(spec.storeId);
+    const entries = Object.entries(carried);
+    if (entries.length === 0) return;
+    const remaining: typeof carried = {};
+    for (const [rel, d] of entries) {
+      const r = await remote.delete(d.id, d.sha, signal);
+      if (r.ok) {
+        log.info({ path: rel }, 'memory deleted in the store: a deletion the previous session of this store confirmed but could not send');
+        safeEmit(this, log, 'deleted', { storeId: spec.storeId, path: rel, side: 'remote' });
+      } else if (r.failure === 'precondition') {
+        log.warn({ path: rel }, 'a deletion carried from the previous session was not sent: the memory changed in the store since; it is kept');
+      } else {
+        remaining[rel] = d;
+        log.warn({ path: rel, reason: r.reason }, 'a deletion carried from the previous session failed; the next mount of this store retries it');
+      }
+    }
+    await this.#journal.settleCarried(spec.storeId, remaining);
+  }
+
   #specFor(r: MemoryStoreResource): StoreSpec {
     const name = r.name || r.memory_store_id;
     const access: MemoryAccess = r.access === 'read_only' ? 'read_only' : 'read_write';
@@ -323,6 +349,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const baseline: Record<string, BaselineEntry> = {};
     const shadowed: Record<string, { reason: string }> = {};
     const remote = new RemoteStore(this.#client, spec.storeId, { requestTimeoutMs: this.#timeoutMs });
+    await this.#sendCarriedDeletes(spec, remote, signal, log);
     const limit = pLimit(this.#concurrency);
     const writes: Promise<void>[] = [];
 

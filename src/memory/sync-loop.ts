@@ -357,6 +357,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
           disposed: () => this.#isDisposed(),
           emit: (event, ...args) => safeEmit(this, log, event, ...args),
           blockedPulls: e.blockedPulls,
+          lastPass: phase !== 'sync',
         },
         e.state,
         plan,
@@ -370,7 +371,10 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         log.debug({ phase }, 'memory sync aborted (or outlived the unmount)');
       } else {
         report.errors++;
-        log.warn({ err: coerceError(err), phase }, 'memory sync of this store failed; retried next sync');
+        log.warn(
+          { err: coerceError(err), phase },
+          phase === 'sync' ? 'memory sync of this store failed; retried next sync' : 'memory sync of this store failed at the end; what differs is copied out',
+        );
       }
     }
     // The journal follows every sync that changed the state (a no-op write is skipped).
@@ -530,6 +534,10 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       );
     }
 
+    // Deletions this clean end confirmed but could not send (cut off, failed) go to the next
+    // session of the store, which sends them first; nothing promised is dropped.
+    if (opts.clean) await this.#carryPendingDeletes();
+
     this.#disposed = true;
     // A sync that outlived the unwind wait above can no longer write, create or remove anything.
     for (const e of this.#entries) e.store.dir.dispose();
@@ -545,6 +553,35 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       removed,
       kept,
     };
+  }
+
+  async #carryPendingDeletes(): Promise<void> {
+    if (this.#deletions !== 'enabled') return;
+    for (const e of this.#entries) {
+      if (e.store.access !== 'read_write') continue;
+      // At a clean end every synced file still gone is a confirmed deletion (the final sync waives
+      // the wait); one the final sync sent is out of the baseline already. Anything that is there
+      // in any form (a FIFO, an unreadable entry) is not gone. A folder emptied whole is a wipe,
+      // never a mass deletion.
+      const carried: Record<string, { id: string; sha: string }> = {};
+      const baseline = Object.entries(e.state.baseline);
+      for (const [rel, base] of baseline) {
+        if (Object.hasOwn(e.state.refused, rel)) continue;
+        const gone = await e.store.dir.lstat(rel).then((st) => st === undefined, () => false);
+        if (gone) carried[rel] = { id: base.id, sha: base.sha };
+      }
+      const wiped = baseline.length > 1 && Object.keys(carried).length === baseline.length;
+      if (Object.keys(carried).length === 0 || wiped) continue;
+      try {
+        await e.store.carryDeletes(carried);
+        e.store.log.warn(
+          { paths: Object.keys(carried) },
+          `${Object.keys(carried).length} local deletion(s) not sent before the end; the next session of this store sends them first`,
+        );
+      } catch (err) {
+        e.store.log.warn({ paths: Object.keys(carried), err: coerceError(err) }, 'could not record the deletions not sent; the memories stay in the store');
+      }
+    }
   }
 
   /**

@@ -117,3 +117,31 @@ describe('files that differ from the store at the end', () => {
     expect(end.removed).toEqual([r.root]);
   });
 });
+
+describe('deletions the final sync could not send', () => {
+  it('are carried into the next session of the store, which sends them before its download', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'a', '/b.md': 'b', '/c.md': 'c' } });
+    const first = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const log = captureLogger();
+    const mounted = await new MemoryMounter({ client: first.client, logger: log.logger, stateDir: h.stateDir }).mount(first.session);
+    const loop = new SyncLoop({ client: first.client, mounted, logger: log.logger, stateDir: h.stateDir, finalFlushMs: 1_000 });
+    await fsp.rm(path.join(mounted.roots[0]!, 'a.md'));
+    await fsp.rm(path.join(mounted.roots[0]!, 'b.md'));
+    const hang = h.emu.faults.add({ method: 'DELETE', hang: true });
+    const end = await loop.finish({ clean: true });
+    hang.remove();
+    expect(end.cutOff).toBe(true);
+    expect(Object.keys(h.emu.memories(store.id)).sort()).toEqual(['/a.md', '/b.md', '/c.md']);
+    expect(log.warnings().some((m) => /2 local deletion\(s\) not sent before the end; the next session of this store sends them first/.test(m))).toBe(true);
+
+    // Meanwhile b.md changes in the Console: its carried deletion must not go through.
+    h.emu.putMemory(store.id, '/b.md', 'b changed in the Console');
+    const next = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const again = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    expect(h.emu.memories(store.id)).toEqual({ '/b.md': 'b changed in the Console', '/c.md': 'c' });
+    expect(await readTree(again.roots[0]!)).toEqual({ 'b.md': 'b changed in the Console', 'c.md': 'c' });
+    await again.unmount();
+    // Sent once: a third session finds nothing carried.
+    expect(fs.readdirSync(path.join(h.stateDir, 'carried-deletes'))).toEqual([]);
+  });
+});
