@@ -536,7 +536,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
 
     // Deletions this clean end confirmed but could not send (cut off, failed) go to the next
     // session of the store, which sends them first; nothing promised is dropped.
-    if (opts.clean) await this.#carryPendingDeletes();
+    if (opts.clean && this.#finalDeletes === 'all') await this.#carryPendingDeletes();
 
     this.#disposed = true;
     // A sync that outlived the unwind wait above can no longer write, create or remove anything.
