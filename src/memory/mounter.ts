@@ -32,6 +32,9 @@ import { parseMarker } from './marker.js';
 export { MountedSession, MountedStore } from './mounted.js';
 export { slug } from './store-root.js';
 
+/** Default interval of the progress line of a mount still downloading. */
+export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
+
 /** Most memory stores one session may attach (M1). */
 export const MAX_STORES_PER_SESSION = 8;
 
@@ -67,6 +70,8 @@ export interface MemoryMounterOptions {
    * @internal
    */
   downloadVia?: 'list-full' | 'retrieve';
+  /** How often a mount still downloading logs its progress and emits `mountProgress`, in ms. Default 5 000. */
+  progressIntervalMs?: number;
   /** @internal */
   clock?: Clock;
   /**
@@ -119,6 +124,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #stateDir: string;
   readonly #deletions: MemoryDeleteMode;
   readonly #deleteAfterMs: number | undefined;
+  readonly #progressIntervalMs: number;
   #owner: Promise<OwnerIdentity> | undefined;
 
   constructor(opts: MemoryMounterOptions) {
@@ -136,6 +142,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#journal = new Journal(this.#stateDir);
     this.#deletions = opts.deletions ?? 'enabled';
     this.#deleteAfterMs = opts.deleteAfterMs;
+    this.#progressIntervalMs = Math.max(100, opts.progressIntervalMs ?? MOUNT_PROGRESS_INTERVAL_DEFAULT_MS);
   }
 
   async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal; workId?: string } = {}): Promise<MountedSession> {
@@ -396,6 +403,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       else schedule(m, check.rel);
     };
 
+    // A long download says how far it got every few seconds, so a slow mount is not a silent one.
+    const progress = setInterval(() => {
+      const memories = Object.keys(baseline).length;
+      const elapsedMs = this.#clock.now() - started;
+      log.info({ root: spec.root, memories, elapsedMs }, 'memory store still downloading');
+      safeEmit(this, log, 'mountProgress', { storeId: spec.storeId, root: spec.root, memories, elapsedMs });
+    }, this.#progressIntervalMs);
+    progress.unref();
     try {
       if (this.#downloadVia === 'retrieve') {
         const listed = await remote.listBasic(signal);
@@ -421,6 +436,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       // Let writes already started finish before the caller removes the folder.
       await Promise.allSettled(writes);
       throw toMountError(spec, e, signal);
+    } finally {
+      clearInterval(progress);
     }
     if (signal.aborted) throw toMountError(spec, signal.reason, signal);
 
