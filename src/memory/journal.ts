@@ -3,7 +3,7 @@ import { constants as fsc } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import type { OwnerIdentity } from './owner.js';
-import { ensureStateSubdir, syncDir, writeFileDurable } from './state-dir.js';
+import { ensureStateSubdir, safeSegment, syncDir, writeFileDurable } from './state-dir.js';
 import { parseSyncState } from './sync-state.js';
 import type { MemoryAccess, StoreSyncState } from './types.js';
 
@@ -32,6 +32,14 @@ export interface JournalEntry {
 }
 
 const JOURNAL_FOLDER = 'journal';
+const CARRIED_FOLDER = 'carried-deletes';
+
+/**
+ * Local deletions a session confirmed at its end but could not send (the bound cut the final sync
+ * off, or the request failed), by store-relative path: the memory id and the sha it must still
+ * hold. The next mount of that store sends them first, with that sha as precondition.
+ */
+export type CarriedDeletes = Record<string, { id: string; sha: string }>;
 
 function fileNameFor(root: string): string {
   return `${createHash('sha256').update(path.resolve(root)).digest('hex').slice(0, 32)}.json`;
@@ -132,6 +140,44 @@ export class Journal {
       }
     }
     return out;
+  }
+
+  /** Add `deletes` to the carried deletions of `storeId`. */
+  async carryDeletes(storeId: string, deletes: CarriedDeletes): Promise<void> {
+    if (Object.keys(deletes).length === 0) return;
+    const folder = await ensureStateSubdir(this.stateDir, [CARRIED_FOLDER]);
+    const merged = { ...(await this.carriedDeletes(storeId)), ...deletes };
+    await writeFileDurable(path.join(folder, `${safeSegment(storeId)}.json`), `${JSON.stringify({ storeId, deletes: merged })}\n`);
+  }
+
+  /** The carried deletions of `storeId` (empty when none or unreadable). */
+  async carriedDeletes(storeId: string): Promise<CarriedDeletes> {
+    try {
+      const value = JSON.parse(await readNoFollow(path.join(this.stateDir, CARRIED_FOLDER, `${safeSegment(storeId)}.json`))) as {
+        storeId?: unknown;
+        deletes?: Record<string, { id?: unknown; sha?: unknown }>;
+      };
+      if (value.storeId !== storeId || typeof value.deletes !== 'object' || value.deletes === null) return {};
+      const out: CarriedDeletes = {};
+      for (const [rel, d] of Object.entries(value.deletes)) {
+        if (typeof d?.id === 'string' && typeof d.sha === 'string') out[rel] = { id: d.id, sha: d.sha };
+      }
+      return out;
+    } catch {
+      return {};
+    }
+  }
+
+  /** Replace the carried deletions of `storeId` with `remaining` (removing the file when empty). */
+  async settleCarried(storeId: string, remaining: CarriedDeletes): Promise<void> {
+    const file = path.join(this.stateDir, CARRIED_FOLDER, `${safeSegment(storeId)}.json`);
+    if (Object.keys(remaining).length > 0) {
+      await writeFileDurable(file, `${JSON.stringify({ storeId, deletes: remaining })}\n`);
+      return;
+    }
+    await fsp.unlink(file).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'ENOENT') throw e;
+    });
   }
 
   async remove(root: string): Promise<void> {

@@ -2,7 +2,7 @@ import * as fsp from 'node:fs/promises';
 import { coerceError } from '../errors.js';
 import type { Clock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
-import { toJournalState, type Journal } from './journal.js';
+import { toJournalState, type CarriedDeletes, type Journal } from './journal.js';
 import type { LocalDir } from './local-dir.js';
 import { isValidMarker } from './marker.js';
 import type { OwnerIdentity } from './owner.js';
@@ -107,6 +107,11 @@ export class MountedStore {
       writtenAt: new Date().toISOString(),
     });
     this.#journaled = text;
+  }
+
+  /** Hand local deletions this session could not send to the next session of the store. */
+  async carryDeletes(deletes: CarriedDeletes): Promise<void> {
+    await this.#journal?.journal.carryDeletes(this.storeId, deletes);
   }
 
   async removeJournal(): Promise<void> {

@@ -32,6 +32,9 @@ import { parseMarker } from './marker.js';
 export { MountedSession, MountedStore } from './mounted.js';
 export { slug } from './store-root.js';
 
+/** Default interval of the progress line of a mount still downloading. */
+export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
+
 /** Most memory stores one session may attach (M1). */
 export const MAX_STORES_PER_SESSION = 8;
 
@@ -67,6 +70,8 @@ export interface MemoryMounterOptions {
    * @internal
    */
   downloadVia?: 'list-full' | 'retrieve';
+  /** How often a mount still downloading logs its progress and emits `mountProgress`, in ms. Default 5 000. */
+  progressIntervalMs?: number;
   /** @internal */
   clock?: Clock;
   /**
@@ -119,6 +124,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #stateDir: string;
   readonly #deletions: MemoryDeleteMode;
   readonly #deleteAfterMs: number | undefined;
+  readonly #progressIntervalMs: number;
   #owner: Promise<OwnerIdentity> | undefined;
 
   constructor(opts: MemoryMounterOptions) {
@@ -136,6 +142,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#journal = new Journal(this.#stateDir);
     this.#deletions = opts.deletions ?? 'enabled';
     this.#deleteAfterMs = opts.deleteAfterMs;
+    this.#progressIntervalMs = Math.max(100, opts.progressIntervalMs ?? MOUNT_PROGRESS_INTERVAL_DEFAULT_MS);
   }
 
   async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal; workId?: string } = {}): Promise<MountedSession> {
@@ -184,6 +191,32 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       signal.removeEventListener('abort', onAbort);
       dispose();
     }
+  }
+
+  /**
+   * Send the deletions the previous session of this store confirmed but could not send, before the
+   * download: each with the sha the memory held then as precondition (a memory changed since is
+   * kept and downloaded). One that fails for a transient reason stays carried for the next mount.
+   */
+  async #sendCarriedDeletes(spec: StoreSpec, remote: RemoteStore, signal: AbortSignal, log: Logger): Promise<void> {
+    if (this.#deletions !== 'enabled' || spec.access !== 'read_write') return;
+    const carried = await this.#journal.carriedDeletes(spec.storeId);
+    const entries = Object.entries(carried);
+    if (entries.length === 0) return;
+    const remaining: typeof carried = {};
+    for (const [rel, d] of entries) {
+      const r = await remote.delete(d.id, d.sha, signal);
+      if (r.ok) {
+        log.info({ path: rel }, 'memory deleted in the store: a deletion the previous session of this store confirmed but could not send');
+        safeEmit(this, log, 'deleted', { storeId: spec.storeId, path: rel, side: 'remote' });
+      } else if (r.failure === 'precondition') {
+        log.warn({ path: rel }, 'a deletion carried from the previous session was not sent: the memory changed in the store since; it is kept');
+      } else {
+        remaining[rel] = d;
+        log.warn({ path: rel, reason: r.reason }, 'a deletion carried from the previous session failed; the next mount of this store retries it');
+      }
+    }
+    await this.#journal.settleCarried(spec.storeId, remaining);
   }
 
   #specFor(r: MemoryStoreResource): StoreSpec {
@@ -323,6 +356,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const baseline: Record<string, BaselineEntry> = {};
     const shadowed: Record<string, { reason: string }> = {};
     const remote = new RemoteStore(this.#client, spec.storeId, { requestTimeoutMs: this.#timeoutMs });
+    await this.#sendCarriedDeletes(spec, remote, signal, log);
     const limit = pLimit(this.#concurrency);
     const writes: Promise<void>[] = [];
 
@@ -369,6 +403,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       else schedule(m, check.rel);
     };
 
+    // A long download says how far it got every few seconds, so a slow mount is not a silent one.
+    const progress = setInterval(() => {
+      const memories = Object.keys(baseline).length;
+      const elapsedMs = this.#clock.now() - started;
+      log.info({ root: spec.root, memories, elapsedMs }, 'memory store still downloading');
+      safeEmit(this, log, 'mountProgress', { storeId: spec.storeId, root: spec.root, memories, elapsedMs });
+    }, this.#progressIntervalMs);
+    progress.unref();
     try {
       if (this.#downloadVia === 'retrieve') {
         const listed = await remote.listBasic(signal);
@@ -394,6 +436,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       // Let writes already started finish before the caller removes the folder.
       await Promise.allSettled(writes);
       throw toMountError(spec, e, signal);
+    } finally {
+      clearInterval(progress);
     }
     if (signal.aborted) throw toMountError(spec, signal.reason, signal);
 

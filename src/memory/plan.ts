@@ -91,6 +91,12 @@ export interface PlanInput {
   deletions: MemoryDeleteMode;
   phase: SyncPhase;
   /**
+   * Local paths the scan could not read as regular files (a FIFO, a symlink, an unreadable or
+   * over-long entry, and every path below a skipped folder; see `isUnderSkipped`). Such a path is
+   * not absent: nothing is deleted, pulled over it or forgotten; it is left as is.
+   */
+  skipped?: (path: string) => boolean;
+  /**
    * Monotonic ms of this sync. Recorded on a file first seen missing; with `deleteAfterMs`, a
    * pending delete is confirmed only once the file has been gone that long. Absent: no time rule.
    */
@@ -366,7 +372,7 @@ export function planSync(input: PlanInput): SyncPlan {
     ([path, entry]) =>
       state.pendingDeletes[path]?.baseSha !== entry.sha && state.refused[path]?.fingerprint !== DELETED_FINGERPRINT,
   ).length;
-  const wiped = presentAtLastSync > 1 && local.size === 0;
+  const wiped = presentAtLastSync > 1 && local.size === 0 && !Object.keys(state.baseline).some((p) => input.skipped?.(p) === true);
 
   const pathSet = new Set<string>([
     ...Object.keys(state.baseline),
@@ -397,6 +403,8 @@ export function planSync(input: PlanInput): SyncPlan {
 
     // Shadowed paths (case collisions, names this filesystem cannot hold) are never synced.
     if (Object.hasOwn(state.shadowed, path)) return { kind: 'noop', path };
+    // Present but unreadable here (FIFO, symlink, permission, path too long): not a deletion.
+    if (localEntry === undefined && input.skipped?.(path) === true) return { kind: 'noop', path };
 
     // A key that is not a safe store-relative path never reaches a pull or an upload.
     const check = checkRelPath(path);

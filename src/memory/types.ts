@@ -70,6 +70,8 @@ export interface SyncReport {
 /** Payloads of the memory events. Every payload is one object, so fields can be added later. */
 export interface MemoryEventMap {
   mounted: [{ storeId: string; root: string; memories: number; durationMs: number }];
+  /** A mount still downloading, every few seconds: memories written so far. */
+  mountProgress: [{ storeId: string; root: string; memories: number; elapsedMs: number }];
   downloaded: [{ storeId: string; path: string; sha: string }];
   uploaded: [{ storeId: string; path: string; sha: string; created: boolean }];
   conflict: [{ storeId: string; path: string; conflictCopy: string | undefined }];

@@ -35,6 +35,11 @@ export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHook
 }
 
 export interface MemoryPort {
+  /**
+   * At `run()` start: drop journal entries of dead workers with nothing left to save and name each
+   * leftover folder still waiting (see `sweepJournal`). Optional: a port without journal skips it.
+   */
+  sweep?(opts: { logger: Logger; stateDir?: string | undefined }): Promise<unknown>;
   mounter(opts: {
     client: Anthropic;
     logger: Logger;
