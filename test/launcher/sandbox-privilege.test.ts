@@ -1,0 +1,103 @@
+// Pins least privilege for launched sandboxes, end to end: a real Launcher starts
+// `managed-agents-worker handle` (the CLI from source, in a child process) for an item that carries
+// a secret, against the emulator, while the launcher's own environment holds the environment key
+// and an operator secret. The agent's bash reads its parent's (handle's) /proc environ and cmdline
+// and its own environment: the environment key and the operator secret appear in none of the tool
+// results, none of the session's events and none of the sandbox's log lines, yet the session is
+// served, heartbeated and stopped with the sessions token alone.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/internal/logger.js';
+import { Launcher, type SandboxExit } from '../../src/launcher/index.js';
+import { startEmulator, type Emulator } from '../../src/testing/index.js';
+import { CLI_MAIN, childEnv } from '../cli/spawn-cli.js';
+
+const OPERATOR_SECRET = 'operator-db-password-5b1e7c0d9a';
+const onLinux = process.platform === 'linux';
+
+describe.runIf(onLinux)('a sandbox started by the launcher', () => {
+  let dir: string;
+  let emu: Emulator;
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-sandbox-priv-'));
+    emu = await startEmulator({ mountRoot: dir, leaseTtlSeconds: 4 });
+  });
+  afterEach(async () => {
+    await emu.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('never lets the agent read the environment key from /proc/$PPID/environ, /proc/$PPID/cmdline or env', async () => {
+    const logFile = path.join(dir, 'sandbox.log');
+    const workdir = path.join(dir, 'work');
+    await fs.mkdir(workdir);
+    const exits: SandboxExit[] = [];
+    const launcher = new Launcher({
+      client: emu.client(),
+      environmentId: emu.environmentId,
+      environmentKey: emu.environmentKey,
+      // `handle` as an operator's sandbox command runs it; its logs (debug and up) go to a file.
+      command: `exec '${process.execPath}' --import tsx '${CLI_MAIN}' handle --workdir '${workdir}' --max-idle 2000 --log-level debug >> '${logFile}' 2>&1`,
+      // The launcher's environment as an operator sets it: the key, the id and an unrelated secret.
+      env: childEnv({
+        ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
+        ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
+        OPERATOR_DB_PASSWORD: OPERATOR_SECRET,
+      }),
+      stdio: 'ignore',
+      logger: createLogger({ level: 'silent' }),
+    });
+    launcher.on('exited', (e) => exits.push(e));
+    const running = launcher.run();
+    try {
+      const { sessionId, workId } = await emu.createSession({
+        script: [
+          { tool: 'bash', input: { command: "tr '\\0' '\\n' < /proc/$PPID/environ" } },
+          { tool: 'bash', input: { command: "tr '\\0' ' ' < /proc/$PPID/cmdline" } },
+          { tool: 'bash', input: { command: 'env' } },
+        ],
+      });
+      const done = await emu.waitForSession(sessionId, { timeoutMs: 30_000 });
+      await new Promise<void>((resolve) => {
+        if (exits.length > 0) resolve();
+        else launcher.once('exited', () => resolve());
+      });
+      expect(exits[0]?.code).toBe(0);
+
+      const [environ, cmdline, ownEnv] = done.toolResults.map((r) => r.text);
+      // The reads reached the right process: handle's environment and command line, as the agent sees them.
+      expect(environ).toContain(`ANTHROPIC_WORK_ID=${workId}`);
+      expect(environ).toContain(`ANTHROPIC_SESSION_ID=${sessionId}`);
+      expect(cmdline).toContain(' handle ');
+      expect(ownEnv).toContain('PATH=');
+
+      const events = JSON.stringify(emu.events(sessionId));
+      const logs = await fs.readFile(logFile, 'utf8');
+      expect(logs.length).toBeGreaterThan(0);
+      for (const [where, text] of [
+        ['/proc/$PPID/environ', environ],
+        ['/proc/$PPID/cmdline', cmdline],
+        ['env', ownEnv],
+        ['session events', events],
+        ['sandbox logs', logs],
+      ] as const) {
+        expect(text, where).toBeDefined();
+        expect(text!.includes(emu.environmentKey), `environment key found in ${where}`).toBe(false);
+        expect(text!.includes(OPERATOR_SECRET), `operator secret found in ${where}`).toBe(false);
+      }
+      // No variable outside the allow-list reached the sandbox.
+      expect(environ).not.toContain('OPERATOR_DB_PASSWORD=');
+
+      // Served with the sessions token alone: every item call the sandbox made used it.
+      expect(done.workStopped).toBe(true);
+      const itemCalls = emu.requests.filter((r) => r.path.includes(`/work/${workId}/`) && /heartbeat|stop/.test(r.route));
+      expect(itemCalls.some((r) => r.route.includes('heartbeat'))).toBe(true);
+      expect(new Set(itemCalls.map((r) => r.credential))).toEqual(new Set(['sessions_token']));
+    } finally {
+      await launcher.close();
+      await running;
+    }
+  });
+});
