@@ -1,0 +1,45 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** How reading a request body ended. */
+export type BodyRead = { status: 'ok'; body: Buffer } | { status: 'too_large'; bytesRead: number } | { status: 'failed' };
+
+/**
+ * Read a request body of at most `maxBytes`. A body that declares more (`content-length`) or sends
+ * more is answered 413 as soon as that is known, with `connection: close`, and the socket is
+ * destroyed once the answer is out: nothing past the limit is buffered and the rest is not read.
+ */
+export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<BodyRead> {
+  return new Promise((resolve) => {
+    let bytesRead = 0;
+    const chunks: Buffer[] = [];
+    const refuse = (): void => {
+      req.removeListener('data', onData);
+      req.removeListener('end', onEnd);
+      req.pause();
+      const body = JSON.stringify({ error: `body over ${maxBytes} bytes` });
+      res.shouldKeepAlive = false;
+      res.writeHead(413, { 'content-type': 'application/json', connection: 'close', 'content-length': Buffer.byteLength(body) });
+      res.end(body, () => req.socket.destroy());
+      // An answer the peer never reads must not keep the socket open.
+      setTimeout(() => req.socket.destroy(), 1_000).unref();
+      resolve({ status: 'too_large', bytesRead });
+    };
+    const onData = (chunk: Buffer): void => {
+      bytesRead += chunk.length;
+      if (bytesRead > maxBytes) refuse();
+      else chunks.push(chunk);
+    };
+    const onEnd = (): void => resolve({ status: 'ok', body: Buffer.concat(chunks) });
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      refuse();
+      return;
+    }
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('error', () => {
+      res.destroy();
+      resolve({ status: 'failed' });
+    });
+  });
+}
