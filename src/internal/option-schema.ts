@@ -5,7 +5,7 @@ import { ConfigError } from '../errors.js';
  * Parse an options object with a strict zod schema and turn every problem into one line of a single
  * {@link ConfigError}: `key: expected …, got …` for a bad value, `key: unknown option; accepted
  * options are …` for a key the schema does not know. A value listed in `secretKeys` is never echoed,
- * only its type.
+ * only its type, nor is it shown where it appears inside another option's value.
  */
 export function parseOptions<S extends z.ZodType>(
   schema: S,
@@ -25,6 +25,14 @@ export function parseOptions<S extends z.ZodType>(
   }
   const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
+  // A secret may also sit inside another option's value (a key pasted into a command): mask it
+  // there before the value is shortened, so not even a prefix shows.
+  const secrets = [...(spec.secretKeys ?? [])].map((k) => input[k]).filter((v): v is string => typeof v === 'string' && v.length > 0);
+  const render = (key: string): string => {
+    const v = input[key];
+    if (spec.secretKeys?.has(key) || typeof v !== 'string') return describeValue(v, spec.secretKeys?.has(key) ?? false);
+    return describeValue(secrets.reduce((text, secret) => text.split(secret).join('<redacted>'), v), false);
+  };
   const issues: string[] = [];
   const seen = new Set<string>();
   for (const issue of parsed.error.issues) {
@@ -37,7 +45,7 @@ export function parseOptions<S extends z.ZodType>(
     const key = String(issue.path[0] ?? 'options');
     // A refinement's own message says what is wrong with one element: one line each.
     const detail = issue.code === 'custom' && issue.message && !issue.message.startsWith('Invalid') ? `: ${issue.message}` : '';
-    const line = `${key}: expected ${spec.expected[key] ?? issue.message}, got ${describeValue(input[key], spec.secretKeys?.has(key) ?? false)}`;
+    const line = `${key}: expected ${spec.expected[key] ?? issue.message}, got ${render(key)}`;
     if (seen.has(line + detail) || (detail === '' && seen.has(key))) continue;
     seen.add(key);
     seen.add(line + detail);

@@ -89,7 +89,17 @@ const schema = z
     workerId: nonEmpty.optional(),
     logger: z.custom<Logger>(looksLikeLogger).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((o, ctx) => {
+    // A command line shows in `ps` and in every sandbox's /proc/<pid>/cmdline.
+    if (o.command.includes(o.environmentKey)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['command'],
+        message: 'the command holds the environment key, which would show in ps; remove it (a sandbox that needs the key gets it as ANTHROPIC_ENVIRONMENT_KEY)',
+      });
+    }
+  });
 
 const EXPECTED: Record<string, string> = {
   client: 'an Anthropic client (new Anthropic({ ... }))',

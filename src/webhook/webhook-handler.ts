@@ -5,6 +5,7 @@ import { statusOf } from '../api/classify.js';
 import { coerceError } from '../errors.js';
 import { sleepUnlessAborted } from '../internal/abort.js';
 import { resolveLogger } from '../internal/logger.js';
+import { decodeWorkSecret } from '../worker/credentials.js';
 import { scopedClient } from '../worker/scoped-client.js';
 import { DeliveryIds } from './delivery-ids.js';
 import { claimOne, type ClaimedItem } from './drain-queue.js';
@@ -73,7 +74,8 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         workId: item.workId,
         environmentId: item.environmentId,
         sessionId: item.sessionId,
-        environmentKey: o.environmentKey,
+        // The item is served with its own sessions token; the key only for an item without one.
+        ...(decodeWorkSecret(item.secret).status === 'token' ? {} : { environmentKey: o.environmentKey }),
         ...(item.secret !== undefined ? { workSecret: item.secret } : {}),
         signal: itemsAbort.signal,
       })

@@ -74,3 +74,25 @@ describe('Launcher options', () => {
     expect(configError(undefined).issues).toEqual(['options: expected an object, got undefined']);
   });
 });
+
+describe('Launcher options: credentials on the command line', () => {
+  it('refuses a command that holds the environment key, without echoing it', () => {
+    const err = configError({ ...valid, command: `docker run -e KEY=${KEY} image` });
+    expect(err.issues).toEqual([
+      'command: expected a non-empty shell command (the CLI reads --on-work), got "docker run -e KEY=<redacted> image": the command holds the environment key, which would show in ps; remove it (a sandbox that needs the key gets it as ANTHROPIC_ENVIRONMENT_KEY)',
+    ]);
+    expect(err.message).not.toContain(KEY);
+  });
+});
+
+describe('Launcher options: a long command holding the key', () => {
+  it('masks the key before shortening the command, so not even a prefix shows', () => {
+    // The key starts before the 57th character, where a long value is cut short.
+    const prefix = 'docker run --rm -e ANTHROPIC_WORK_ID -e TOKEN=';
+    expect(prefix.length).toBeLessThan(50);
+    const err = configError({ ...valid, command: `${prefix}${KEY} image` });
+    expect(err.message).not.toContain(KEY.slice(0, 6));
+    expect(err.issues[0]).toContain(`got "${prefix}<redacted>`);
+    expect(err.issues[0]).toContain("the command holds the environment key");
+  });
+});
