@@ -17,7 +17,6 @@ export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: nu
       req.removeListener('end', onEnd);
       req.pause();
       const body = JSON.stringify({ error: `body over ${maxBytes} bytes` });
-      res.shouldKeepAlive = false;
       res.writeHead(413, { 'content-type': 'application/json', connection: 'close', 'content-length': Buffer.byteLength(body) });
       res.end(body, () => req.socket.destroy());
       // An answer the peer never reads must not keep the socket open.
