@@ -18,7 +18,8 @@ export interface SandboxExit {
 }
 
 export interface LauncherEventMap {
-  launched: [{ workId: string; sessionId: string | undefined; pid: number | undefined }];
+  /** `environmentKeyPassed`: the item had no usable secret, so its sandbox got the environment key. */
+  launched: [{ workId: string; sessionId: string | undefined; pid: number | undefined; environmentKeyPassed: boolean }];
   exited: [SandboxExit];
   closing: [{}];
 }
@@ -169,8 +170,8 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
       child.once('error', (e) => finish(null, null, coerceError(e)));
     });
     this.#children.set(launchId, { child, exited });
-    log.info({ pid: child.pid }, 'sandbox launched');
-    this.emit('launched', { workId: work.id, sessionId, pid: child.pid });
+    log.info({ pid: child.pid, environmentKeyPassed }, 'sandbox launched');
+    this.emit('launched', { workId: work.id, sessionId, pid: child.pid, environmentKeyPassed });
     if (this.#closeCtrl.signal.aborted) this.#signalGroup(child, 'SIGTERM');
   }
 

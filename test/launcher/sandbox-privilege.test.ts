@@ -4,7 +4,8 @@
 // and an operator secret. The agent's bash reads its parent's (handle's) /proc environ and cmdline
 // and its own environment: the environment key and the operator secret appear in none of the tool
 // results, none of the session's events and none of the sandbox's log lines, yet the session is
-// served, heartbeated and stopped with the sessions token alone.
+// served, heartbeated and stopped with the sessions token alone. An item without a secret gets the
+// key in its sandbox's environment (never its command line), and the launcher says so.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +14,7 @@ import { createLogger } from '../../src/internal/logger.js';
 import { Launcher, type SandboxExit } from '../../src/launcher/index.js';
 import { startEmulator, type Emulator } from '../../src/testing/index.js';
 import { CLI_MAIN, childEnv } from '../cli/spawn-cli.js';
+import { captureLogger } from '../worker/helpers.js';
 
 const OPERATOR_SECRET = 'operator-db-password-5b1e7c0d9a';
 const onLinux = process.platform === 'linux';
@@ -50,6 +52,8 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
       logger: createLogger({ level: 'silent' }),
     });
     launcher.on('exited', (e) => exits.push(e));
+    const launched: boolean[] = [];
+    launcher.on('launched', (e) => launched.push(e.environmentKeyPassed));
     const running = launcher.run();
     try {
       const { sessionId, workId } = await emu.createSession({
@@ -65,6 +69,7 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
         else launcher.once('exited', () => resolve());
       });
       expect(exits[0]?.code).toBe(0);
+      expect(launched).toEqual([false]);
 
       const [environ, cmdline, ownEnv] = done.toolResults.map((r) => r.text);
       // The reads reached the right process: handle's environment and command line, as the agent sees them.
@@ -95,6 +100,45 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
       const itemCalls = emu.requests.filter((r) => r.path.includes(`/work/${workId}/`) && /heartbeat|stop/.test(r.route));
       expect(itemCalls.some((r) => r.route.includes('heartbeat'))).toBe(true);
       expect(new Set(itemCalls.map((r) => r.credential))).toEqual(new Set(['sessions_token']));
+    } finally {
+      await launcher.close();
+      await running;
+    }
+  });
+
+  it('hands the environment key to the sandbox of an item without a secret, in its environment only, and warns', async () => {
+    const out = path.join(dir, 'sandbox.txt');
+    const capture = captureLogger('info');
+    const launched: boolean[] = [];
+    const launcher = new Launcher({
+      client: emu.client(),
+      environmentId: emu.environmentId,
+      environmentKey: emu.environmentKey,
+      command: `{ env; echo CMDLINE; tr '\\0' ' ' < /proc/$$/cmdline; } > '${out}.tmp' && mv '${out}.tmp' '${out}'`,
+      env: childEnv({}),
+      stdio: 'ignore',
+      logger: capture.logger,
+    });
+    launcher.on('launched', (e) => launched.push(e.environmentKeyPassed));
+    const running = launcher.run();
+    try {
+      const { sessionId } = await emu.createSession({ script: [], secret: false });
+      const deadline = Date.now() + 20_000;
+      let text: string | undefined;
+      while (text === undefined) {
+        if (Date.now() > deadline) throw new Error('the sandbox command never wrote its output');
+        text = await fs.readFile(out, 'utf8').catch(() => undefined);
+        if (text === undefined) await new Promise((r) => setTimeout(r, 50));
+      }
+      const [envText, cmdline] = text.split('CMDLINE');
+      expect(envText).toContain(`ANTHROPIC_ENVIRONMENT_KEY=${emu.environmentKey}`);
+      expect(envText).not.toContain('ANTHROPIC_WORK_SECRET=');
+      expect(cmdline).toContain('/bin/sh -c');
+      expect(cmdline).not.toContain(emu.environmentKey);
+      expect(launched).toEqual([true]);
+      expect(capture.lines.some((l) => l.level === 40 && l.msg.includes('no usable secret'))).toBe(true);
+      for (const raw of capture.raw) expect(raw).not.toContain(emu.environmentKey);
+      emu.archiveSession(sessionId);
     } finally {
       await launcher.close();
       await running;
