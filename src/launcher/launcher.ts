@@ -61,7 +61,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
     super();
     this.#o = resolveLauncherOptions(options);
     this.workerId = this.#o.workerId ?? defaultWorkerId();
-    this.#log = resolveLogger(this.#o.logger).child({ scope: 'launcher', worker_id: this.workerId });
+    this.#log = resolveLogger(this.#o.logger).child({ component: 'launcher', worker_id: this.workerId });
   }
 
   /** Sandboxes running now. */
@@ -87,7 +87,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
       for (const { child } of this.#children.values()) this.#signalGroup(child, 'SIGTERM');
       const killTimer = setTimeout(() => {
         for (const { child } of this.#children.values()) {
-          this.#log.warn({ pid: child.pid }, 'sandbox still running after the kill delay; sending SIGKILL');
+          this.#log.warn({ sandbox_pid: child.pid }, 'sandbox still running after the kill delay; sending SIGKILL');
           this.#signalGroup(child, 'SIGKILL');
         }
       }, this.#o.killAfterMs);
@@ -133,7 +133,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
 
   #launch(work: ClaimedWork): void {
     const sessionId = work.data.type === 'session' ? work.data.id : undefined;
-    const log = this.#log.child({ workId: work.id, sessionId });
+    const log = this.#log.child({ work_id: work.id, session_id: sessionId });
     if (sessionId === undefined) {
       log.info({ type: work.data.type }, 'acknowledged a non-session work item; no sandbox needed');
       return;
@@ -159,8 +159,8 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
         done = true;
         const exit: SandboxExit = { workId: work.id, sessionId, code, signal: sig, durationMs: monotonicClock.now() - started };
         if (err) log.error({ err }, 'sandbox command could not start; the item is reclaimed once its lease expires');
-        else if (code === 0) log.info({ code, durationMs: exit.durationMs }, 'sandbox exited');
-        else log.warn({ code, signal: sig, durationMs: exit.durationMs }, 'sandbox exited with a failure; the sandbox owns the item, the launcher does not stop it');
+        else if (code === 0) log.info({ code, duration_ms: exit.durationMs }, 'sandbox exited');
+        else log.warn({ code, signal: sig, duration_ms: exit.durationMs }, 'sandbox exited with a failure; the sandbox owns the item, the launcher does not stop it');
         this.#children.delete(launchId);
         this.emit('exited', exit);
         this.#slotFreed?.();
@@ -170,7 +170,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
       child.once('error', (e) => finish(null, null, coerceError(e)));
     });
     this.#children.set(launchId, { child, exited });
-    log.info({ pid: child.pid, environmentKeyPassed }, 'sandbox launched');
+    log.info({ sandbox_pid: child.pid, environment_key_passed: environmentKeyPassed }, 'sandbox launched');
     this.emit('launched', { workId: work.id, sessionId, pid: child.pid, environmentKeyPassed });
     if (this.#closeCtrl.signal.aborted) this.#signalGroup(child, 'SIGTERM');
   }

@@ -50,7 +50,7 @@ const json = (status: number, body: unknown): WebhookResponse => ({ status, body
 export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHandler {
   const o = resolveWebhookHandlerOptions(options);
   const workerId = o.workerId ?? `${hostname()}-webhook-${randomUUID()}`;
-  const log = resolveLogger(o.logger).child({ scope: 'webhook' });
+  const log = resolveLogger(o.logger).child({ component: 'webhook' });
   const envClient = scopedClient(o.client, o.environmentKey);
 
   const deliveries = new DeliveryIds(o.dedupeWindow);
@@ -64,7 +64,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
   let slotFreed: (() => void) | undefined;
 
   function startItem(item: ClaimedItem): void {
-    const ilog = log.child({ workId: item.workId, sessionId: item.sessionId });
+    const ilog = log.child({ work_id: item.workId, session_id: item.sessionId });
     if (item.sessionId === undefined) {
       ilog.info({ type: item.dataType }, 'acknowledged a non-session work item; nothing to run');
       return;
@@ -80,7 +80,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         signal: itemsAbort.signal,
       })
       .then(
-        (outcome) => ilog.info({ status: outcome.status, durationMs: outcome.durationMs }, 'work item finished'),
+        (outcome) => ilog.info({ status: outcome.status, duration_ms: outcome.durationMs }, 'work item finished'),
         (err: unknown) => ilog.error({ err: coerceError(err), status: 'failed' }, 'work item failed'),
       )
       .finally(() => {
@@ -120,7 +120,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         if (status === 401 || status === 403) {
           // A refused key is refused again: say which setting to fix instead of retrying.
           log.error(
-            { err: coerceError(err), status, environmentId: o.environmentId },
+            { err: coerceError(err), status, environment_id: o.environmentId },
             `the environment key was refused (HTTP ${status}) while claiming work from environment ${o.environmentId}; ` +
               `items stay queued. Check that ANTHROPIC_ENVIRONMENT_KEY (the handler's environmentKey option) is the key of environment ${o.environmentId}`,
           );
@@ -128,7 +128,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         }
         failures += 1;
         if (failures > 3) {
-          log.warn({ err: coerceError(err), environmentId: o.environmentId }, 'claiming work failed 4 times; items stay queued until the next delivery');
+          log.warn({ err: coerceError(err), environment_id: o.environmentId }, 'claiming work failed 4 times; items stay queued until the next delivery');
           return 'gave_up';
         }
         log.warn({ err: coerceError(err), attempt: failures }, 'claiming work failed; retrying');
@@ -154,7 +154,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         const result = await drainOnce();
         deliveries.settle(ids, result === 'drained');
         if (result !== 'drained' && ids.length > 0) {
-          log.info({ webhookIds: ids, result }, 'drain did not reach the end of the queue; a redelivery of these webhooks drains again');
+          log.info({ webhook_ids: ids, result }, 'drain did not reach the end of the queue; a redelivery of these webhooks drains again');
         }
       } while (drainAgain && !drainAbort.signal.aborted);
     })().finally(() => {
@@ -173,7 +173,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     try {
       event = o.client.beta.webhooks.unwrap(req.body, { headers, key: o.webhookSecret }) as typeof event;
     } catch (err) {
-      log.warn({ webhookId: headers['webhook-id'], reason: coerceError(err).message }, 'webhook delivery refused: bad or missing signature');
+      log.warn({ webhook_id: headers['webhook-id'], reason: coerceError(err).message }, 'webhook delivery refused: bad or missing signature');
       return json(401, { error: 'invalid signature' });
     }
     const type = event.data?.type;
@@ -183,11 +183,11 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     }
     const webhookId = headers['webhook-id'] ?? event.id ?? '';
     if (deliveries.isDone(webhookId)) {
-      log.info({ webhookId }, 'webhook redelivery ignored: its drain already reached the end of the queue');
+      log.info({ webhook_id: webhookId }, 'webhook redelivery ignored: its drain already reached the end of the queue');
       return json(200, { duplicate: true });
     }
     deliveries.accept(webhookId);
-    log.info({ webhookId, type, sessionId: event.data?.id }, 'webhook accepted; draining the queue');
+    log.info({ webhook_id: webhookId, type, session_id: event.data?.id }, 'webhook accepted; draining the queue');
     scheduleDrain();
     return json(202, { accepted: true });
   }
@@ -203,7 +203,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     readBody(req, res, o.maxBodyBytes)
       .then((read) => {
         if (read.status === 'too_large') {
-          log.warn({ maxBodyBytes: o.maxBodyBytes, bytesRead: read.bytesRead }, 'webhook request refused: body over maxBodyBytes; connection closed');
+          log.warn({ max_body_bytes: o.maxBodyBytes, bytes_read: read.bytesRead }, 'webhook request refused: body over maxBodyBytes; connection closed');
           return;
         }
         if (read.status === 'ok') return handle({ headers: req.headers, body: read.body.toString('utf8') }).then(respond);

@@ -138,6 +138,10 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
       expect(launched).toEqual([true]);
       expect(capture.lines.some((l) => l.level === 40 && l.msg.includes('no usable secret'))).toBe(true);
       for (const raw of capture.raw) expect(raw).not.toContain(emu.environmentKey);
+      // One pid key per line: the process's own (pino's), the sandbox's under its own name.
+      const launchedLine = capture.raw.find((l) => l.includes('sandbox launched'))!;
+      expect(launchedLine.match(/"pid":/g)).toHaveLength(1);
+      expect(launchedLine).toMatch(/"sandbox_pid":\d+/);
       emu.archiveSession(sessionId);
     } finally {
       await launcher.close();
