@@ -5,8 +5,8 @@ export type BodyRead = { status: 'ok'; body: Buffer } | { status: 'too_large'; b
 
 /**
  * Read a request body of at most `maxBytes`. A body that declares more (`content-length`) or sends
- * more is answered 413 as soon as that is known, with `connection: close`, and the socket is
- * destroyed once the answer is out: nothing past the limit is buffered and the rest is not read.
+ * more is answered 413 as soon as that is known and its connection closed (see
+ * {@link answerAndClose}): nothing past the limit is buffered and the rest is not read.
  */
 export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<BodyRead> {
   return new Promise((resolve) => {
@@ -15,12 +15,7 @@ export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: nu
     const refuse = (): void => {
       req.removeListener('data', onData);
       req.removeListener('end', onEnd);
-      req.pause();
-      const body = JSON.stringify({ error: `body over ${maxBytes} bytes` });
-      res.writeHead(413, { 'content-type': 'application/json', connection: 'close', 'content-length': Buffer.byteLength(body) });
-      res.end(body, () => req.socket.destroy());
-      // An answer the peer never reads must not keep the socket open.
-      setTimeout(() => req.socket.destroy(), 1_000).unref();
+      answerAndClose(req, res, 413, { error: `body over ${maxBytes} bytes` });
       resolve({ status: 'too_large', bytesRead });
     };
     const onData = (chunk: Buffer): void => {
@@ -41,4 +36,17 @@ export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: nu
       resolve({ status: 'failed' });
     });
   });
+}
+
+/**
+ * Answer a request without reading (the rest of) its body: stop reading, send `status` with
+ * `connection: close`, and destroy the socket once the answer is out (or after a second, for a
+ * peer that never reads it).
+ */
+export function answerAndClose(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+  req.pause();
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', connection: 'close', 'content-length': Buffer.byteLength(text) });
+  res.end(text, () => req.socket.destroy());
+  setTimeout(() => req.socket.destroy(), 1_000).unref();
 }

@@ -10,7 +10,7 @@ import { scopedClient } from '../worker/scoped-client.js';
 import { DeliveryIds } from './delivery-ids.js';
 import { claimOne, type ClaimedItem } from './drain-queue.js';
 import { resolveWebhookHandlerOptions, type WebhookHandlerOptions } from './options.js';
-import { readBody } from './read-body.js';
+import { answerAndClose, readBody } from './read-body.js';
 
 export type { WebhookHandlerOptions, WebhookWorker } from './options.js';
 
@@ -195,6 +195,12 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
   const handler = ((req: IncomingMessage, res: ServerResponse): void => {
     if (req.method !== 'POST') {
       res.writeHead(405, { allow: 'POST', 'content-type': 'application/json' }).end(JSON.stringify({ error: 'POST only' }));
+      return;
+    }
+    if (req.headers['webhook-signature'] === undefined) {
+      // Unsigned: refused like a bad signature, without reading a byte of the body.
+      log.warn({ webhook_id: req.headers['webhook-id'] }, 'webhook delivery refused: no webhook-signature header');
+      answerAndClose(req, res, 401, { error: 'invalid signature' });
       return;
     }
     const respond = (r: WebhookResponse): void => {

@@ -2,7 +2,8 @@
 // drains again and its item runs (the id is remembered only once a drain reached the end of the
 // queue); a body past `maxBodyBytes` is answered 413 and its connection closed as soon as the limit
 // is passed, whether it declares its length or streams without one, so the server reads little
-// more than the limit of a client that keeps sending.
+// more than the limit of a client that keeps sending; an unsigned request is refused (401) before
+// its body is read.
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import fs from 'node:fs/promises';
@@ -17,6 +18,8 @@ import { createWebhookHandler, type WebhookHandler } from '../../src/webhook/ind
 import { EnvironmentWorker } from '../../src/worker/environment-worker.js';
 
 const MAX_BODY_BYTES = 64 * 1024;
+/** Signature headers that look like a delivery's, so the size limit (not the missing signature) decides. */
+const SIGNED_LOOKING = { 'webhook-id': 'msg_big', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' };
 
 describe('webhook deliveries that go wrong', () => {
   let dir: string;
@@ -86,7 +89,7 @@ describe('webhook deliveries that go wrong', () => {
       },
     });
     const result = await new Promise<{ status?: number; error?: string }>((resolve) => {
-      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...SIGNED_LOOKING } }, (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode! }));
         res.on('error', () => resolve({ status: res.statusCode! }));
@@ -108,7 +111,7 @@ describe('webhook deliveries that go wrong', () => {
 
   it('refuses a body whose declared length is over maxBodyBytes before reading any of it', async () => {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(MAX_BODY_BYTES + 1) } }, resolve);
+      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(MAX_BODY_BYTES + 1), ...SIGNED_LOOKING } }, resolve);
       req.on('error', reject);
       req.write('{');
     });
@@ -117,6 +120,19 @@ describe('webhook deliveries that go wrong', () => {
     res.resume();
     await new Promise((r) => res.on('close', r));
     expect(emu.requests.filter((r) => r.route.endsWith('/work/poll'))).toHaveLength(0);
+  });
+
+  it('refuses an unsigned request with 401 before reading its body', async () => {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, resolve);
+      req.on('error', reject);
+      // A body that never ends: only an answer that does not wait for it arrives.
+      req.write('{"type":"event"');
+    });
+    expect(res.statusCode).toBe(401);
+    res.resume();
+    await new Promise((r) => res.on('close', r));
+    expect(sockets.every((s) => s.destroyed)).toBe(true);
   });
 
   it('refuses an oversized body handed to handle() with 413', async () => {
