@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/testing/index.js';
 import { childEnv, spawnCli, type CliRun } from '../cli/spawn-cli.js';
 
-async function until<T>(what: string, read: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+async function until<T>(what: string, read: () => Promise<T | undefined>, timeoutMs = 40_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await read();

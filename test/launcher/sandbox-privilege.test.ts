@@ -63,7 +63,7 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
           { tool: 'bash', input: { command: 'env' } },
         ],
       });
-      const done = await emu.waitForSession(sessionId, { timeoutMs: 30_000 });
+      const done = await emu.waitForSession(sessionId, { timeoutMs: 45_000 });
       await new Promise<void>((resolve) => {
         if (exits.length > 0) resolve();
         else launcher.once('exited', () => resolve());
