@@ -147,7 +147,11 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
       drainAgain = true;
       return;
     }
-    draining = (async () => {
+    draining = runDrains();
+  }
+
+  async function runDrains(): Promise<void> {
+    try {
       do {
         drainAgain = false;
         const ids = deliveries.takePending();
@@ -157,9 +161,10 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
           log.info({ webhook_ids: ids, result }, 'drain did not reach the end of the queue; a redelivery of these webhooks drains again');
         }
       } while (drainAgain && !drainAbort.signal.aborted);
-    })().finally(() => {
+    } finally {
+      // In the same step as the last check: a delivery from now on starts a drain of its own.
       draining = undefined;
-    });
+    }
   }
 
   async function handle(req: WebhookRequest): Promise<WebhookResponse> {
