@@ -4,7 +4,7 @@
 // and an operator secret. The agent's bash reads its parent's (handle's) /proc environ and cmdline
 // and its own environment: the environment key and the operator secret appear in none of the tool
 // results, none of the session's events and none of the sandbox's log lines, yet the session is
-// served, heartbeated and stopped with the sessions token alone. An item without a secret gets the
+// served, heartbeated, its memory store mounted and synced, and stopped with the sessions token alone. An item without a secret gets the
 // key in its sandbox's environment (never its command line), and the launcher says so.
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -56,11 +56,16 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
     launcher.on('launched', (e) => launched.push(e.environmentKeyPassed));
     const running = launcher.run();
     try {
+      // A memory store too: mounting and syncing it must work with the sessions token alone.
+      const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
+      const storeDir = path.join(dir, 'notes');
       const { sessionId, workId } = await emu.createSession({
+        resources: [{ memoryStoreId: store.id }],
         script: [
           { tool: 'bash', input: { command: "tr '\\0' '\\n' < /proc/$PPID/environ" } },
           { tool: 'bash', input: { command: "tr '\\0' ' ' < /proc/$PPID/cmdline" } },
           { tool: 'bash', input: { command: 'env' } },
+          { tool: 'bash', input: { command: `echo from-the-sandbox > '${storeDir}/b.md'` } },
         ],
       });
       const done = await emu.waitForSession(sessionId, { timeoutMs: 45_000 });
@@ -71,7 +76,9 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
       expect(exits[0]?.code).toBe(0);
       expect(launched).toEqual([false]);
 
-      const [environ, cmdline, ownEnv] = done.toolResults.map((r) => r.text);
+      const [environ, cmdline, ownEnv, write] = done.toolResults.map((r) => r.text);
+      expect(write?.trim()).toBe('(no output)');
+      expect(emu.memories(store.id)).toEqual({ '/a.md': 'A', '/b.md': 'from-the-sandbox\n' });
       // The reads reached the right process: handle's environment and command line, as the agent sees them.
       expect(environ).toContain(`ANTHROPIC_WORK_ID=${workId}`);
       expect(environ).toContain(`ANTHROPIC_SESSION_ID=${sessionId}`);
@@ -100,6 +107,9 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
       const itemCalls = emu.requests.filter((r) => r.path.includes(`/work/${workId}/`) && /heartbeat|stop/.test(r.route));
       expect(itemCalls.some((r) => r.route.includes('heartbeat'))).toBe(true);
       expect(new Set(itemCalls.map((r) => r.credential))).toEqual(new Set(['sessions_token']));
+      const memoryCalls = emu.requests.filter((r) => r.path.startsWith(`/v1/memory_stores/${store.id}`));
+      expect(memoryCalls.length).toBeGreaterThan(0);
+      expect(new Set(memoryCalls.map((r) => r.credential))).toEqual(new Set(['sessions_token']));
     } finally {
       await launcher.close();
       await running;
