@@ -327,7 +327,7 @@ describe('a worker killed with SIGKILL', () => {
     await Promise.all(
       lanes.map(async (lane) => {
         lane.child = startChild(lane);
-        await lane.child.waitFor((e) => e.event === 'started', 30_000, 'start');
+        await lane.child.waitFor((e) => e.event === 'started', 90_000, 'start');
         for (const kill of plan.filter((k) => k.index % LANES === lane.index)) {
           results.push(await runCase(lane, kill));
         }
