@@ -61,6 +61,8 @@ export interface SoakStats {
   /** Files whose last change was the agent deleting them, and how many of those the store still holds at the end (no Console write to them). */
   agentDeletes: number;
   agentDeletesNotApplied: number;
+  /** Of those, how many were in a session whose work item was delivered more than once. */
+  agentDeletesNotAppliedRedelivered: number;
   /** Why each failed item failed (not an invariant: a failed item must only lose nothing). */
   itemFailures: string[];
 }
@@ -177,7 +179,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
 
     // The agent's last version of every file it wrote and did not delete afterwards, and the files
     // whose last change was the agent deleting them.
-    const deletesByAgent: Array<{ storeId: string; path: string }> = [];
+    const deletesByAgent: Array<{ storeId: string; path: string; sessionId: string }> = [];
     for (const s of sessions) {
       const last = new Map<string, { storeId: string; path: string; content: string | undefined }>();
       for (const r of emu.session(s.sessionId).toolResults) {
@@ -194,7 +196,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       }
       for (const v of last.values()) {
         if (v.content !== undefined) edits.push({ storeId: v.storeId, path: v.path, content: v.content, sessionId: s.sessionId });
-        else deletesByAgent.push({ storeId: v.storeId, path: v.path });
+        else deletesByAgent.push({ storeId: v.storeId, path: v.path, sessionId: s.sessionId });
       }
     }
 
@@ -236,14 +238,19 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     // A delete is honoured when the memory is gone at the end, unless the Console wrote that path
     // (then the store's version rightly comes back).
     let deletesKept = 0;
+    let deletesKeptRedelivered = 0;
     for (const d of deletesByAgent) {
       const p = `/${d.path}`;
       const consoleWrote = emu.memoryHistory(d.storeId).some((w) => w.path === p && w.content?.startsWith('console edit'));
-      if (!consoleWrote && emu.memories(d.storeId)[p] !== undefined) deletesKept++;
+      if (!consoleWrote && emu.memories(d.storeId)[p] !== undefined) {
+        deletesKept++;
+        if (emu.workItems().filter((w) => w.sessionId === d.sessionId).length > 1) deletesKeptRedelivered++;
+      }
     }
     const stats = collectStats(emu, worker, sessions.length, endedByFailure, faults, copyFiles.length, itemFailures, performance.now() - started);
     stats.agentDeletes = deletesByAgent.length;
     stats.agentDeletesNotApplied = deletesKept;
+    stats.agentDeletesNotAppliedRedelivered = deletesKeptRedelivered;
     keepBase ||= verdict.violations.length > 0;
     return { verdict, stats, keptAt: keepBase ? base : undefined };
   } finally {
@@ -495,6 +502,7 @@ function collectStats(
     itemFailures,
     agentDeletes: 0,
     agentDeletesNotApplied: 0,
+    agentDeletesNotAppliedRedelivered: 0,
     toolCalls,
     resultsPostedTwice: postedTwice,
     uploads: m.uploads,

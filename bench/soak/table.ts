@@ -24,7 +24,7 @@ export function formatSoakTable(stats: SoakStats, verdict: SoakVerdict): string 
     ['check', '  in the store', String(c.onStore)],
     ['check', '  reached the store, then replaced', String(c.replacedOnStore)],
     ['check', '  kept as a copy', String(c.keptAsCopy)],
-    ['check', 'agent deletes still in the store at the end', `${stats.agentDeletesNotApplied} of ${stats.agentDeletes}`],
+    ['check', 'agent deletes still in the store at the end', `${stats.agentDeletesNotApplied} of ${stats.agentDeletes} (${stats.agentDeletesNotAppliedRedelivered} in sessions delivered again)`],
     ['invariant', 'edits lost', String(c.lost)],
     ['invariant', 'memories duplicated or misplaced', String(c.duplicated)],
     ['invariant', 'tool calls run twice', String(c.toolCallsRunTwice)],
