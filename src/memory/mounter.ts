@@ -202,6 +202,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const remote = new RemoteStore(this.#client, spec.storeId, { requestTimeoutMs: this.#timeoutMs });
     const limit = pLimit(this.#concurrency);
     const writes: Promise<void>[] = [];
+    let bytesWritten = 0;
 
     const shadow = (p: string, reason: string): void => {
       shadowed[p] = { reason };
@@ -218,6 +219,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           log.warn({ path: rel, listedSha: m.sha, writtenSha: sha }, 'downloaded content does not hash to the listed content_sha256');
         }
         baseline[rel] = { id: m.id, sha: m.sha };
+        bytesWritten += bytes.length;
         safeEmit(this, log, 'downloaded', { storeId: spec.storeId, path: rel, sha: m.sha });
       } catch (e) {
         if (e instanceof LocalDirError || isUnholdableName(e)) {
@@ -277,8 +279,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const memories = Object.keys(baseline).length;
     const state = createSyncState({ storeId: spec.storeId, root: spec.root, access: spec.access, baseline, shadowed });
     const durationMs = this.#clock.now() - started;
-    log.info({ root: spec.root, memories, durationMs }, 'memory store mounted');
-    safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, durationMs });
+    log.info({ root: spec.root, memories, bytes: bytesWritten, durationMs }, 'memory store mounted');
+    safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: bytesWritten, durationMs });
     return {
       store: { storeId: spec.storeId, name: spec.name, root: spec.root, access: spec.access, state, memories },
       runtime: { dir, cache, caseInsensitive, log, warnedSkips: new Set() },

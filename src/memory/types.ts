@@ -57,7 +57,7 @@ export interface SyncReport {
 
 /** Payloads of the memory events. Every payload is one object, so fields can be added later. */
 export interface MemoryEventMap {
-  mounted: [{ storeId: string; root: string; memories: number; durationMs: number }];
+  mounted: [{ storeId: string; root: string; memories: number; bytes: number; durationMs: number }];
   downloaded: [{ storeId: string; path: string; sha: string }];
   uploaded: [{ storeId: string; path: string; sha: string; created: boolean }];
   conflict: [{ storeId: string; path: string; conflictCopy: string | undefined }];

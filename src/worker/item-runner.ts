@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
+import { context } from '@opentelemetry/api';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
@@ -25,6 +26,8 @@ import type { PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
 import { scopedClient } from './scoped-client.js';
 import { ToolGuard } from './tool-guard.js';
+import { MemorySpans } from './memory-spans.js';
+import { endWorkSpan, startWorkSpan, withSpan, workTracers } from './tracing.js';
 
 /** Bound on the final force-stop request (close() must stay bounded). */
 const STOP_CUT_OFF_MS = 15_000;
@@ -65,6 +68,15 @@ type EndCause = 'lease' | 'closed';
  * whatever happened before it, so an acknowledged item always ends stopped or left to its new owner.
  */
 export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemOutcome> {
+  // The work span: current for the whole item, so the SDK's request and tool spans are its children.
+  const tracers = workTracers(deps.options.client);
+  const workSpan = startWorkSpan(tracers, run.work, context.active());
+  const outcome = await withSpan(workSpan, () => serveItem(deps, run, new MemorySpans(tracers, workSpan)));
+  endWorkSpan(workSpan, outcome);
+  return outcome;
+}
+
+async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans): Promise<ItemOutcome> {
   const clock = deps.clock ?? monotonicClock;
   const { work } = run;
   const opts = deps.options;
@@ -217,9 +229,10 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
           // Both the mounter and the sync loop report `unmounted`; once the loop owns the mount, only its report counts.
           detachMemoryEvents.push(
             forwardMemoryEvents(mounter, deps, emit, work.id, sessionId, (name) => name === 'unmounted' && syncLoop !== undefined),
+            spans.observe(mounter),
           );
           step = `mounting the memory stores of session ${sessionId}`;
-          mounted = await mounter.mount(session, { signal: itemCtrl.signal });
+          mounted = await spans.mount(storeResources.length, () => mounter.mount(session, { signal: itemCtrl.signal }));
           ctx.allowedRoots = [...mounted.roots];
           ctx.readOnlyRoots = [...mounted.readOnlyRoots];
           syncLoop = deps.memory.syncLoop({
@@ -230,8 +243,9 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
             finalFlushMs: opts.finalFlushMs,
             logger: log,
             stateDir: opts.stateDir,
+            wrapSync: (phase, sync) => spans.sync(phase, sync),
           });
-          detachMemoryEvents.push(forwardMemoryEvents(syncLoop, deps, emit, work.id, sessionId));
+          detachMemoryEvents.push(forwardMemoryEvents(syncLoop, deps, emit, work.id, sessionId), spans.observe(syncLoop));
         } else if (storeResources.length > 0) {
           log.debug('memory turned off (memorySyncIntervalMs: null); the session runs without its stores');
         }
@@ -294,7 +308,8 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
     await removeIfEmpty(toolWorkdir, log);
   }
   if (syncLoop) {
-    flush = await boundedFinish(syncLoop, cleanEnd, opts.finalFlushMs, log);
+    const loop = syncLoop;
+    flush = await spans.finish(cleanEnd, () => boundedFinish(loop, cleanEnd, opts.finalFlushMs, log));
   } else if (mounted) {
     await mounted.unmount().catch((e: unknown) => log.warn({ err: coerceError(e) }, 'unmount failed'));
   }

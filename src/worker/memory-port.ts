@@ -7,6 +7,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryAccess, MemoryDeleteMode, MemoryEventMap, SyncReport } from '../memory/types.js';
+import type { SyncWrapper } from '../memory/sync-loop.js';
 import type { ToolCallHooks } from './tool-guard.js';
 
 export type { FinishReport } from '../memory/index.js';
@@ -44,5 +45,6 @@ export interface MemoryPort {
     finalFlushMs: number;
     logger: Logger;
     stateDir?: string | undefined;
+    wrapSync?: SyncWrapper | undefined;
   }): SyncLoopView;
 }
