@@ -172,6 +172,34 @@ describe('OpenTelemetry spans of a work item', () => {
     for (const w of [theirs!, ours!]) expect(allNodes(w).some((n) => n.attributes['gen_ai.tool.name'] === 'bash')).toBe(true);
   }, 60_000);
 
+  it('marks the finish span cut off when the final sync outlives its bound', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'a' } });
+    const dir = path.join(h.mountRoot, 'notes');
+    const { sessionId } = await h.emu.createSession({
+      resources: [{ memoryStoreId: store.id, access: 'read_write' }],
+      script: [
+        { tool: 'write', input: { file_path: path.join(dir, 'late.md'), content: 'never reaches the store' } },
+        // Every upload from now on hangs: the final sync cannot finish within finalFlushMs.
+        { console: (e) => e.faults.add({ method: 'POST', route: /\/memories$/, hang: true }) },
+      ],
+    });
+    const worker = h.worker({ client: tracedClient({ tracerProvider: kit.provider }), finalFlushMs: 800 });
+    const running = worker.run();
+    const ended = new Promise<void>((resolve) => worker.on('sessionEnded', () => resolve()));
+    await h.emu.waitForSession(sessionId, { timeoutMs: 30_000 });
+    await ended;
+    await worker.close();
+    await running;
+
+    const work = only(kit.roots(), 'anthropic.environment.work');
+    const finish = only(work.children, 'memory.finish');
+    expect(finish.attributes).toMatchObject({ 'memory.finish.clean': true, 'memory.flush.cut_off': true, 'memory.flush.pending_uploads': 1 });
+    expect(finish.span.status.code).toBe(2); // ERROR
+    expect(finish.attributes['error.type']).toBe('flush_cut_off');
+    expect(finish.span.events.map((e) => [e.name, e.attributes?.['memory.sync.phase']])).toEqual([['memory.flush.cut_off', 'final']]);
+    expect(only(finish.children, 'memory.final_sync').attributes['memory.sync.uploads']).toBe(0);
+  }, 30_000);
+
   it('emits no span of its own when the client has its spans turned off', async () => {
     const store = await h.emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'a' } });
     const { sessionId } = await h.emu.createSession({ resources: [{ memoryStoreId: store.id, access: 'read_write' }], script: [] });
