@@ -102,3 +102,17 @@ export function apiErrorText(e: unknown): string | undefined {
   if (typeof status !== 'number' || typeof body?.message !== 'string') return undefined;
   return `${status} ${typeof body.type === 'string' ? `${body.type}: ` : ''}${body.message}`;
 }
+
+/**
+ * A child of `log` bound to `bindings`, leaving out each key `log` already binds to the same value:
+ * pino writes a key bound twice twice, so a line would carry two `session_id`s when the worker's
+ * item logger is passed to the memory core.
+ */
+export function childLogger(log: Logger, bindings: Record<string, unknown>): Logger {
+  const bound = typeof log.bindings === 'function' ? log.bindings() : {};
+  const fresh: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(bindings)) {
+    if (!(key in bound) || bound[key] !== value) fresh[key] = value;
+  }
+  return log.child(fresh);
+}

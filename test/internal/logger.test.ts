@@ -4,7 +4,9 @@
 import { APIConnectionError, APIError } from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
 import { RemoteApiError } from '../../src/errors.js';
-import { errorSummary } from '../../src/internal/logger.js';
+import pino from 'pino';
+import { childLogger, errorSummary } from '../../src/internal/logger.js';
+import { duplicateKeys } from './log-keys.js';
 
 const body401 = { type: 'error', error: { type: 'authentication_error', message: 'invalid credential' }, request_id: 'req_1' };
 const api401 = APIError.generate(401, body401, undefined, new Headers({ 'request-id': 'req_1' }));
@@ -45,6 +47,23 @@ describe('errorSummary', () => {
       const summary = errorSummary(row.error);
       expect(summary).toEqual(row.expected);
       expect(JSON.stringify(summary)).not.toMatch(/\n\s+at /);
+    });
+  }
+});
+
+describe('childLogger', () => {
+  const lines: string[] = [];
+  const root = pino({ level: 'info' }, { write: (s: string) => void lines.push(s) });
+  const rows: Array<{ description: string; parent: Record<string, unknown>; bindings: Record<string, unknown>; keys: string[] }> = [
+    { description: 'a key the parent binds to the same value is not bound again', parent: { session_id: 's1' }, bindings: { session_id: 's1', component: 'memory-sync' }, keys: ['session_id', 'component'] },
+    { description: 'a new key is bound', parent: {}, bindings: { session_id: 's1' }, keys: ['session_id'] },
+  ];
+  for (const row of rows) {
+    it(row.description, () => {
+      lines.length = 0;
+      childLogger(root.child(row.parent), row.bindings).info('x');
+      expect(duplicateKeys(lines[0]!)).toEqual([]);
+      for (const key of row.keys) expect(JSON.parse(lines[0]!)).toHaveProperty(key);
     });
   }
 });
