@@ -82,14 +82,14 @@ export function errorSummary(e: unknown): ErrorSummary {
 /** Most causes one summary follows. */
 const MAX_CAUSES = 3;
 
-/** The message of `e`, an API body shown as `<type>: <message>`, then the messages of its causes. */
+/** The message of `e`, an API body shown as `<status> <type>: <message>`, then the messages of its causes. */
 function oneLine(e: Error): string {
   const parts: string[] = [];
   let current: unknown = e;
   for (let depth = 0; current instanceof Error && depth <= MAX_CAUSES; depth++) {
-    const text = apiErrorText(current) ?? current.message;
-    // A wrapper often repeats its cause's message: keep each text once.
-    if (text && !parts.some((p) => p.includes(text))) parts.push(text);
+    // A wrapper often repeats what its cause says: keep each text once.
+    const core = apiErrorBody(current) ?? current.message;
+    if (core && !parts.some((p) => p.includes(core))) parts.push(apiErrorText(current) ?? current.message);
     current = (current as { cause?: unknown }).cause;
   }
   return parts.join(': ');
@@ -97,10 +97,16 @@ function oneLine(e: Error): string {
 
 /** `<status> <error type>: <message>` for an SDK API error with the API's error body, else undefined. */
 export function apiErrorText(e: unknown): string | undefined {
+  const body = apiErrorBody(e);
+  return body === undefined ? undefined : `${(e as { status: number }).status} ${body}`;
+}
+
+/** `<error type>: <message>` from the API's error body of an SDK API error, else undefined. */
+export function apiErrorBody(e: unknown): string | undefined {
   const { status, error } = (e ?? {}) as { status?: unknown; error?: unknown };
   const body = (error as { error?: { type?: unknown; message?: unknown } } | undefined)?.error;
   if (typeof status !== 'number' || typeof body?.message !== 'string') return undefined;
-  return `${status} ${typeof body.type === 'string' ? `${body.type}: ` : ''}${body.message}`;
+  return `${typeof body.type === 'string' ? `${body.type}: ` : ''}${body.message}`;
 }
 
 /**

@@ -25,10 +25,10 @@ const rows: Array<{ description: string; error: unknown; expected: Record<string
   },
   {
     description: 'a wrapper that already says what its cause says is not repeated',
-    error: new RemoteApiError('polling env_1 failed with HTTP 401: 401 authentication_error: invalid credential', { status: 401, requestId: 'req_1', retryable: false }, { cause: api401 }),
+    error: new RemoteApiError('polling env_1 failed with HTTP 401: authentication_error: invalid credential', { status: 401, requestId: 'req_1', retryable: false }, { cause: api401 }),
     expected: {
       type: 'RemoteApiError',
-      message: 'polling env_1 failed with HTTP 401: 401 authentication_error: invalid credential',
+      message: 'polling env_1 failed with HTTP 401: authentication_error: invalid credential',
       code: 'MAW_REMOTE_API',
       status: 401,
       request_id: 'req_1',
