@@ -62,6 +62,9 @@ export interface MemoryMounterOptions {
   assumeCaseInsensitive?: boolean;
 }
 
+/** Runs the mount of one store given as `run` and returns what it returns. */
+export type StoreWrapper = <T>(storeId: string, run: () => Promise<T>) => Promise<T>;
+
 type MemoryStoreResource = Extract<BetaManagedAgentsSession['resources'][number], { type: 'memory_store' }>;
 
 interface StoreSpec {
@@ -109,7 +112,12 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#assumeCaseInsensitive = opts.assumeCaseInsensitive ?? false;
   }
 
-  async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal } = {}): Promise<MountedSession> {
+  /**
+   * Mount every store of `session`. `wrapStore` runs the mount of each store (tracing wraps it in a
+   * span); by default each runs as is.
+   */
+  async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal; wrapStore?: StoreWrapper } = {}): Promise<MountedSession> {
+    const wrapStore: StoreWrapper = opts.wrapStore ?? ((_storeId, run) => run());
     const log = this.#log.child({ sessionId: session.id });
     const resources = (session.resources ?? []).filter((r): r is MemoryStoreResource => r.type === 'memory_store');
     const specs = resources.map((r) => this.#specFor(r));
@@ -133,7 +141,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       const settled = await Promise.allSettled(
         specs.map(async (spec) => {
           try {
-            return await this.#mountOne(spec, created, ctrl.signal, log);
+            return await wrapStore(spec.storeId, () => this.#mountOne(spec, created, ctrl.signal, log));
           } catch (e) {
             ctrl.abort(e);
             throw e;

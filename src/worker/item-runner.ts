@@ -232,7 +232,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
             spans.observe(mounter),
           );
           step = `mounting the memory stores of session ${sessionId}`;
-          mounted = await spans.mount(storeResources.length, () => mounter.mount(session, { signal: itemCtrl.signal }));
+          mounted = await spans.mount(storeResources.length, (wrapStore) => mounter.mount(session, { signal: itemCtrl.signal, wrapStore }));
           ctx.allowedRoots = [...mounted.roots];
           ctx.readOnlyRoots = [...mounted.readOnlyRoots];
           syncLoop = deps.memory.syncLoop({

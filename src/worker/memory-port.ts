@@ -7,6 +7,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryAccess, MemoryDeleteMode, MemoryEventMap, SyncReport } from '../memory/types.js';
+import type { StoreWrapper } from '../memory/mounter.js';
 import type { SyncWrapper } from '../memory/sync-loop.js';
 import type { ToolCallHooks } from './tool-guard.js';
 
@@ -28,7 +29,7 @@ export interface MountedSessionView {
 }
 
 export interface MounterView extends EventEmitter<MemoryEventMap> {
-  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal }): Promise<MountedSessionView>;
+  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal; wrapStore?: StoreWrapper }): Promise<MountedSessionView>;
 }
 
 export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHooks {

@@ -3,7 +3,8 @@ import type { EventEmitter } from 'node:events';
 import type { SyncPhase } from '../memory/plan.js';
 import type { MemoryEventMap, SyncReport } from '../memory/types.js';
 import type { FinishReport } from './memory-port.js';
-import { guardTracing, recordPastSpan, setErrorStatus, withSpan, type WorkTracers } from './tracing.js';
+import type { StoreWrapper } from '../memory/mounter.js';
+import { guardTracing, setErrorStatus, withSpan, type WorkTracers } from './tracing.js';
 
 /** Names of the memory spans, children of the work span. */
 export const MEMORY_SPAN_NAMES = {
@@ -17,20 +18,21 @@ export const MEMORY_SPAN_NAMES = {
 
 /**
  * The memory spans of one work item, all below its work span:
- * - `memory.mount` covers the mount and is current while it runs, so the SDK's listing spans nest
- *   under it; one `memory.mount.store` child per store says how many memories and bytes it brought;
+ * - `memory.mount` covers the mount, with one `memory.mount.store` child per store saying how many
+ *   memories and bytes it brought;
  * - `memory.sync` for each sync pass of the session, with what it uploaded, pulled, deleted and
  *   the conflicts it settled;
- * - `memory.finish` covers the end of the session (current while it runs), with a
+ * - `memory.finish` covers the end of the session, with a
  *   `memory.final_sync` child on a clean end, a `memory.flush` child, and whether the bound cut
  *   them off.
- * The store spans are recorded from the `mounted` events sent when each store is done, so the
- * mounter needs no tracing of its own. Without a tracer every method just runs what it is given.
+ * Each span is current while its step runs, so the SDK's request spans nest under it. The counts
+ * come from the step's result or from the `mounted` events of the mounter. Without a tracer every
+ * method just runs what it is given.
  */
 export class MemorySpans {
   readonly #tracer: Tracer | undefined;
   readonly #parent: Span | undefined;
-  #mount: { span: Span; memories: number; bytes: number } | undefined;
+  #mount: { span: Span; stores: Map<string, Span>; totals: { memories: number; bytes: number } } | undefined;
   #finish: Span | undefined;
 
   constructor(tracers: WorkTracers | undefined, workSpan: Span | undefined) {
@@ -38,14 +40,18 @@ export class MemorySpans {
     this.#parent = workSpan;
   }
 
-  /** Runs the mount of `storeCount` stores inside `memory.mount`. */
-  async mount<T>(storeCount: number, run: () => Promise<T>): Promise<T> {
+  /**
+   * Runs the mount of `storeCount` stores inside `memory.mount`; `mount` gets the wrapper that runs
+   * each store's mount inside its own `memory.mount.store` span.
+   */
+  async mount<T>(storeCount: number, mount: (wrapStore: StoreWrapper) => Promise<T>): Promise<T> {
     const span = this.#start(MEMORY_SPAN_NAMES.mount, { 'memory.stores': storeCount });
-    if (!span) return run();
-    this.#mount = { span, memories: 0, bytes: 0 };
-    const totals = this.#mount;
+    if (!span) return mount((_storeId, run) => run());
+    const totals = { memories: 0, bytes: 0 };
+    this.#mount = { span, stores: new Map(), totals };
+    const wrapStore: StoreWrapper = (storeId, run) => this.#mountStore(span, storeId, run);
     try {
-      const result = await withSpan(span, run);
+      const result = await withSpan(span, () => mount(wrapStore));
       guardTracing(() => {
         span.setAttributes({ 'memory.memories': totals.memories, 'memory.bytes': totals.bytes });
         span.setStatus({ code: SpanStatusCode.OK });
@@ -56,6 +62,22 @@ export class MemorySpans {
       throw e;
     } finally {
       this.#mount = undefined;
+      guardTracing(() => span.end());
+    }
+  }
+
+  async #mountStore<T>(parent: Span, storeId: string, run: () => Promise<T>): Promise<T> {
+    const span = this.#start(MEMORY_SPAN_NAMES.mountStore, { 'gen_ai.memory.store.id': storeId }, parent);
+    if (!span) return run();
+    this.#mount?.stores.set(storeId, span);
+    try {
+      const result = await withSpan(span, run);
+      guardTracing(() => span.setStatus({ code: SpanStatusCode.OK }));
+      return result;
+    } catch (e) {
+      guardTracing(() => setErrorStatus(span, e));
+      throw e;
+    } finally {
       guardTracing(() => span.end());
     }
   }
@@ -134,19 +156,14 @@ export class MemorySpans {
     return guardTracing(() => tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, trace.setSpan(context.active(), parent)));
   }
 
+  /** The store's mount is done: its counts go on its span and into the totals. */
   #onMounted(e: MemoryEventMap['mounted'][0]): void {
-    if (!this.#tracer) return;
-    const { bytes } = e;
-    if (this.#mount) {
-      this.#mount.memories += e.memories;
-      this.#mount.bytes += bytes;
-    }
-    recordPastSpan(this.#tracer, MEMORY_SPAN_NAMES.mountStore, this.#mount?.span ?? this.#parent, e.durationMs, {
-      'gen_ai.memory.store.id': e.storeId,
-      'memory.mount_path': e.root,
-      'memory.memories': e.memories,
-      'memory.bytes': bytes,
-    });
+    const mount = this.#mount;
+    if (!mount) return;
+    mount.totals.memories += e.memories;
+    mount.totals.bytes += e.bytes;
+    const span = mount.stores.get(e.storeId);
+    if (span) guardTracing(() => span.setAttributes({ 'memory.mount_path': e.root, 'memory.memories': e.memories, 'memory.bytes': e.bytes }));
   }
 
   #onCutOff(e: MemoryEventMap['flushCutOff'][0]): void {

@@ -3,7 +3,6 @@ import {
   trace,
   SpanKind,
   SpanStatusCode,
-  type Attributes,
   type Context,
   type Span,
   type Tracer,
@@ -117,28 +116,4 @@ export function setErrorStatus(span: Span, error: unknown): void {
   const type = typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown';
   span.setStatus({ code: SpanStatusCode.ERROR });
   span.setAttribute('error.type', type);
-}
-
-/**
- * Records a child span of `parent` for a step that began `durationMs` ago and ended now, as told by
- * an event sent at its end. `errorType`, when given, marks it failed.
- */
-export function recordPastSpan(
-  tracer: Tracer,
-  name: string,
-  parent: Span | undefined,
-  durationMs: number,
-  attributes: Attributes,
-  errorType?: string,
-): void {
-  guardTracing(() => {
-    const end = Date.now();
-    const ctx = parent ? trace.setSpan(context.active(), parent) : context.active();
-    const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, startTime: end - Math.max(0, durationMs), attributes }, ctx);
-    if (errorType !== undefined) {
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      span.setAttribute('error.type', errorType);
-    }
-    span.end(end);
-  });
 }

@@ -115,7 +115,12 @@ describe('OpenTelemetry spans of a work item', () => {
         [handbook.id, 1, 'be kind'.length],
       ].sort(),
     );
-    expect(mount.children.filter((c) => c.name.startsWith('anthropic.memory_stores.')).length).toBeGreaterThan(0);
+    // Each store's listing nests under that store's span.
+    for (const store of stores) {
+      const listings = store.children.filter((c) => c.name === 'anthropic.memory_stores.memories.list');
+      expect(listings.length).toBeGreaterThan(0);
+      expect(listings.every((l) => l.attributes['gen_ai.memory.store.id'] === store.attributes['gen_ai.memory.store.id'])).toBe(true);
+    }
 
     // The sync before the read: the agent's new file up, the Console edit down.
     const syncs = named(top, 'memory.sync');
