@@ -4,13 +4,14 @@
 // Deployment and targets a port it declares, the workloads run commands the CLI has); the
 // autoscaling query reads metrics the library exports; and the queue exporter script serves the
 // emulator's queue depth and exits 0 on SIGTERM. Needs `npm run build` first (npm test does).
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import * as core from 'kubernetes-models/v1';
 import * as apps from 'kubernetes-models/apps/v1';
@@ -23,6 +24,7 @@ import { serveMetrics } from '../../src/metrics/index.js';
 import type { ObservedWorker } from '../../src/metrics/observed-worker.js';
 import { startEmulator, type Emulator } from '../../src/testing/index.js';
 
+const exec = promisify(execFile);
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const DIR = path.join(REPO, 'examples/kubernetes');
 
@@ -134,6 +136,19 @@ describe('the Kubernetes manifests', () => {
     expect(scripts).toEqual(['/opt/maw/queue-exporter.mjs']);
     const dockerfile = await fs.readFile(path.join(DIR, 'Dockerfile'), 'utf8');
     expect(dockerfile).toContain('COPY examples/kubernetes/queue-exporter.mjs /opt/maw/queue-exporter.mjs');
+  });
+
+  it('pass only flags the CLI documents for that command', async () => {
+    const commands = all.flatMap(({ docs }) => docs.flatMap((d) => containersOf(d).map((c) => c.command ?? []))).filter((c) => c[0] === 'managed-agents-worker');
+    const unknown: string[] = [];
+    for (const [, sub, ...args] of commands) {
+      const { stdout } = await exec(process.execPath, [path.join(REPO, 'dist/cli/main.js'), sub!, '--help']);
+      for (const arg of args) {
+        const flag = /^(--[a-z-]+)/.exec(arg)?.[1];
+        if (flag && !new RegExp(`${flag}\\b`).test(stdout)) unknown.push(`${sub} ${flag}`);
+      }
+    }
+    expect(unknown).toEqual([]);
   });
 
   it('scale on metrics the library exports', async () => {
