@@ -1,7 +1,8 @@
 // Pins that API failures are recognised whatever copy of @anthropic-ai/sdk threw them: errors made
 // by a second copy of the SDK (as an app on another 1.x version or with a bundled SDK holds) are
 // classified exactly as our own copy's, and a worker given a client of that copy stops on a 401 at
-// poll with the fatal RemoteApiError (which the CLI turns into its exit code 4) instead of retrying.
+// poll with the fatal RemoteApiError (which the CLI turns into its exit code 4) instead of retrying,
+// and so does a launcher.
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyFailure, errorTypeOf, isApiError, statusOf, toRemoteApiError } from '../../src/api/classify.js';
 import { RemoteApiError } from '../../src/errors.js';
 import { startEmulator, type Emulator } from '../../src/testing/index.js';
+import { Launcher } from '../../src/launcher/index.js';
 import { EnvironmentWorker } from '../../src/worker/environment-worker.js';
 import { copySdk, importSdkCopy, type SdkCopy } from './sdk-copy.js';
 
@@ -102,5 +104,26 @@ describe('a worker given a client from a second SDK copy', () => {
     expect(outcome).toBeInstanceOf(RemoteApiError);
     expect(outcome).toMatchObject({ status: 401, retryable: false });
     expect(pollFailures).toBe(0);
+  }, 30_000);
+
+  it('lets a launcher stop on a 401 at poll instead of retrying', async () => {
+    const client = new other.default({ apiKey: 'sk-ant-api-operator-key', baseURL: emu.baseURL, logLevel: 'off' });
+    const launcher = new Launcher({
+      client: client as unknown as ConstructorParameters<typeof Launcher>[0]['client'],
+      environmentId: emu.environmentId,
+      environmentKey: 'not-a-real-key',
+      command: 'true',
+      logger: pino({ level: 'silent' }),
+    });
+    const outcome = await Promise.race([
+      launcher.run().then(
+        () => 'returned',
+        (e: unknown) => e,
+      ),
+      new Promise((resolve) => setTimeout(() => resolve('still retrying after 10 s'), 10_000)),
+    ]);
+    await launcher.close();
+    expect(outcome).toBeInstanceOf(RemoteApiError);
+    expect(outcome).toMatchObject({ status: 401, retryable: false });
   }, 30_000);
 });
