@@ -3,6 +3,7 @@ import type { Command } from './command.js';
 import { EXIT, EXIT_CODE_HELP } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { UsageError } from './usage-error.js';
+import { packageVersion } from './version.js';
 
 /** The top-level help: every command with its one-line summary, then the exit codes. */
 export function topLevelHelp(commands: readonly Command[]): string {
@@ -15,6 +16,7 @@ Commands:
 ${commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}
 
 Run "managed-agents-worker <command> --help" for the flags of a command.
+"managed-agents-worker --version" (or -v) prints the version.
 Logs are JSON lines on stderr; add --pretty (with pino-pretty installed) for humans.
 
 ${EXIT_CODE_HELP}
@@ -31,6 +33,10 @@ export async function runCli(argv: string[], io: CliIo, commands: readonly Comma
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.stdout(topLevelHelp(commands));
     return name === undefined ? EXIT.USAGE : EXIT.OK;
+  }
+  if (name === '--version' || name === '-v') {
+    io.stdout(`${packageVersion()}\n`);
+    return EXIT.OK;
   }
   const command = commands.find((c) => c.name === name);
   if (!command) {

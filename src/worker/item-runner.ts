@@ -8,8 +8,7 @@ import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
 import { betaAgentToolset20260401, setupSkills, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
-import { statusOf, toRemoteApiError } from '../api/classify.js';
-import { APIError } from '@anthropic-ai/sdk';
+import { isApiError, statusOf, toRemoteApiError } from '../api/classify.js';
 import { ConfigError, coerceError, LeaseLostError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
 import { combineSignals, linkAbort } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
@@ -278,7 +277,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
     }
   } catch (e) {
     // API failures become RemoteApiErrors naming the step (status, request id and retryable kept).
-    error = e instanceof APIError && !(e instanceof WorkerError) ? toRemoteApiError(e, `work item ${work.id}: ${step}`) : coerceError(e);
+    error = isApiError(e) && !(e instanceof WorkerError) ? toRemoteApiError(e, `work item ${work.id}: ${step}`) : coerceError(e);
   } finally {
     run.signal.removeEventListener('abort', onOuterAbort);
   }
