@@ -1,22 +1,45 @@
-import { createLogger, type Logger } from '../internal/logger.js';
-import type { CliIo } from './io.js';
+import { Option, type Command as CommanderCommand, type OptionValues } from 'commander';
 import pino from 'pino';
+import { createLogger, type Logger } from '../internal/logger.js';
+import { choiceFromEnv } from './flags.js';
+import type { CommandIo } from './io.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** The environment variable that sets the log level when `--log-level` is not given. */
+export const LOG_LEVEL_VARIABLE = 'MAW_LOG_LEVEL';
+
+export const LOG_ENVIRONMENT_ROW = [LOG_LEVEL_VARIABLE, `log level when --log-level is not given (${LOG_LEVELS.join(', ')}; default info)`] as const;
+
+/** `--log-level` and `--pretty`, shared by every command that logs. */
+export function addLogFlags(cmd: CommanderCommand): void {
+  cmd
+    .addOption(new Option('--log-level <level>', `log level (default: ${LOG_LEVEL_VARIABLE}, else info)`).choices(LOG_LEVELS))
+    .option('--pretty', 'human-readable logs instead of JSON lines (needs: npm install pino-pretty)');
+}
+
+/** The log level from `--log-level`, else `MAW_LOG_LEVEL`, else `info`. */
+export function logLevelFrom(flags: OptionValues, env: Readonly<NodeJS.ProcessEnv>): LogLevel {
+  return (flags['logLevel'] as LogLevel | undefined) ?? choiceFromEnv(LOG_LEVEL_VARIABLE, env[LOG_LEVEL_VARIABLE], LOG_LEVELS) ?? 'info';
+}
+
 /**
  * The CLI's logger: JSON lines on stderr (stdout stays free for command output), with the library's
- * redaction paths. `pretty` switches to pino-pretty when it is installed; when it is not, the CLI
- * says how to install it and keeps JSON.
+ * redaction paths; pino-pretty instead with `--pretty`. Every line on stderr comes from this logger,
+ * so the stream is JSON only (or pretty only): when `--pretty` is asked for but pino-pretty is not
+ * installed, the warning is itself a JSON line.
  */
-export async function cliLogger(opts: { level: LogLevel; pretty: boolean; io: CliIo }): Promise<Logger> {
-  if (opts.pretty) {
+export async function cliLogger(flags: OptionValues, io: Pick<CommandIo, 'env'>): Promise<Logger> {
+  const level = logLevelFrom(flags, io.env);
+  if (flags['pretty'] === true) {
     const pretty = await loadPinoPretty();
-    if (pretty) return createLogger({ level: opts.level }, pretty({ destination: 2, sync: true, colorize: process.stderr.isTTY }));
-    opts.io.stderr('managed-agents-worker: --pretty needs pino-pretty: npm install pino-pretty (logging JSON instead)\n');
+    if (pretty) return createLogger({ level }, pretty({ destination: 2, sync: true, colorize: process.stderr.isTTY }));
+    const logger = createLogger({ level }, pino.destination({ fd: 2, sync: true }));
+    logger.warn('--pretty needs pino-pretty (npm install pino-pretty); logging JSON lines instead');
+    return logger;
   }
-  return createLogger({ level: opts.level }, pino.destination({ fd: 2, sync: true }));
+  return createLogger({ level }, pino.destination({ fd: 2, sync: true }));
 }
 
 type PrettyFactory = (opts: { destination: number; sync: boolean; colorize: boolean }) => pino.DestinationStream;

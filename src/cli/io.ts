@@ -5,8 +5,19 @@
 export interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
+  /** The process environment; the CLI removes every `ANTHROPIC_*` variable from it at start. */
   env: NodeJS.ProcessEnv;
   cwd: string;
+}
+
+/**
+ * What a command sees: `env` is the environment as it was at start (including the `ANTHROPIC_*`
+ * variables, read once), while `childEnv` is what is left in the process environment for child
+ * processes, without any `ANTHROPIC_*` variable.
+ */
+export interface CommandIo extends CliIo {
+  readonly env: Readonly<NodeJS.ProcessEnv>;
+  readonly childEnv: NodeJS.ProcessEnv;
 }
 
 export function processIo(): CliIo {

@@ -49,6 +49,8 @@ describe('launch: one sandbox per work item', () => {
       ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
       ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
       ANTHROPIC_BASE_URL: emu.baseURL,
+      // An operator credential in the launcher's environment: the sandbox must not inherit it.
+      ANTHROPIC_API_KEY: 'sk-operator-console-key',
     }));
     const { sessionId, workId } = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo in-sandbox' } }] });
     const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
@@ -56,7 +58,9 @@ describe('launch: one sandbox per work item', () => {
     expect(done.workStopped).toBe(true);
 
     const seen = JSON.parse(await fs.readFile(path.join(records, `${workId}.json`), 'utf8')) as { vars: Record<string, string> };
+    // Exactly the six: no other ANTHROPIC_* variable of the launcher's environment reaches the sandbox.
     expect(Object.keys(seen.vars).sort()).toEqual([...SANDBOX_ENV_VARS].sort());
+    expect(JSON.stringify(seen)).not.toContain('sk-operator-console-key');
     expect(seen.vars).toMatchObject({
       ANTHROPIC_WORK_ID: workId,
       ANTHROPIC_SESSION_ID: sessionId,
