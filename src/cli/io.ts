@@ -8,6 +8,8 @@ export interface CliIo {
   /** The process environment; the CLI removes every `ANTHROPIC_*` variable from it at start. */
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /** Lines typed by the user, for commands that take them (`emulator`); absent in tests that give none. */
+  stdin?: () => NodeJS.ReadableStream;
 }
 
 /**
@@ -26,5 +28,7 @@ export function processIo(): CliIo {
     stderr: (text) => void process.stderr.write(text),
     env: process.env,
     cwd: process.cwd(),
+    // A function, so that only a command that reads input touches process.stdin.
+    stdin: () => process.stdin,
   };
 }

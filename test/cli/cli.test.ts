@@ -23,7 +23,7 @@ function listedExitCodes(help: string): number[] {
   return [...section.matchAll(/^ {2}(\d+) /gm)].map((m) => Number(m[1]));
 }
 
-const NAMES = ['run', 'handle', 'launch', 'doctor', 'demo'];
+const NAMES = ['run', 'handle', 'launch', 'doctor', 'demo', 'emulator'];
 
 describe('the CLI surface', () => {
   it('lists every command in the top-level help, with how to get the help of one', async () => {
@@ -50,6 +50,7 @@ describe('the CLI surface', () => {
     { description: 'launch', name: 'launch', codes: [0, 1, 2, 3, 4, 130, 143] },
     { description: 'doctor', name: 'doctor', codes: [0, 1, 2, 3, 5] },
     { description: 'demo', name: 'demo', codes: [0, 1, 2, 5] },
+    { description: 'emulator', name: 'emulator', codes: [0, 1, 2, 130, 143] },
   ];
   it.each(exitCodes)('the help of $description lists exactly the exit codes it can return', async ({ name, codes }) => {
     const o = io();
