@@ -30,7 +30,18 @@ export function logLevelFrom(flags: OptionValues, env: Readonly<NodeJS.ProcessEn
  * so the stream is JSON only (or pretty only): when `--pretty` is asked for but pino-pretty is not
  * installed, the warning is itself a JSON line.
  */
-export async function cliLogger(flags: OptionValues, io: Pick<CommandIo, 'env'>): Promise<Logger> {
+export async function cliLogger(flags: OptionValues, io: Pick<CommandIo, 'env' | 'environScrub'>): Promise<Logger> {
+  const logger = await createCliLogger(flags, io);
+  if (io.environScrub.status === 'failed') {
+    logger.warn(
+      { reason: io.environScrub.reason },
+      'the ANTHROPIC_* variables stay readable in /proc/<pid>/environ of this process; pass credentials with --environment-key-file / --work-secret-file instead',
+    );
+  }
+  return logger;
+}
+
+async function createCliLogger(flags: OptionValues, io: Pick<CommandIo, 'env'>): Promise<Logger> {
   const level = logLevelFrom(flags, io.env);
   if (flags['pretty'] === true) {
     const pretty = await loadPinoPretty();

@@ -28,8 +28,8 @@ child process (the agent's tools, a sandbox command) inherits a credential.
  * commands in-process.
  */
 export async function runCli(argv: string[], io: CliIo, commands: readonly Command[]): Promise<number> {
-  const env = takeAnthropicVariables(io.env);
-  const commandIo: CommandIo = { ...io, env, childEnv: io.env };
+  const { snapshot, scrub } = takeAnthropicVariables(io.env);
+  const commandIo: CommandIo = { ...io, env: snapshot, childEnv: io.env, environScrub: scrub };
   let code: number = EXIT.OK;
   const program = new CommanderCommand(PROGRAM)
     .description(DESCRIPTION)

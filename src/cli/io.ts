@@ -1,3 +1,5 @@
+import type { EnvironScrub } from './proc-environ.js';
+
 /**
  * What a CLI command may touch outside its arguments: output streams, the environment and the
  * working directory. Tests pass their own, so commands run in-process without a real terminal.
@@ -20,6 +22,8 @@ export interface CliIo {
 export interface CommandIo extends CliIo {
   readonly env: Readonly<NodeJS.ProcessEnv>;
   readonly childEnv: NodeJS.ProcessEnv;
+  /** Whether the `ANTHROPIC_*` entries of `/proc/<pid>/environ` were overwritten. */
+  readonly environScrub: EnvironScrub;
 }
 
 export function processIo(): CliIo {

@@ -1,20 +1,26 @@
 import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
+import { scrubProcEnviron, type EnvironScrub } from './proc-environ.js';
+
+/** Variables the CLI takes out of its environment: `ANTHROPIC_*`, in any letter case. */
+export function isAnthropicVariable(name: string): boolean {
+  return name.toUpperCase().startsWith('ANTHROPIC_');
+}
 
 /**
- * Move every `ANTHROPIC_*` variable (any letter case) out of `env` and return them as a copy of
- * the whole environment. Credentials arrive as `ANTHROPIC_ENVIRONMENT_KEY`, `ANTHROPIC_WORK_SECRET`,
- * `ANTHROPIC_API_KEY`, ...; once removed from the process environment no child process (the
- * agent's tools, a sandbox command) inherits them. The values stay readable in
- * `/proc/<pid>/environ` of this process for its whole life, which is why the key also has a
- * `--*-file` flag.
+ * Move every `ANTHROPIC_*` variable out of `env` and return a copy of the whole environment as it
+ * was. Credentials arrive as `ANTHROPIC_ENVIRONMENT_KEY`, `ANTHROPIC_WORK_SECRET`,
+ * `ANTHROPIC_API_KEY`, ...; once removed no child process (the agent's tools, a sandbox command)
+ * inherits them. When `env` is this process's own environment, their bytes in
+ * `/proc/<pid>/environ` are overwritten too (Linux; `scrub` says whether that worked).
  */
-export function takeAnthropicVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+export function takeAnthropicVariables(env: NodeJS.ProcessEnv): { snapshot: NodeJS.ProcessEnv; scrub: EnvironScrub } {
   const snapshot = { ...env };
   for (const name of Object.keys(env)) {
-    if (name.toUpperCase().startsWith('ANTHROPIC_')) delete env[name];
+    if (isAnthropicVariable(name)) delete env[name];
   }
-  return snapshot;
+  const scrub: EnvironScrub = env === process.env ? scrubProcEnviron(isAnthropicVariable) : { status: 'unsupported', reason: 'not the process environment' };
+  return { snapshot, scrub };
 }
 
 /**
