@@ -85,6 +85,16 @@ describe('managed-agents-worker run', () => {
     expect(Date.now() - t0).toBeLessThan(3_000);
   });
 
+  it('logs an option the worker refuses as a JSON line and exits 3', async () => {
+    cli = spawnCli(['run', '--workdir', '', '--log-level', 'info'], env());
+    expect((await cli.exited).code).toBe(3);
+    const lines = cli.stderr().split('\n').filter((l) => l !== '');
+    expect(lines.length).toBeGreaterThan(0);
+    const parsed = lines.map((l) => JSON.parse(l) as { level: number; msg: string; issues?: string[] });
+    expect(parsed.some((l) => l.level === 60 && (l.issues ?? []).some((i) => i.startsWith('workdir')))).toBe(true);
+    expect(cli.stderr()).not.toContain(emu.environmentKey);
+  });
+
   it('prints human-readable logs with --pretty (pino-pretty is installed here)', async () => {
     // Nothing listens on port 9: polls fail and are logged.
     cli = spawnCli(['run', '--pretty', '--workdir', dir, '--base-url', 'http://127.0.0.1:9'], childEnv({ ANTHROPIC_ENVIRONMENT_ID: 'env_1', ANTHROPIC_ENVIRONMENT_KEY: 'key-never-logged' }));
