@@ -14,11 +14,14 @@ export const PROGRAM = 'managed-agents-worker';
 const DESCRIPTION = 'Run Claude Managed Agents sessions on this machine, with memory stores mounted as folders.';
 
 const TOP_LEVEL_NOTES = `
-Run "${PROGRAM} help <command>" for the flags, environment variables and exit codes of a command.
-Logs are JSON lines on stderr (stdout stays free for command output); --pretty switches to
-pino-pretty when it is installed. MAW_LOG_LEVEL sets the log level when --log-level is not given.
-Every ANTHROPIC_* variable is read once at start and removed from the process environment, so no
-child process (the agent's tools, a sandbox command) inherits a credential.
+"${PROGRAM} help <command>" shows the flags, environment variables
+and exit codes of a command.
+
+Logs are JSON lines on stderr (stdout stays free for command output); --pretty
+switches to pino-pretty when it is installed. MAW_LOG_LEVEL sets the log level
+when --log-level is not given. Every ANTHROPIC_* variable is read once at start
+and removed from the process environment, so no child process (the agent's
+tools, a sandbox command) inherits a credential.
 `;
 
 /**
@@ -51,8 +54,10 @@ export async function runCli(argv: string[], io: CliIo, commands: readonly Comma
       code = await c.run(cmd.opts(), commandIo, cmd.args);
     });
   }
+  // "help <unknown>" is answered like "<unknown>": an unknown command, with a suggestion.
+  const helpOfUnknown = argv[0] === 'help' && argv[1] !== undefined && !commands.some((c) => c.name === argv[1]);
   try {
-    await program.parseAsync(argv, { from: 'user' });
+    await program.parseAsync(helpOfUnknown ? [argv[1]!] : argv, { from: 'user' });
     return code;
   } catch (e) {
     if (e instanceof CommanderError) return commanderExitCode(e);

@@ -68,6 +68,7 @@ describe('the CLI surface', () => {
 
   const suggestions = [
     { description: 'a misspelt command', argv: ['rn'], hint: 'Did you mean run?' },
+    { description: 'the help of a misspelt command', argv: ['help', 'rnu'], hint: 'Did you mean run?' },
     { description: 'a misspelt flag', argv: ['run', '--concurency', '2'], hint: 'Did you mean --concurrency?' },
     { description: 'a misspelt flag of handle', argv: ['handle', '--work-secret-fil'], hint: 'Did you mean --work-secret-file?' },
   ];
