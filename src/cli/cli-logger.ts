@@ -35,7 +35,7 @@ export async function cliLogger(flags: OptionValues, io: Pick<CommandIo, 'env' |
   if (io.environScrub.status === 'failed') {
     logger.warn(
       { reason: io.environScrub.reason },
-      'the ANTHROPIC_* variables stay readable in /proc/<pid>/environ of this process; pass credentials with --environment-key-file / --work-secret-file instead',
+      'the ANTHROPIC_* credentials stay readable in /proc/<pid>/environ of this process; pass credentials with --environment-key-file / --work-secret-file instead',
     );
   }
   return logger;

@@ -5,7 +5,7 @@ import type { Command } from './command.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { addHelpSections } from './help.js';
 import type { CliIo, CommandIo } from './io.js';
-import { takeAnthropicVariables } from './secrets.js';
+import { takeCredentials } from './secrets.js';
 import { UsageError } from './usage-error.js';
 import { packageVersion } from './version.js';
 
@@ -19,9 +19,9 @@ and exit codes of a command.
 
 Logs are JSON lines on stderr (stdout stays free for command output); --pretty
 switches to pino-pretty when it is installed. MAW_LOG_LEVEL sets the log level
-when --log-level is not given. Every ANTHROPIC_* variable is read once at start
-and removed from the process environment, so no child process (the agent's
-tools, a sandbox command) inherits a credential.
+when --log-level is not given. Every ANTHROPIC_* credential (a name with KEY,
+SECRET or TOKEN) is read once at start and removed from the process environment,
+so no child process (the agent's tools, a sandbox command) inherits it.
 `;
 
 /**
@@ -31,7 +31,7 @@ tools, a sandbox command) inherits a credential.
  * commands in-process.
  */
 export async function runCli(argv: string[], io: CliIo, commands: readonly Command[]): Promise<number> {
-  const { snapshot, scrub } = takeAnthropicVariables(io.env);
+  const { snapshot, scrub } = takeCredentials(io.env);
   const commandIo: CommandIo = { ...io, env: snapshot, childEnv: io.env, environScrub: scrub };
   let code: number = EXIT.OK;
   const program = new CommanderCommand(PROGRAM)

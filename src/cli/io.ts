@@ -7,7 +7,7 @@ import type { EnvironScrub } from './proc-environ.js';
 export interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
-  /** The process environment; the CLI removes every `ANTHROPIC_*` variable from it at start. */
+  /** The process environment; the CLI removes every `ANTHROPIC_*` credential from it at start. */
   env: NodeJS.ProcessEnv;
   cwd: string;
   /** Lines typed by the user, for commands that take them (`emulator`); absent in tests that give none. */
@@ -16,13 +16,13 @@ export interface CliIo {
 
 /**
  * What a command sees: `env` is the environment as it was at start (including the `ANTHROPIC_*`
- * variables, read once), while `childEnv` is what is left in the process environment for child
- * processes, without any `ANTHROPIC_*` variable.
+ * credentials, read once), while `childEnv` is what is left in the process environment for child
+ * processes, without them.
  */
 export interface CommandIo extends CliIo {
   readonly env: Readonly<NodeJS.ProcessEnv>;
   readonly childEnv: NodeJS.ProcessEnv;
-  /** Whether the `ANTHROPIC_*` entries of `/proc/<pid>/environ` were overwritten. */
+  /** Whether the credential entries of `/proc/<pid>/environ` were overwritten. */
   readonly environScrub: EnvironScrub;
 }
 

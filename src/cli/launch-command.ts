@@ -65,7 +65,7 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
         environmentId: environmentId!,
         environmentKey: environmentKey!,
         command: flags['onWork'] as string,
-        // The sandboxes get the environment without any ANTHROPIC_* variable, plus their item's six.
+        // The sandboxes get the environment without the ANTHROPIC_* credentials, plus their item's six.
         env: io.childEnv,
         logger,
         ...(concurrency !== undefined ? { concurrency } : {}),

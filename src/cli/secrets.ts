@@ -2,24 +2,28 @@ import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import { scrubProcEnviron, type EnvironScrub } from './proc-environ.js';
 
-/** Variables the CLI takes out of its environment: `ANTHROPIC_*`, in any letter case. */
-export function isAnthropicVariable(name: string): boolean {
-  return name.toUpperCase().startsWith('ANTHROPIC_');
+/**
+ * The credential variables the CLI takes out of its environment: an `ANTHROPIC_` name (any letter
+ * case) holding `KEY`, `SECRET` or `TOKEN` (`ANTHROPIC_ENVIRONMENT_KEY`, `ANTHROPIC_WORK_SECRET`,
+ * `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`, ...). The other `ANTHROPIC_*` variables (ids, base
+ * URL, `ANTHROPIC_LOG`, OpenTelemetry settings) stay, since the SDK reads them.
+ */
+export function isAnthropicCredential(name: string): boolean {
+  return /^ANTHROPIC_\w*(KEY|SECRET|TOKEN)/.test(name.toUpperCase());
 }
 
 /**
- * Move every `ANTHROPIC_*` variable out of `env` and return a copy of the whole environment as it
- * was. Credentials arrive as `ANTHROPIC_ENVIRONMENT_KEY`, `ANTHROPIC_WORK_SECRET`,
- * `ANTHROPIC_API_KEY`, ...; once removed no child process (the agent's tools, a sandbox command)
- * inherits them. When `env` is this process's own environment, their bytes in
- * `/proc/<pid>/environ` are overwritten too (Linux; `scrub` says whether that worked).
+ * Move every credential variable out of `env` and return a copy of the whole environment as it
+ * was. Once removed no child process (the agent's tools, a sandbox command) inherits them. When
+ * `env` is this process's own environment, their bytes in `/proc/<pid>/environ` are overwritten
+ * too (Linux; `scrub` says whether that worked).
  */
-export function takeAnthropicVariables(env: NodeJS.ProcessEnv): { snapshot: NodeJS.ProcessEnv; scrub: EnvironScrub } {
+export function takeCredentials(env: NodeJS.ProcessEnv): { snapshot: NodeJS.ProcessEnv; scrub: EnvironScrub } {
   const snapshot = { ...env };
   for (const name of Object.keys(env)) {
-    if (isAnthropicVariable(name)) delete env[name];
+    if (isAnthropicCredential(name)) delete env[name];
   }
-  const scrub: EnvironScrub = env === process.env ? scrubProcEnviron(isAnthropicVariable) : { status: 'unsupported', reason: 'not the process environment' };
+  const scrub: EnvironScrub = env === process.env ? scrubProcEnviron(isAnthropicCredential) : { status: 'unsupported', reason: 'not the process environment' };
   return { snapshot, scrub };
 }
 

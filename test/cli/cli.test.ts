@@ -162,7 +162,7 @@ describe('the CLI surface', () => {
   });
 });
 
-describe('the ANTHROPIC_* variables', () => {
+describe('the ANTHROPIC_* credentials', () => {
   it('leave the process environment at start, while the command still reads them', async () => {
     const env: NodeJS.ProcessEnv = {
       PATH: '/usr/bin',
@@ -178,7 +178,7 @@ describe('the ANTHROPIC_* variables', () => {
     expect(o.err).toContain('work id');
     expect(o.err).not.toContain('environment id:');
     expect(o.err).not.toContain('credential');
-    expect(env).toEqual({ PATH: '/usr/bin' });
+    expect(env).toEqual({ PATH: '/usr/bin', ANTHROPIC_ENVIRONMENT_ID: 'env_1' });
   });
 });
 

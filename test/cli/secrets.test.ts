@@ -1,13 +1,14 @@
 // Pins how the CLI takes credentials: a --*-file flag yields the file's one line (trailing line
 // break dropped); a missing, empty, multi-line or spaced file is refused with a ConfigError that
 // names the flag and the path but never the content; and every ANTHROPIC_* variable (any letter
-// case) leaves the given environment while the snapshot keeps it.
+// case) holding KEY, SECRET or TOKEN leaves the given environment while the snapshot keeps it; ids,
+// the base URL and the SDK's own settings (ANTHROPIC_LOG) stay.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
-import { readSecretFile, takeAnthropicVariables } from '../../src/cli/secrets.js';
+import { readSecretFile, takeCredentials } from '../../src/cli/secrets.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -57,12 +58,23 @@ describe('readSecretFile', () => {
   });
 });
 
-describe('takeAnthropicVariables', () => {
-  it('removes every ANTHROPIC_* variable from the environment it is given and keeps them in the snapshot', () => {
-    const env: NodeJS.ProcessEnv = { HOME: '/home/w', ANTHROPIC_ENVIRONMENT_KEY: 'k', Anthropic_Api_Key: 'a', ANTHROPIC_BASE_URL: 'http://x', MY_ANTHROPIC_NOTE: 'n' };
-    const { snapshot, scrub } = takeAnthropicVariables(env);
-    expect(env).toEqual({ HOME: '/home/w', MY_ANTHROPIC_NOTE: 'n' });
-    expect(snapshot).toEqual({ HOME: '/home/w', ANTHROPIC_ENVIRONMENT_KEY: 'k', Anthropic_Api_Key: 'a', ANTHROPIC_BASE_URL: 'http://x', MY_ANTHROPIC_NOTE: 'n' });
+describe('takeCredentials', () => {
+  it('removes every ANTHROPIC_* credential from the environment it is given and keeps it in the snapshot', () => {
+    const before: NodeJS.ProcessEnv = {
+      HOME: '/home/w',
+      ANTHROPIC_ENVIRONMENT_KEY: 'k',
+      ANTHROPIC_WORK_SECRET: 's',
+      Anthropic_Api_Key: 'a',
+      ANTHROPIC_AUTH_TOKEN: 't',
+      ANTHROPIC_BASE_URL: 'http://x',
+      ANTHROPIC_ENVIRONMENT_ID: 'env_1',
+      ANTHROPIC_LOG: 'debug',
+      MY_ANTHROPIC_KEY: 'not ours',
+    };
+    const env = { ...before };
+    const { snapshot, scrub } = takeCredentials(env);
+    expect(env).toEqual({ HOME: '/home/w', ANTHROPIC_BASE_URL: 'http://x', ANTHROPIC_ENVIRONMENT_ID: 'env_1', ANTHROPIC_LOG: 'debug', MY_ANTHROPIC_KEY: 'not ours' });
+    expect(snapshot).toEqual(before);
     // Only the process's own environment has a /proc block to overwrite.
     expect(scrub.status).toBe('unsupported');
   });
