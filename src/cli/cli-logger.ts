@@ -30,7 +30,7 @@ export function logLevelFrom(flags: OptionValues, env: Readonly<NodeJS.ProcessEn
  * so the stream is JSON only (or pretty only): when `--pretty` is asked for but pino-pretty is not
  * installed, the warning is itself a JSON line.
  */
-export async function cliLogger(flags: OptionValues, io: Pick<CommandIo, 'env' | 'environScrub'>): Promise<Logger> {
+export async function cliLogger(flags: OptionValues, io: Pick<CommandIo, 'env' | 'environScrub' | 'logStream'>): Promise<Logger> {
   const logger = await createCliLogger(flags, io);
   if (io.environScrub.status === 'failed') {
     logger.warn(
@@ -41,19 +41,20 @@ export async function cliLogger(flags: OptionValues, io: Pick<CommandIo, 'env' |
   return logger;
 }
 
-async function createCliLogger(flags: OptionValues, io: Pick<CommandIo, 'env'>): Promise<Logger> {
+async function createCliLogger(flags: OptionValues, io: Pick<CommandIo, 'env' | 'logStream'>): Promise<Logger> {
   const level = logLevelFrom(flags, io.env);
+  const json = (): Logger => createLogger({ level }, io.logStream ?? pino.destination({ fd: 2, sync: true }));
   if (flags['pretty'] === true) {
     const pretty = await loadPinoPretty();
-    if (pretty) return createLogger({ level }, pretty({ destination: 2, sync: true, colorize: process.stderr.isTTY }));
-    const logger = createLogger({ level }, pino.destination({ fd: 2, sync: true }));
+    if (pretty) return createLogger({ level }, pretty({ destination: io.logStream ?? 2, sync: true, colorize: io.logStream === undefined && process.stderr.isTTY }));
+    const logger = json();
     logger.warn('--pretty needs pino-pretty (npm install pino-pretty); logging JSON lines instead');
     return logger;
   }
-  return createLogger({ level }, pino.destination({ fd: 2, sync: true }));
+  return json();
 }
 
-type PrettyFactory = (opts: { destination: number; sync: boolean; colorize: boolean }) => pino.DestinationStream;
+type PrettyFactory = (opts: { destination: number | NodeJS.WritableStream; sync: boolean; colorize: boolean }) => pino.DestinationStream;
 
 async function loadPinoPretty(): Promise<PrettyFactory | undefined> {
   // A variable module name keeps bundlers and the type checker from requiring the optional package.

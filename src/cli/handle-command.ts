@@ -1,3 +1,4 @@
+import type { OptionValues } from 'commander';
 import { WorkItemFailedError } from '../errors.js';
 import { EnvironmentWorker, type ItemOutcome } from '../worker/environment-worker.js';
 import { logError } from './cli.js';
@@ -6,6 +7,7 @@ import type { Command } from './command.js';
 import { addWorkSecretFlag, WORK_SECRET_VARIABLE, workSecretFrom } from './credential-flags.js';
 import { COMMON_EXIT_ROWS, EXIT, exitCodeForOutcome } from './exit-codes.js';
 import { firstSet, requireInputs } from './flags.js';
+import type { CommandIo } from './io.js';
 import { handleShutdownSignals } from './signals.js';
 import { addWorkerFlags, WORKER_ENVIRONMENT, workerOptionsFromFlags } from './worker-flags.js';
 
@@ -41,27 +43,17 @@ on stdout. SIGTERM/SIGINT: end the session gracefully (final sync, flush, stop t
     addWorkerFlags(cmd);
   },
   async run(flags, io) {
-    const options = workerOptionsFromFlags(flags, io);
-    const workSecret = workSecretFrom(flags, io);
-    const workId = firstSet(flags['workId'] as string | undefined, io.env['ANTHROPIC_WORK_ID']);
-    const sessionId = firstSet(flags['sessionId'] as string | undefined, io.env['ANTHROPIC_SESSION_ID']);
-    requireInputs('handle', [
-      { name: 'work id', value: workId, from: '--work-id or ANTHROPIC_WORK_ID' },
-      { name: 'session id', value: sessionId, from: '--session-id or ANTHROPIC_SESSION_ID' },
-      { name: 'environment id', value: options.environmentId, from: '--environment-id or ANTHROPIC_ENVIRONMENT_ID' },
-      {
-        name: 'credential (work secret or environment key)',
-        value: workSecret ?? options.environmentKey,
-        from: `--work-secret-file or ${WORK_SECRET_VARIABLE}, or --environment-key-file or ANTHROPIC_ENVIRONMENT_KEY`,
-      },
-    ]);
+    // From here on every line on stderr comes from the logger, refusals included.
     const logger = await cliLogger(flags, io);
+    let item: ReturnType<typeof itemFromFlags>;
     let worker: EnvironmentWorker;
     try {
-      worker = new EnvironmentWorker({ ...options, logger });
+      item = itemFromFlags(flags, io);
+      worker = new EnvironmentWorker({ ...item.options, logger });
     } catch (e) {
       return logError(e, logger);
     }
+    const { options, workSecret, workId, sessionId } = item;
     const removeSignals = handleShutdownSignals(
       (signal) => {
         logger.info({ signal }, 'ending the session: final sync, flush, stop (send the signal again to exit at once)');
@@ -94,3 +86,22 @@ on stdout. SIGTERM/SIGINT: end the session gracefully (final sync, flush, stop t
     }
   },
 };
+
+/** The item to serve and the worker options, from flags and variables; every missing input named at once. */
+function itemFromFlags(flags: OptionValues, io: CommandIo) {
+  const options = workerOptionsFromFlags(flags, io);
+  const workSecret = workSecretFrom(flags, io);
+  const workId = firstSet(flags['workId'] as string | undefined, io.env['ANTHROPIC_WORK_ID']);
+  const sessionId = firstSet(flags['sessionId'] as string | undefined, io.env['ANTHROPIC_SESSION_ID']);
+  requireInputs('handle', [
+    { name: 'work id', value: workId, from: '--work-id or ANTHROPIC_WORK_ID' },
+    { name: 'session id', value: sessionId, from: '--session-id or ANTHROPIC_SESSION_ID' },
+    { name: 'environment id', value: options.environmentId, from: '--environment-id or ANTHROPIC_ENVIRONMENT_ID' },
+    {
+      name: 'credential (work secret or environment key)',
+      value: workSecret ?? options.environmentKey,
+      from: `--work-secret-file or ${WORK_SECRET_VARIABLE}, or --environment-key-file or ANTHROPIC_ENVIRONMENT_KEY`,
+    },
+  ]);
+  return { options, workSecret, workId: workId!, sessionId: sessionId! };
+}

@@ -10,6 +10,8 @@ export interface CliIo {
   /** The process environment; the CLI removes every `ANTHROPIC_*` credential from it at start. */
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /** Where the logger writes its lines; default: stderr (fd 2), written synchronously. */
+  logStream?: NodeJS.WritableStream;
   /** Lines typed by the user, for commands that take them (`emulator`); absent in tests that give none. */
   stdin?: () => NodeJS.ReadableStream;
 }

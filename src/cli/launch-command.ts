@@ -48,18 +48,19 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
     addLogFlags(cmd);
   },
   async run(flags, io) {
-    const { environmentId, baseURL } = apiInputsFrom(flags, io);
-    const environmentKey = environmentKeyFrom(flags, io);
-    requireInputs('launch', [
-      { name: 'environment id', value: environmentId, from: '--environment-id or ANTHROPIC_ENVIRONMENT_ID' },
-      { name: 'environment key', value: environmentKey, from: '--environment-key-file or ANTHROPIC_ENVIRONMENT_KEY' },
-    ]);
+    // From here on every line on stderr comes from the logger, refusals included.
     const logger = await cliLogger(flags, io);
     const concurrency = flags['concurrency'] as number | undefined;
     const killAfterMs = flags['killAfter'] as number | undefined;
     const workerId = flags['workerId'] as string | undefined;
     let launcher: Launcher;
     try {
+      const { environmentId, baseURL } = apiInputsFrom(flags, io);
+      const environmentKey = environmentKeyFrom(flags, io);
+      requireInputs('launch', [
+        { name: 'environment id', value: environmentId, from: '--environment-id or ANTHROPIC_ENVIRONMENT_ID' },
+        { name: 'environment key', value: environmentKey, from: '--environment-key-file or ANTHROPIC_ENVIRONMENT_KEY' },
+      ]);
       launcher = new Launcher({
         client: cliClient(baseURL, environmentKey),
         environmentId: environmentId!,

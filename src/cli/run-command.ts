@@ -34,17 +34,18 @@ their final sync and flush (bounded), stop their items, exit 0. A second signal 
     addWorkerFlags(cmd);
   },
   async run(flags, io) {
-    const options = workerOptionsFromFlags(flags, io);
-    requireInputs('run', [
-      { name: 'environment id', value: options.environmentId, from: '--environment-id or ANTHROPIC_ENVIRONMENT_ID' },
-      { name: 'environment key', value: options.environmentKey, from: '--environment-key-file or ANTHROPIC_ENVIRONMENT_KEY' },
-    ]);
+    // From here on every line on stderr comes from the logger, refusals included.
     const logger = await cliLogger(flags, io);
     const concurrency = flags['concurrency'] as number | undefined;
     const metricsPort = flags['metricsPort'] as number | undefined;
     const metricsHost = flags['metricsHost'] as string | undefined;
     let worker: EnvironmentWorker;
     try {
+      const options = workerOptionsFromFlags(flags, io);
+      requireInputs('run', [
+        { name: 'environment id', value: options.environmentId, from: '--environment-id or ANTHROPIC_ENVIRONMENT_ID' },
+        { name: 'environment key', value: options.environmentKey, from: '--environment-key-file or ANTHROPIC_ENVIRONMENT_KEY' },
+      ]);
       worker = new EnvironmentWorker({ ...options, ...(concurrency !== undefined ? { concurrency } : {}), logger });
     } catch (e) {
       return logError(e, logger);

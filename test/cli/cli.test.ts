@@ -5,6 +5,7 @@
 // ANTHROPIC_* variable leaves the process environment at start; and a first signal calls the drain
 // while a second one exits at once with 130/143.
 import { EventEmitter } from 'node:events';
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { commands } from '../../src/cli/commands.js';
@@ -12,9 +13,29 @@ import { EXIT, exitCodeForOutcome } from '../../src/cli/exit-codes.js';
 import type { CliIo } from '../../src/cli/io.js';
 import { handleShutdownSignals, type SignalTarget } from '../../src/cli/signals.js';
 
-function io(env: NodeJS.ProcessEnv = {}): CliIo & { out: string; err: string } {
-  const o = { out: '', err: '', env, cwd: process.cwd(), stdout: (t: string) => void (o.out += t), stderr: (t: string) => void (o.err += t) };
+/** An io that captures stdout, plain stderr and the logger's lines (`log`). */
+function io(env: NodeJS.ProcessEnv = {}): CliIo & { out: string; err: string; log: string } {
+  const o = {
+    out: '',
+    err: '',
+    log: '',
+    env,
+    cwd: process.cwd(),
+    stdout: (t: string) => void (o.out += t),
+    stderr: (t: string) => void (o.err += t),
+    logStream: new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        o.log += chunk.toString();
+        done();
+      },
+    }),
+  };
   return o;
+}
+
+/** The logger's lines, parsed. */
+function logLines(o: { log: string }): Array<{ level: number; msg: string; issues?: string[] }> {
+  return o.log.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { level: number; msg: string; issues?: string[] });
 }
 
 /** The exit codes a help text lists, in order. */
@@ -110,8 +131,8 @@ describe('the CLI surface', () => {
     const o = io();
     const argv = [name, '--environment-key', 'sk-on-the-command-line', ...(name === 'launch' ? ['--on-work', 'true'] : [])];
     expect(await runCli(argv, o, commands())).toBe(EXIT.USAGE);
-    expect(o.err).toContain('--environment-key-file');
-    expect(o.err).not.toContain('sk-on-the-command-line');
+    expect(o.err + o.log).toContain('--environment-key-file');
+    expect(o.err + o.log).not.toContain('sk-on-the-command-line');
   });
 
   const missing = [
@@ -145,14 +166,16 @@ describe('the CLI surface', () => {
       ],
     },
   ];
-  it.each(missing)('names every missing input in one message and exits 3: $description', async ({ argv, env, lines }) => {
+  it.each(missing)('names every missing input in one JSON log line and exits 3: $description', async ({ argv, env, lines }) => {
     const o = io(env);
-    expect(await runCli([...argv, '--log-level', 'silent', '--base-url', 'http://127.0.0.1:9'], o, commands())).toBe(EXIT.CONFIG);
-    const reported = o.err.split('\n').filter((l) => l.startsWith('  ')).map((l) => l.trim());
-    expect(reported).toEqual(lines);
-    expect(o.err.match(/^managed-agents-worker: /gm)).toHaveLength(1);
-    expect(o.err).not.toContain('EnvironmentWorker constructor');
-    expect(o.err).not.toContain('secret-key-value');
+    expect(await runCli([...argv, '--base-url', 'http://127.0.0.1:9'], o, commands())).toBe(EXIT.CONFIG);
+    const fatal = logLines(o).filter((l) => l.level === 60);
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]!.issues).toEqual(lines);
+    // Once the command logs, stderr carries its log lines only.
+    expect(o.err).toBe('');
+    expect(o.log).not.toContain('EnvironmentWorker constructor');
+    expect(o.log).not.toContain('secret-key-value');
   });
 
   it('maps every session outcome of handle to its documented exit code', () => {
@@ -174,10 +197,11 @@ describe('the ANTHROPIC_* credentials', () => {
     };
     const o = io(env);
     // handle still finds the environment id and key it was given: only the work and session ids are missing.
-    expect(await runCli(['handle', '--log-level', 'silent'], o, commands())).toBe(EXIT.CONFIG);
-    expect(o.err).toContain('work id');
-    expect(o.err).not.toContain('environment id:');
-    expect(o.err).not.toContain('credential');
+    expect(await runCli(['handle'], o, commands())).toBe(EXIT.CONFIG);
+    expect(logLines(o).find((l) => l.level === 60)?.issues).toEqual([
+      'work id: set --work-id or ANTHROPIC_WORK_ID',
+      'session id: set --session-id or ANTHROPIC_SESSION_ID',
+    ]);
     expect(env).toEqual({ PATH: '/usr/bin', ANTHROPIC_ENVIRONMENT_ID: 'env_1' });
   });
 });
