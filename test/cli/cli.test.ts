@@ -107,6 +107,7 @@ describe('the CLI surface', () => {
     { description: 'an unknown deletion mode', argv: ['run', '--memory-sync-deletions', 'sometimes'] },
     { description: 'launch without --on-work', argv: ['launch'] },
     { description: 'an unknown log level in MAW_LOG_LEVEL', argv: ['run'], env: { MAW_LOG_LEVEL: 'loud' } },
+    { description: 'an emulator mount root that does not exist', argv: ['emulator', '--mount-root', '/nonexistent/maw-mount-root'] },
   ];
   it.each(usage)('exits 2 on $description', async ({ argv, env }) => {
     const o = io({ ANTHROPIC_ENVIRONMENT_ID: 'env_1', ANTHROPIC_ENVIRONMENT_KEY: 'k', ...env });

@@ -9,6 +9,7 @@ import { COMMON_EXIT_ROWS, EXIT } from '../exit-codes.js';
 import { intArg } from '../flags.js';
 import type { CommandIo } from '../io.js';
 import { handleShutdownSignals } from '../signals.js';
+import { UsageError } from '../usage-error.js';
 import { queueDemoSession, type DemoSession } from './demo-session.js';
 
 /** Longest a queued demo session is watched for its end. */
@@ -30,7 +31,7 @@ With --claim, each demo item is claimed here as a launcher would, and the variab
   exitCodes: [
     [EXIT.OK, 'stopped by SIGINT/SIGTERM'],
     [EXIT.UNEXPECTED, 'unexpected error, e.g. the port is in use'],
-    COMMON_EXIT_ROWS.usage,
+    [EXIT.USAGE, 'usage error: unknown flag, bad flag value, a --mount-root that is not a folder'],
     COMMON_EXIT_ROWS.secondSignal,
     COMMON_EXIT_ROWS.secondTerm,
   ],
@@ -45,7 +46,7 @@ With --claim, each demo item is claimed here as a launcher would, and the variab
   async run(flags, io) {
     const { startEmulator } = await import('../../testing/index.js');
     const ownRoot = flags['mountRoot'] === undefined;
-    const mountRoot = ownRoot ? await fs.mkdtemp(path.join(os.tmpdir(), 'maw-emulator-')) : path.resolve(io.cwd, flags['mountRoot'] as string);
+    const mountRoot = ownRoot ? await fs.mkdtemp(path.join(os.tmpdir(), 'maw-emulator-')) : await existingFolder(path.resolve(io.cwd, flags['mountRoot'] as string));
     const port = flags['port'] as number | undefined;
     const latencyMs = flags['latencyMs'] as number | undefined;
     let emu: Emulator;
@@ -84,6 +85,13 @@ With --claim, each demo item is claimed here as a launcher would, and the variab
     return EXIT.OK;
   },
 };
+
+/** The mount root must exist: a worker creates each store's folder in it, never the root itself. */
+async function existingFolder(dir: string): Promise<string> {
+  const stat = await fs.stat(dir).catch(() => undefined);
+  if (!stat?.isDirectory()) throw new UsageError(`--mount-root ${dir}: not an existing folder; create it first (workers never create the parent of a mount)`);
+  return dir;
+}
 
 function banner(emu: Emulator, mountRoot: string, claim: boolean): string {
   return `# managed-agents-worker emulator on ${emu.baseURL}; demo stores mount under ${mountRoot}
