@@ -27,16 +27,24 @@ export function takeCredentials(env: NodeJS.ProcessEnv): { snapshot: NodeJS.Proc
   return { snapshot, scrub };
 }
 
+/** The path that names this process's standard input. */
+const STDIN_PATH = '/dev/stdin';
+
 /**
- * Read a credential from the file a `--*-file` flag names: its content without the trailing line
+ * Read a credential from the file a `--*-file` flag names (`/dev/stdin`: this process's input): its content without the trailing line
  * break. Missing, unreadable, empty or over-long files are refused with a message that names the
  * flag and the path, never the content.
  */
 export function readSecretFile(flag: string, file: string): string {
   let text: string;
   try {
-    if (!statSync(file).isFile() && !file.startsWith('/dev/')) throw new Error('not a regular file');
-    text = readFileSync(file, 'utf8');
+    if (file === STDIN_PATH) {
+      // Read the descriptor itself: a socket on stdin (as some spawners use) cannot be opened by path.
+      text = readFileSync(0, 'utf8');
+    } else {
+      if (!statSync(file).isFile() && !file.startsWith('/dev/')) throw new Error('not a regular file');
+      text = readFileSync(file, 'utf8');
+    }
   } catch (e) {
     const reason = e instanceof Error ? ((e as NodeJS.ErrnoException).code ?? e.message) : String(e);
     throw new ConfigError(`--${flag} ${file}: cannot read the file (${reason}); write the credential alone into a file readable by this user`);

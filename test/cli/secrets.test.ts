@@ -79,3 +79,18 @@ describe('takeCredentials', () => {
     expect(scrub.status).toBe('unsupported');
   });
 });
+
+describe('a key piped on stdin', () => {
+  it('is read through --environment-key-file /dev/stdin', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { CLI_MAIN, REPO_ROOT, childEnv } = await import('./spawn-cli.js');
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', CLI_MAIN, 'doctor', '--offline', '--json', '--environment-key-file', '/dev/stdin', '--environment-id', 'env_1', '--mount-parent', dir],
+      { cwd: REPO_ROOT, env: childEnv({}), input: 'sk-from-a-pipe\n', encoding: 'utf8' },
+    );
+    const env = (JSON.parse(run.stdout) as { checks: Array<{ id: string; status: string }> }).checks.find((c) => c.id === 'env');
+    expect(env?.status).toBe('pass');
+    expect(run.stdout + run.stderr).not.toContain('sk-from-a-pipe');
+  });
+});
