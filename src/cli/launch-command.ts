@@ -40,7 +40,7 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
   ],
   flags(cmd) {
     cmd
-      .requiredOption('--on-work <command>', 'the sandbox command, run with /bin/sh -c once per item')
+      .requiredOption('--on-work <command>', 'the sandbox command, run with /bin/sh -c once per item (required)')
       .addOption(new Option('--concurrency <n>', 'sandboxes at once, 1..256 (default 1)').argParser(intArg(1, 256)))
       .addOption(new Option('--kill-after <ms>', 'after a shutdown signal, SIGKILL sandboxes still running (default 60000)').argParser(intArg(0, 3_600_000)))
       .option('--worker-id <id>', 'Anthropic-Worker-ID on polls');
