@@ -1,6 +1,7 @@
 import { Option } from 'commander';
 import { RemoteApiError } from '../errors.js';
 import { Launcher } from '../launcher/launcher.js';
+import { SANDBOX_BASE_ENV_VARS } from '../launcher/sandbox-env.js';
 import { logError } from './cli.js';
 import { addLogFlags, cliLogger, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import type { Command } from './command.js';
@@ -14,9 +15,11 @@ export const launchCommand: Command = {
   name: 'launch',
   summary: 'claim work and start one sandbox command per item (--on-work <command>)',
   description: `One sandbox per session: claims work items and runs <command> (with /bin/sh -c) once per item,
-with the item in six variables: ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID, ANTHROPIC_SESSION_ID,
-ANTHROPIC_ENVIRONMENT_KEY, ANTHROPIC_WORK_SECRET, ANTHROPIC_BASE_URL. Inside the sandbox, run
-"managed-agents-worker handle": it owns the item (heartbeats, session, memory, stop).
+with the item in ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID, ANTHROPIC_SESSION_ID,
+ANTHROPIC_BASE_URL, ANTHROPIC_WORK_SECRET, and ANTHROPIC_ENVIRONMENT_KEY only for an item without
+a usable secret. Of this process's environment, <command> gets only ${SANDBOX_BASE_ENV_VARS.join(', ')}
+and the variables named with --pass-env. Inside the sandbox, run "managed-agents-worker handle": it
+owns the item (heartbeats, session, memory, stop).
 
 Contract: the launcher never stops an item; the item is finished when the sandbox exits. <command>
 should return when the sandbox has exited (docker run without -d; kubectl create job + kubectl
@@ -43,6 +46,7 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
       .requiredOption('--on-work <command>', 'the sandbox command, run with /bin/sh -c once per item (required)')
       .addOption(new Option('--concurrency <n>', 'sandboxes at once, 1..256 (default 1)').argParser(intArg(1, 256)))
       .addOption(new Option('--kill-after <ms>', 'after a shutdown signal, SIGKILL sandboxes still running (default 60000)').argParser(intArg(0, 3_600_000)))
+      .addOption(new Option('--pass-env <name>', 'also pass this variable to <command> (repeatable), e.g. DOCKER_HOST').argParser(collect))
       .option('--worker-id <id>', 'Anthropic-Worker-ID on polls');
     addApiFlags(cmd);
     addLogFlags(cmd);
@@ -53,6 +57,7 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
     const concurrency = flags['concurrency'] as number | undefined;
     const killAfterMs = flags['killAfter'] as number | undefined;
     const workerId = flags['workerId'] as string | undefined;
+    const passEnv = flags['passEnv'] as string[] | undefined;
     let launcher: Launcher;
     try {
       const { environmentId, baseURL } = apiInputsFrom(flags, io);
@@ -66,9 +71,10 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
         environmentId: environmentId!,
         environmentKey: environmentKey!,
         command: flags['onWork'] as string,
-        // The sandboxes get the environment without the ANTHROPIC_* credentials, plus their item's six.
-        env: io.childEnv,
+        // The launcher passes only the allow-listed variables and those named with --pass-env.
+        env: io.env,
         logger,
+        ...(passEnv ? { passEnv } : {}),
         ...(concurrency !== undefined ? { concurrency } : {}),
         ...(killAfterMs !== undefined ? { killAfterMs } : {}),
         ...(workerId ? { workerId } : {}),
@@ -99,3 +105,8 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
     }
   },
 };
+
+/** Accumulates a repeatable flag's values. */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}

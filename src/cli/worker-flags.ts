@@ -1,12 +1,12 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { InvalidArgumentError, Option, type Command as CommanderCommand, type OptionValues } from 'commander';
+import { FINAL_FLUSH_MAX_MS, FINAL_FLUSH_MIN_MS, MEMORY_DELETE_AFTER_MAX_MS, MEMORY_SYNC_INTERVAL_MIN_MS } from '../memory/options.js';
 import type { EnvironmentWorkerOptions } from '../worker/environment-worker.js';
 import { addLogFlags, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import { addEnvironmentKeyFlags, ENVIRONMENT_KEY_VARIABLE, environmentKeyFrom } from './credential-flags.js';
 import { firstSet, intArg } from './flags.js';
 import type { CommandIo } from './io.js';
 
-export const MEMORY_SYNC_INTERVAL_MIN_MS = 5_000;
 const MEMORY_SYNC_INTERVAL_MAX_MS = 86_400_000;
 
 /**
@@ -43,9 +43,14 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
       ),
     )
     .addOption(new Option('--memory-sync-deletions <mode>', 'deletions of memories whose file is gone (default enabled)').choices(['enabled', 'log_only', 'disabled']))
+    .addOption(
+      new Option('--memory-delete-after <ms>', 'a file must be gone this long before its memory is deleted (default 30000)').argParser(intArg(0, MEMORY_DELETE_AFTER_MAX_MS)),
+    )
     .addOption(new Option('--max-idle <ms>', 'stop a session idle this long after its turn ended (default 60000)').argParser(intArg(0, 86_400_000)))
-    .addOption(new Option('--final-flush <ms>', 'bound of the end-of-session final sync and flush (default 30000)').argParser(intArg(0, 600_000)))
-    .option('--state-dir <dir>', 'where the memory core keeps its state and conflict copies')
+    .addOption(
+      new Option('--final-flush <ms>', 'bound of the end-of-session final sync and flush (default 30000)').argParser(intArg(FINAL_FLUSH_MIN_MS, FINAL_FLUSH_MAX_MS)),
+    )
+    .option('--state-dir <dir>', 'journal, conflict and unsaved copies (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)')
     .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <HOSTNAME>-<uuid>)');
   addLogFlags(cmd);
 }
@@ -84,6 +89,7 @@ export function workerOptionsFromFlags(flags: OptionValues, io: Pick<CommandIo, 
   const interval = flags['memorySyncInterval'] as number | 'off' | undefined;
   if (interval !== undefined) opts.memorySyncIntervalMs = interval === 'off' ? null : interval;
   if (flags['memorySyncDeletions'] !== undefined) opts.memorySyncDeletions = flags['memorySyncDeletions'] as 'enabled' | 'log_only' | 'disabled';
+  if (flags['memoryDeleteAfter'] !== undefined) opts.memoryDeleteAfterMs = flags['memoryDeleteAfter'] as number;
   if (flags['maxIdle'] !== undefined) opts.maxIdleMs = flags['maxIdle'] as number;
   if (flags['finalFlush'] !== undefined) opts.finalFlushMs = flags['finalFlush'] as number;
   if (flags['stateDir'] !== undefined) opts.stateDir = flags['stateDir'] as string;
