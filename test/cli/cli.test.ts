@@ -44,7 +44,7 @@ function listedExitCodes(help: string): number[] {
   return [...section.matchAll(/^ {2}(\d+) /gm)].map((m) => Number(m[1]));
 }
 
-const NAMES = ['run', 'handle', 'launch', 'doctor', 'demo', 'emulator'];
+const NAMES = ['run', 'handle', 'launch', 'doctor', 'recover', 'demo', 'emulator'];
 
 describe('the CLI surface', () => {
   it('lists every command in the top-level help, with how to get the help of one', async () => {
@@ -70,6 +70,7 @@ describe('the CLI surface', () => {
     { description: 'handle (never 4: a refused credential fails the session, 10)', name: 'handle', codes: [0, 1, 2, 3, 10, 11, 12, 130, 143] },
     { description: 'launch', name: 'launch', codes: [0, 1, 2, 3, 4, 130, 143] },
     { description: 'doctor', name: 'doctor', codes: [0, 1, 2, 3, 5] },
+    { description: 'recover', name: 'recover', codes: [0, 1, 2, 3] },
     { description: 'demo', name: 'demo', codes: [0, 1, 2, 5] },
     { description: 'emulator', name: 'emulator', codes: [0, 1, 2, 130, 143] },
   ];
@@ -104,6 +105,7 @@ describe('the CLI surface', () => {
     { description: 'an unknown flag', argv: ['run', '--frobnicate'] },
     { description: 'a concurrency out of range', argv: ['run', '--concurrency', '0'] },
     { description: 'a sync interval below 5000 ms', argv: ['run', '--memory-sync-interval', '1000'] },
+    { description: 'a final flush bound of 0 (it would cut off every final sync)', argv: ['run', '--final-flush', '0'] },
     { description: 'an unknown deletion mode', argv: ['run', '--memory-sync-deletions', 'sometimes'] },
     { description: 'launch without --on-work', argv: ['launch'] },
     { description: 'an unknown log level in MAW_LOG_LEVEL', argv: ['run'], env: { MAW_LOG_LEVEL: 'loud' } },

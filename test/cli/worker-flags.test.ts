@@ -1,7 +1,7 @@
 // Pins how the flags of `run` and `handle` become worker options: each ANTHROPIC_* variable is the
 // default and its flag overrides it, the key comes from a file named by --environment-key-file (the
 // key itself is never a flag), `--memory-sync-interval` takes milliseconds or `off` (memory off,
-// `null`), `--memory-sync-deletions`, `--workdir`, `--max-idle`, `--final-flush`, `--state-dir`
+// `null`), `--memory-sync-deletions`, `--memory-delete-after`, `--workdir`, `--max-idle`, `--final-flush`, `--state-dir`
 // and `--worker-id` reach the option of the same meaning, and an option not given stays unset (so
 // the library's default applies).
 import fs from 'node:fs/promises';
@@ -70,10 +70,16 @@ describe('workerOptionsFromFlags', () => {
       expected: { memorySyncDeletions: 'log_only', maxIdleMs: 2000, finalFlushMs: 10000, stateDir: '/srv/state', workerId: 'w-1' },
     },
     {
+      description: 'the time a file must be gone before its memory is deleted',
+      argv: () => ['--memory-delete-after', '0'],
+      env: ENV,
+      expected: { memoryDeleteAfterMs: 0 },
+    },
+    {
       description: 'options not given stay unset, so the library defaults apply',
       argv: () => [],
       env: ENV,
-      expected: { memorySyncIntervalMs: undefined, memorySyncDeletions: undefined, maxIdleMs: undefined, finalFlushMs: undefined, stateDir: undefined, workerId: undefined },
+      expected: { memorySyncIntervalMs: undefined, memorySyncDeletions: undefined, memoryDeleteAfterMs: undefined, maxIdleMs: undefined, finalFlushMs: undefined, stateDir: undefined, workerId: undefined },
     },
   ];
 
