@@ -13,6 +13,11 @@ export function intArg(min: number, max: number): (raw: string) => number {
   };
 }
 
+/** A commander argument parser for a repeatable flag: each occurrence adds its value. */
+export function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
 /** A value taken from an environment variable that must be one of `choices`; `undefined` when unset. */
 export function choiceFromEnv<C extends string>(variable: string, raw: string | undefined, choices: readonly C[]): C | undefined {
   if (raw === undefined || raw === '') return undefined;

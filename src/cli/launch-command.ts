@@ -7,7 +7,7 @@ import { addLogFlags, cliLogger, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import type { Command } from './command.js';
 import { environmentKeyFrom } from './credential-flags.js';
 import { COMMON_EXIT_ROWS, EXIT } from './exit-codes.js';
-import { intArg, requireInputs } from './flags.js';
+import { collect, intArg, requireInputs } from './flags.js';
 import { handleShutdownSignals } from './signals.js';
 import { addApiFlags, apiInputsFrom, cliClient } from './worker-flags.js';
 
@@ -105,8 +105,3 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
     }
   },
 };
-
-/** Accumulates a repeatable flag's values. */
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
-}
