@@ -182,6 +182,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       const failure = firstRealFailure(settled, ctrl.signal);
       if (failure !== undefined) {
         await removeAll(created, this.#journal, log);
+        // Leftovers adopted by the stores that did mount are handed back, never removed.
+        for (const r of settled) if (r.status === 'fulfilled' && !created.includes(r.value.root)) await r.value.release();
         throw failure;
       }
       const stores: MountedStore[] = [];
@@ -303,7 +305,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     });
     const forward = <K extends keyof MemoryEventMap>(name: K) => (...args: MemoryEventMap[K]) => safeEmit(this, log, name, ...args);
     for (const name of ['uploaded', 'downloaded', 'conflict', 'deleted', 'refused'] as const) loop.on(name, forward(name) as never);
-    const report = await loop.syncNow({ signal });
+    let report;
+    try {
+      report = await loop.syncNow({ signal });
+    } catch (e) {
+      // Not adopted after all: hand the leftover back, so the next mount may try again.
+      await store.release();
+      throw e;
+    }
     const memories = Object.keys(store.state.baseline).length;
     const durationMs = this.#clock.now() - started;
     log.info({ root: spec.root, memories, ...report, durationMs }, 'leftover folder adopted and reconciled; memory store mounted');

@@ -378,7 +378,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       }
     }
     // The journal follows every sync that changed the state (a no-op write is skipped).
-    if (!this.#isDisposed() || e.state !== e.store.state) await e.store.commit(e.state);
+    await e.store.commit(e.state);
     report.durationMs = this.#clock.now() - started;
     if (changedSomething(report)) log.info({ phase, ...report }, 'memory sync changed this store');
     safeEmit(this, log, 'synced', { storeId: e.store.storeId, report: { ...report }, phase });
