@@ -12,7 +12,12 @@ export type FoundAtPath =
   | { kind: 'nothing' }
   | { kind: 'symlink' }
   | { kind: 'file' }
-  | { kind: 'folder'; marker: { storeId: string } | 'missing' | 'invalid' };
+  | {
+      kind: 'folder';
+      marker: { storeId: string } | 'missing' | 'invalid';
+      /** Nothing in it but possibly the marker and our temp files. */
+      empty?: boolean;
+    };
 
 export type JournalFact =
   | { kind: 'none' }
@@ -22,6 +27,8 @@ export type JournalFact =
 export type AdoptVerdict =
   | { action: 'create' }
   | { action: 'adopt'; reason: string }
+  /** An empty folder a dead worker of this store created before its marker: remove it, then create. */
+  | { action: 'clear'; reason: string }
   | { action: 'refuse'; recoverable: boolean; reason: string };
 
 export function adoptVerdict(storeId: string, found: FoundAtPath, journal: JournalFact): AdoptVerdict {
@@ -36,6 +43,15 @@ export function adoptVerdict(storeId: string, found: FoundAtPath, journal: Journ
       break;
   }
   const marker = found.marker;
+  if (
+    marker === 'missing' &&
+    found.empty === true &&
+    journal.kind === 'entry' &&
+    journal.storeId === storeId &&
+    !journal.owner.alive
+  ) {
+    return { action: 'clear', reason: `an empty folder a worker that is gone created for this store (${journal.owner.reason})` };
+  }
   if (marker === 'missing') {
     return { action: 'refuse', recoverable: false, reason: 'a folder without the .anthropic-memory-store marker is there; not a leftover of this worker' };
   }

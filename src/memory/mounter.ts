@@ -237,7 +237,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     if (found.kind === 'nothing') return;
     let journal: JournalFact = { kind: 'none' };
     let entry: JournalEntry | undefined;
-    if (found.kind === 'folder' && typeof found.marker === 'object') {
+    if (found.kind === 'folder' && (typeof found.marker === 'object' || (found.marker === 'missing' && found.empty === true))) {
       const read = await this.#journal.read(spec.root);
       if (read === undefined) journal = { kind: 'none' };
       else if ('error' in read) journal = { kind: 'unreadable', error: read.error };
@@ -249,6 +249,12 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const verdict = adoptVerdict(spec.storeId, found, journal);
     if (verdict.action === 'adopt' && entry !== undefined) {
       spec.adopt = entry;
+      return;
+    }
+    if (verdict.action === 'clear') {
+      this.#log.info({ root: spec.root, memory_store_id: spec.storeId, reason: verdict.reason }, 'removing an empty leftover folder before mounting');
+      await new LocalDir(spec.root).removeRoot();
+      await this.#journal.remove(spec.root);
       return;
     }
     const reason = verdict.action === 'refuse' ? verdict.reason : 'something is there';
@@ -546,8 +552,9 @@ async function inspectPath(root: string): Promise<FoundAtPath> {
   if (st === undefined) return { kind: 'nothing' };
   if (st.isSymbolicLink()) return { kind: 'symlink' };
   if (!st.isDirectory()) return { kind: 'file' };
-  const bytes = await new LocalDir(root).readMarker().catch(() => undefined);
-  if (bytes === undefined) return { kind: 'folder', marker: 'missing' };
+  const dir = new LocalDir(root);
+  const bytes = await dir.readMarker().catch(() => undefined);
+  if (bytes === undefined) return { kind: 'folder', marker: 'missing', empty: await dir.isEmpty().catch(() => false) };
   const parsed = parseMarker(bytes);
   return { kind: 'folder', marker: parsed === undefined ? 'invalid' : { storeId: parsed.storeId } };
 }

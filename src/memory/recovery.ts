@@ -70,8 +70,11 @@ async function leftoverState(entry: JournalEntry): Promise<LeftoverState> {
   if (!st.isDirectory()) return 'not-ours';
   const dir = new LocalDir(entry.root);
   const marker = await dir.readMarker().catch(() => undefined);
-  if (marker === undefined || !isValidMarker(marker, entry.storeId)) return 'not-ours';
-  return (await dir.isEmpty()) ? 'empty' : 'holds-files';
+  const empty = await dir.isEmpty().catch(() => false);
+  // A folder created before its marker was written (a crash right after the mkdir) is ours when empty.
+  if (marker === undefined) return empty ? 'empty' : 'not-ours';
+  if (!isValidMarker(marker, entry.storeId)) return 'not-ours';
+  return empty ? 'empty' : 'holds-files';
 }
 
 /** Remove the entry (and an empty leftover folder) when nothing is left to save. True when removed. */

@@ -158,6 +158,18 @@ describe('a leftover of a worker that died', () => {
     expect(fs.existsSync(s.root)).toBe(false);
   });
 
+  it('an empty folder it created before writing the marker is cleared, and the store mounts', async () => {
+    const s = await mountStore({ '/a.md': 'a' });
+    await new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(s.session);
+    // As if it died between the mkdir and the marker: an empty folder, a journal entry.
+    for (const name of await fsp.readdir(s.root)) await fsp.rm(path.join(s.root, name), { recursive: true });
+    await killOwner(h.stateDir, s.root);
+    const next = await openSession(h.emu, [{ memoryStoreId: s.storeId }]);
+    const mounted = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    expect(await readTree(s.root)).toEqual({ 'a.md': 'a' });
+    await mounted.unmount();
+  });
+
   it('is refused while its owner still runs, as a recoverable leftover in use', async () => {
     const s = await mountStore({ '/a.md': 'a' });
     await new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(s.session);
