@@ -22,12 +22,15 @@ export type FoundAtPath =
 export type JournalFact =
   | { kind: 'none' }
   | { kind: 'unreadable'; error: string }
-  | { kind: 'entry'; storeId: string; owner: OwnerVerdict };
+  | { kind: 'entry'; storeId: string; owner: OwnerVerdict; unmounting?: boolean };
 
 export type AdoptVerdict =
   | { action: 'create' }
   | { action: 'adopt'; reason: string }
-  /** An empty folder a dead worker of this store created before its marker: remove it, then create. */
+  /**
+   * Remove what is there, then create: an empty folder a dead worker of this store created before
+   * its marker, or one it was removing at its session's end (everything in it already saved).
+   */
   | { action: 'clear'; reason: string }
   | { action: 'refuse'; recoverable: boolean; reason: string };
 
@@ -43,6 +46,9 @@ export function adoptVerdict(storeId: string, found: FoundAtPath, journal: Journ
       break;
   }
   const marker = found.marker;
+  if (journal.kind === 'entry' && journal.storeId === storeId && !journal.owner.alive && journal.unmounting === true) {
+    return { action: 'clear', reason: `a folder a worker that is gone was removing at its session's end, everything in it saved (${journal.owner.reason})` };
+  }
   if (
     marker === 'missing' &&
     found.empty === true &&

@@ -89,9 +89,10 @@ export class MountedStore {
   }
 
   /** Write the journal entry if the state changed since the last write. Throws on failure. */
-  async writeJournal(): Promise<void> {
+  async writeJournal(opts: { unmounting?: boolean } = {}): Promise<void> {
     const j = this.#journal;
     if (j === undefined || this.#closed) return;
+    if (opts.unmounting) this.#journaled = undefined;
     // The generation alone moves on every sync: not a change worth a write (a pending delete read
     // back from an older generation only waits one sync longer).
     const text = serializeSyncState({ ...this.#state, generation: 0 });
@@ -107,6 +108,7 @@ export class MountedStore {
       owner: j.owner,
       state: toJournalState(this.#state, j.clock.now()),
       writtenAt: new Date().toISOString(),
+      ...(opts.unmounting ? { unmounting: true } : {}),
     });
     this.#journaled = text;
   }
@@ -157,6 +159,8 @@ export class MountedStore {
         log.warn({ root }, `${reason}. Inspect ${root} and remove it by hand`);
         return { removed: false, reason };
       }
+      // From here a crash leaves a half-removed folder: the entry says it is only to be removed.
+      await this.writeJournal({ unmounting: true }).catch(() => {});
       await dir.removeRoot();
       return { removed: true };
     } catch (err) {

@@ -237,13 +237,13 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     if (found.kind === 'nothing') return;
     let journal: JournalFact = { kind: 'none' };
     let entry: JournalEntry | undefined;
-    if (found.kind === 'folder' && (typeof found.marker === 'object' || (found.marker === 'missing' && found.empty === true))) {
+    if (found.kind === 'folder') {
       const read = await this.#journal.read(spec.root);
       if (read === undefined) journal = { kind: 'none' };
       else if ('error' in read) journal = { kind: 'unreadable', error: read.error };
       else {
         entry = read;
-        journal = { kind: 'entry', storeId: read.storeId, owner: await checkOwner(read.owner) };
+        journal = { kind: 'entry', storeId: read.storeId, owner: await checkOwner(read.owner), unmounting: read.unmounting === true };
       }
     }
     const verdict = adoptVerdict(spec.storeId, found, journal);
@@ -252,7 +252,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       return;
     }
     if (verdict.action === 'clear') {
-      this.#log.info({ root: spec.root, memory_store_id: spec.storeId, reason: verdict.reason }, 'removing an empty leftover folder before mounting');
+      this.#log.info({ root: spec.root, memory_store_id: spec.storeId, reason: verdict.reason }, 'removing a leftover folder with nothing to save before mounting');
       await new LocalDir(spec.root).removeRoot();
       await this.#journal.remove(spec.root);
       return;

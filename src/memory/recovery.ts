@@ -32,7 +32,7 @@ import type { MemoryDeleteMode } from './types.js';
  * Entries whose owner still runs are never touched.
  */
 
-export type LeftoverState = 'gone' | 'not-ours' | 'empty' | 'holds-files';
+export type LeftoverState = 'gone' | 'not-ours' | 'empty' | 'half-removed' | 'holds-files';
 
 export interface RecoverLine {
   root: string;
@@ -68,6 +68,8 @@ async function leftoverState(entry: JournalEntry): Promise<LeftoverState> {
   const st = await fsp.lstat(entry.root).catch(() => undefined);
   if (st === undefined) return 'gone';
   if (!st.isDirectory()) return 'not-ours';
+  // Being removed at its session's end, everything in it saved: only the removal is left to do.
+  if (entry.unmounting === true) return 'half-removed';
   const dir = new LocalDir(entry.root);
   const marker = await dir.readMarker().catch(() => undefined);
   const empty = await dir.isEmpty().catch(() => false);
@@ -80,7 +82,7 @@ async function leftoverState(entry: JournalEntry): Promise<LeftoverState> {
 /** Remove the entry (and an empty leftover folder) when nothing is left to save. True when removed. */
 async function dropIfNothingToSave(journal: Journal, d: DeadEntry, log: Logger): Promise<boolean> {
   if (d.leftover === 'holds-files') return false;
-  if (d.leftover === 'empty') await new LocalDir(d.entry.root).removeRoot();
+  if (d.leftover === 'empty' || d.leftover === 'half-removed') await new LocalDir(d.entry.root).removeRoot();
   await journal.remove(d.entry.root);
   log.info({ root: d.entry.root, memory_store_id: d.entry.storeId, leftover: d.leftover }, 'journal entry of a worker that is gone removed; nothing was left to save');
   return true;

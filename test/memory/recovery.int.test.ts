@@ -170,6 +170,20 @@ describe('a leftover of a worker that died', () => {
     await mounted.unmount();
   });
 
+  it('a folder half removed at its session end (killed during the unmount) is cleared, and the store mounts', async () => {
+    const s = await mountStore({ '/a.md': 'a', '/b.md': 'b' });
+    const mounted = await new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(s.session);
+    // Run the end up to the removal, then stop as a kill would: the entry says "unmounting".
+    await mounted.stores[0]!.writeJournal({ unmounting: true });
+    await fsp.rm(path.join(s.root, '.anthropic-memory-store'));
+    await killOwner(h.stateDir, s.root);
+    const next = await openSession(h.emu, [{ memoryStoreId: s.storeId }]);
+    const again = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    expect(await readTree(s.root)).toEqual({ 'a.md': 'a', 'b.md': 'b' });
+    expect(h.emu.memories(s.storeId)).toEqual({ '/a.md': 'a', '/b.md': 'b' });
+    await again.unmount();
+  });
+
   it('is refused while its owner still runs, as a recoverable leftover in use', async () => {
     const s = await mountStore({ '/a.md': 'a' });
     await new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(s.session);
