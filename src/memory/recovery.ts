@@ -192,7 +192,7 @@ async function recoverOne(
     finalDeletes: 'corroborated',
     ...(opts.finalFlushMs !== undefined ? { finalFlushMs: opts.finalFlushMs } : {}),
   });
-  const report = await loop.finish({ clean: true });
+  const report = await loop.finish({ clean: true, keepIfIncomplete: true });
   const uploaded = (report.final?.uploads ?? 0) + report.flush.uploads;
   const conflicts = report.final?.conflicts ?? 0;
   const keptAsCopy = conflicts + report.unsavedCopies.length;
@@ -206,7 +206,7 @@ async function recoverOne(
     uploaded,
     keptAsCopy,
     removed,
-    text: `${entry.root}: ${parts.join(', ')}; ${removed ? 'removed' : 'kept (see the log)'}${copies}`,
+    text: `${entry.root}: ${parts.join(', ')}; ${removed ? 'removed' : 'kept: the store could not be reached for all of it; run recover again'}${copies}`,
   };
 }
 
