@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { ConfigError } from '../errors.js';
 import type { EnvironmentWorkerOptions } from '../worker/environment-worker.js';
@@ -16,6 +17,7 @@ export const WORKER_FLAGS = {
   'max-idle': { type: 'string' },
   'final-flush': { type: 'string' },
   'state-dir': { type: 'string' },
+  'allowed-mount-root': { type: 'string', multiple: true },
   'worker-id': { type: 'string' },
   'log-level': { type: 'string' },
   pretty: { type: 'boolean' },
@@ -31,6 +33,7 @@ export const WORKER_FLAGS_HELP = `  --environment-id <id>          default: ANTH
   --max-idle <ms>                stop a session idle this long after its turn ended (default 60000)
   --final-flush <ms>             bound of the end-of-session final sync + flush (default 30000)
   --state-dir <dir>              where the memory core keeps its state and conflict copies
+  --allowed-mount-root <dir>     mount memory stores only inside <dir> (repeatable; default: anywhere)
   --worker-id <id>               Anthropic-Worker-ID (default: <HOSTNAME>-<uuid>)
   --log-level <level>            ${LOG_LEVELS.join(' | ')} (default info)
   --pretty                       human-readable logs (needs: npm install pino-pretty)
@@ -46,6 +49,7 @@ export interface WorkerFlagValues {
   'max-idle'?: string | undefined;
   'final-flush'?: string | undefined;
   'state-dir'?: string | undefined;
+  'allowed-mount-root'?: string[] | undefined;
   'worker-id'?: string | undefined;
   'log-level'?: string | undefined;
   pretty?: boolean | undefined;
@@ -87,6 +91,7 @@ export function workerOptionsFromFlags(values: WorkerFlagValues, io: CliIo): Omi
   if (maxIdleMs !== undefined) opts.maxIdleMs = maxIdleMs;
   if (finalFlushMs !== undefined) opts.finalFlushMs = finalFlushMs;
   if (values['state-dir'] !== undefined) opts.stateDir = values['state-dir'];
+  if (values['allowed-mount-root'] !== undefined) opts.allowedMountRoots = values['allowed-mount-root'].map((r) => path.resolve(io.cwd, r));
   if (values['worker-id'] !== undefined) opts.workerId = values['worker-id'];
   return opts;
 }

@@ -16,6 +16,7 @@ import { sha256Hex } from './local-scan.js';
 import { isValidMarker, markerContent } from './marker.js';
 import { attachRuntime, type SessionRuntime, type StoreRuntime } from './mount-runtime.js';
 import type { MountedSession, MountedStore } from './mounted.js';
+import { findParentSymlink, isInsideAllowedRoots, normalizeAllowedRoots } from './mount-path-guard.js';
 import { checkMountPath, groupCaseCollisions, remotePathToRel } from './paths.js';
 import { RemoteStore, type RemoteMemoryWithContent } from './remote-store.js';
 import { safeEmit } from './safe-emit.js';
@@ -27,6 +28,9 @@ export type { MountedSession, MountedStore } from './mounted.js';
 
 /** Most memory stores one session may attach (M1). */
 export const MAX_STORES_PER_SESSION = 8;
+
+/** Default bound on a whole mount (every store's listing and download), in ms. */
+const MOUNT_TIMEOUT_DEFAULT_MS = 300_000;
 
 export interface MemoryMounterOptions {
   /** Client whose credential may read the session's stores (the work item's sessions token). */
@@ -53,6 +57,13 @@ export interface MemoryMounterOptions {
    * @internal
    */
   downloadVia?: 'list-full' | 'retrieve';
+  /**
+   * Folders a store may be mounted in: a mount path not strictly inside one of them is refused.
+   * Default: empty, no restriction.
+   */
+  allowedMountRoots?: readonly string[];
+  /** Milliseconds the whole mount (every store's download) may take before it fails. Default 300 000. */
+  mountTimeoutMs?: number;
   /** @internal */
   clock?: Clock;
   /**
@@ -95,6 +106,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #downloadVia: 'list-full' | 'retrieve';
   readonly #clock: Clock;
   readonly #assumeCaseInsensitive: boolean;
+  readonly #allowedRoots: string[];
+  readonly #mountTimeoutMs: number;
 
   constructor(opts: MemoryMounterOptions) {
     super();
@@ -107,6 +120,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#downloadVia = opts.downloadVia ?? 'list-full';
     this.#clock = opts.clock ?? monotonicClock;
     this.#assumeCaseInsensitive = opts.assumeCaseInsensitive ?? false;
+    this.#allowedRoots = normalizeAllowedRoots(opts.allowedMountRoots ?? []);
+    this.#mountTimeoutMs = opts.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS;
   }
 
   async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal } = {}): Promise<MountedSession> {
@@ -114,12 +129,15 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const resources = (session.resources ?? []).filter((r): r is MemoryStoreResource => r.type === 'memory_store');
     const specs = resources.map((r) => this.#specFor(r));
     validateSpecs(session.id, specs);
+    for (const spec of specs) checkAllowedRoot(spec, this.#allowedRoots);
     await Promise.all(specs.map((s) => checkHost(s)));
 
-    const { signal, dispose } = combineSignals([this.#signal, opts.signal]);
+    const deadline = mountDeadline(session.id, specs, this.#mountTimeoutMs);
+    const { signal, dispose } = combineSignals([this.#signal, opts.signal, deadline.signal]);
     if (signal.aborted) {
       // An 'abort' listener added now would never fire: the mount would run to the end.
       dispose();
+      deadline.clear();
       throw abortReason(signal);
     }
     const created: string[] = [];
@@ -143,7 +161,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       const failure = firstRealFailure(settled, ctrl.signal);
       if (failure !== undefined) {
         await removeAll(created, log);
-        throw failure;
+        throw deadline.signal.aborted ? deadline.signal.reason : failure;
       }
       const stores: MountedStore[] = [];
       for (const r of settled) {
@@ -156,6 +174,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     } finally {
       signal.removeEventListener('abort', onAbort);
       dispose();
+      deadline.clear();
     }
   }
 
@@ -381,11 +400,49 @@ function validateSpecs(sessionId: string, specs: StoreSpec[]): void {
   }
 }
 
+/** Refuse a store outside every allowed mount root (when some are configured). */
+function checkAllowedRoot(spec: StoreSpec, roots: readonly string[]): void {
+  if (isInsideAllowedRoots(spec.root, roots)) return;
+  throw new MemoryMountError(
+    `memory store ${spec.storeId} (${spec.name}): mount path ${spec.root} is outside the allowed mount roots ` +
+      `(${roots.join(', ')}); nothing was created. Attach the store at a mount_path inside one of them, or add its ` +
+      `parent to allowedMountRoots (--allowed-mount-root ${path.dirname(spec.root)}).`,
+    { storeId: spec.storeId, path: spec.root },
+  );
+}
+
+/** A timer that aborts the mount with a clear error once `timeoutMs` has passed. */
+function mountDeadline(sessionId: string, specs: StoreSpec[], timeoutMs: number): { signal: AbortSignal; clear(): void } {
+  const ctrl = new AbortController();
+  const timer = setTimeout(() => {
+    const first = specs[0];
+    ctrl.abort(
+      new MemoryMountError(
+        `session ${sessionId}: mounting its memory stores (${specs.map((s) => s.storeId).join(', ')}) did not finish within ` +
+          `${timeoutMs} ms; the folders it created were removed and the work item fails. Check the API's latency and the ` +
+          'size of the stores, or raise mountTimeoutMs.',
+        { storeId: first?.storeId, path: first?.root },
+      ),
+    );
+  }, timeoutMs);
+  timer.unref?.();
+  return { signal: ctrl.signal, clear: () => clearTimeout(timer) };
+}
+
 /** The host checks of M4/M5, before anything is created. */
 async function checkHost(spec: StoreSpec): Promise<void> {
   const parent = path.dirname(spec.root);
   const who = `memory store ${spec.storeId} (${spec.name})`;
   const user = currentUser();
+  const link = await findParentSymlink(spec.root);
+  if (link !== undefined) {
+    throw new MemoryMountError(
+      `${who}: the mount path ${spec.root} goes through the symlink ${link.link} (-> ${link.target}); the worker never ` +
+        `mounts through a symlinked folder, since whoever can change the link chooses where it writes. Replace ${link.link} ` +
+        'with a real folder (or bind-mount the target there), or attach the store at a path without symlinks.',
+      { storeId: spec.storeId, path: spec.root },
+    );
+  }
   const parentStat = await fsp.stat(parent).catch((e: unknown) => e as NodeJS.ErrnoException);
   if (parentStat instanceof Error) {
     throw new MemoryMountError(

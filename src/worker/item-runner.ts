@@ -213,7 +213,14 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
             waitMs: opts.pathWaitMs,
             signal: itemCtrl.signal,
           });
-          const mounter = deps.memory.mounter({ client, logger: log, workdir: opts.workdir, stateDir: opts.stateDir });
+          const mounter = deps.memory.mounter({
+            client,
+            logger: log,
+            workdir: opts.workdir,
+            stateDir: opts.stateDir,
+            allowedMountRoots: opts.allowedMountRoots,
+            mountTimeoutMs: opts.mountTimeoutMs,
+          });
           // Both the mounter and the sync loop report `unmounted`; once the loop owns the mount, only its report counts.
           detachMemoryEvents.push(
             forwardMemoryEvents(mounter, deps, emit, work.id, sessionId, (name) => name === 'unmounted' && syncLoop !== undefined),

@@ -35,7 +35,14 @@ export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHook
 }
 
 export interface MemoryPort {
-  mounter(opts: { client: Anthropic; logger: Logger; workdir: string; stateDir?: string | undefined }): MounterView;
+  mounter(opts: {
+    client: Anthropic;
+    logger: Logger;
+    workdir: string;
+    stateDir?: string | undefined;
+    allowedMountRoots?: readonly string[];
+    mountTimeoutMs?: number;
+  }): MounterView;
   syncLoop(opts: {
     client: Anthropic;
     mounted: MountedSessionView;

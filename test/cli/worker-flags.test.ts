@@ -1,7 +1,7 @@
 // Pins how the flags of `run` and `handle` become worker options: each ANTHROPIC_* variable is the
 // default and its flag overrides it, `--memory-sync-interval` takes milliseconds or `off` (memory
 // off, `null`), `--memory-sync-deletions`, `--workdir`, `--max-idle`, `--final-flush`, `--state-dir`
-// and `--worker-id` reach the option of the same meaning, and an option not given stays unset (so
+// `--allowed-mount-root` (repeatable) and `--worker-id` reach the option of the same meaning, and an option not given stays unset (so
 // the library's default applies).
 import { describe, expect, it } from 'vitest';
 import type { CliIo } from '../../src/cli/io.js';
@@ -52,10 +52,16 @@ describe('workerOptionsFromFlags', () => {
       expected: { memorySyncDeletions: 'log_only', maxIdleMs: 2000, finalFlushMs: 10000, stateDir: '/srv/state', workerId: 'w-1' },
     },
     {
+      description: '--allowed-mount-root is repeatable; a relative folder is taken from the current folder',
+      flags: { 'allowed-mount-root': ['/mnt/memory', 'mem'] },
+      env: ENV,
+      expected: { allowedMountRoots: ['/mnt/memory', '/srv/cwd/mem'] },
+    },
+    {
       description: 'options not given stay unset, so the library defaults apply',
       flags: {},
       env: ENV,
-      expected: { memorySyncIntervalMs: undefined, memorySyncDeletions: undefined, maxIdleMs: undefined, finalFlushMs: undefined, stateDir: undefined, workerId: undefined },
+      expected: { memorySyncIntervalMs: undefined, memorySyncDeletions: undefined, maxIdleMs: undefined, finalFlushMs: undefined, stateDir: undefined, workerId: undefined, allowedMountRoots: undefined },
     },
   ];
 
