@@ -277,7 +277,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           ),
         );
       } else {
-        await remote.listFull(signal, accept);
+        await remote.listFull(signal, accept, (m, reason) => shadow(m.path, reason));
       }
       if (caseInsensitive) {
         const groups = groupCaseCollisions(pending.map((p) => p.rel));
