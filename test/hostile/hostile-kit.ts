@@ -47,6 +47,8 @@ export interface Ctx {
   events: unknown[];
   /** Credentials that must never appear in a log line or an event. */
   secrets: string[];
+  /** What a caller was answered (webhook responses): checked like warnings. */
+  answers: string[];
   /** Start of the hostile part: the "before" snapshot is taken now. */
   armed(): Promise<void>;
   /** A store with these memories. */
@@ -111,6 +113,7 @@ export async function newCtx(emu: Emulator): Promise<{ ctx: Ctx; before: () => T
     log,
     events,
     secrets,
+    answers: [],
     async armed() {
       snapshot = await snapshotTree(tmp, [mountRoot, stateDir]);
     },

@@ -2,7 +2,7 @@
  * The hostile-input suite: one table of cases where the server answers wrongly or the agent plants
  * things on disk (bad server paths, symlinks, FIFOs, devices, sockets, huge and binary files,
  * marker tampering, mount-path tricks, nine stores and duplicate paths, permission changes, deep
- * trees, endless or malformed listings). Every case asserts the same four things: nothing outside
+ * trees, endless or malformed listings, webhook abuse). Every case asserts the same four things: nothing outside
  * the mount parent and the state folder changed, no unhandled rejection (the process keeps
  * serving), no credential in any log line or event, and a warning or the error that names the path
  * (or store) and says what happens or what to do. A refusal is a typed WorkerError.
@@ -14,9 +14,10 @@ import { snapshotTree } from '../memory/fs-snapshot.js';
 import { agentCases } from './cases-agent.js';
 import { mountCases } from './cases-mount.js';
 import { serverCases } from './cases-server.js';
+import { webhookCases } from './cases-webhook.js';
 import { newCtx, type HostileCase } from './hostile-kit.js';
 
-const cases: HostileCase[] = [...serverCases, ...agentCases, ...mountCases];
+const cases: HostileCase[] = [...serverCases, ...agentCases, ...mountCases, ...webhookCases];
 
 let emu: Emulator;
 const rejections: unknown[] = [];
@@ -57,13 +58,15 @@ describe(`hostile inputs (${cases.length} cases)`, () => {
       expect(rejections.slice(rejectionsBefore)).toEqual([]);
 
       // No credential in any log line or event.
-      const logged = JSON.stringify(ctx.log.lines) + JSON.stringify(ctx.events, (_k, v: unknown) => (v instanceof Error ? v.message : v));
+      const logged =
+        JSON.stringify(ctx.log.lines) + JSON.stringify(ctx.events, (_k, v: unknown) => (v instanceof Error ? v.message : v)) + ctx.answers.join('\n');
       for (const secret of ctx.secrets) expect(logged.includes(secret), 'a credential was logged').toBe(false);
 
       // A warning or the error names the path and says what happens or what to do.
       const named = typeof c.expects.path === 'function' ? c.expects.path(ctx) : c.expects.path;
       const haystacks = ctx.log.lines.filter((l) => c.group === 'permission changes' || l.level >= 40).map((l) => JSON.stringify(l));
       if (error instanceof Error) haystacks.push(error.message, JSON.stringify(error.message));
+      haystacks.push(...ctx.answers);
       const hit = haystacks.find((h) => h.includes(named) && c.expects.says.test(h));
       expect(hit, `no warning or error names ${named} and says ${c.expects.says}:\n${haystacks.join('\n')}`).toBeDefined();
     } finally {
