@@ -1,7 +1,7 @@
 /**
  * Pins race-free writes: while an agent in another process swaps sub-folders of a mount for
- * symlinks to an outside folder in a tight loop, pulls, syncs and the unmount write, rename and
- * remove only inside the mount. Nothing outside the mount changes, no outside byte is uploaded,
+ * symlinks to an outside folder in a tight loop, pulls, Console deletes, uploads and the unmount
+ * write, rename and remove only inside the mount. Nothing outside the mount changes, no outside byte is uploaded,
  * and the worker keeps running. Prints the time spent and the number of swaps.
  */
 import * as fsp from 'node:fs/promises';
@@ -49,6 +49,7 @@ describe('when an agent swaps mount folders for symlinks during pulls, syncs and
     const started = Date.now();
     let swaps = 0;
     let syncs = 0;
+    const finishMs: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const store = await h.emu.createMemoryStore({ name: `Race ${round}`, memories: seed(round) });
       const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
@@ -61,6 +62,13 @@ describe('when an agent swaps mount folders for symlinks during pulls, syncs and
         const roundEnd = Date.now() + ROUND_MS;
         for (let edit = 0; Date.now() < roundEnd; edit++) {
           for (let i = 0; i < 12; i++) {
+            // Every other round a third of the memories are deleted in the Console (local removals
+            // and folder pruning), and come back the round after (pulls of new files).
+            if (edit % 2 === 1 && i % 3 === 0) {
+              h.emu.removeMemory(store.id, `/sub/f${i}.md`);
+              h.emu.removeMemory(store.id, `/sub/deep/g${i}.md`);
+              continue;
+            }
             h.emu.putMemory(store.id, `/sub/f${i}.md`, `console edit ${edit} f${i}`);
             h.emu.putMemory(store.id, `/sub/deep/g${i}.md`, `console edit ${edit} g${i}`);
           }
@@ -68,7 +76,9 @@ describe('when an agent swaps mount folders for symlinks during pulls, syncs and
           await loop.syncNow();
           syncs++;
         }
+        const finishStarted = Date.now();
         await loop.finish({ clean: true });
+        finishMs.push(Date.now() - finishStarted);
       } finally {
         swaps += await swapper.stop();
       }
@@ -77,7 +87,7 @@ describe('when an agent swaps mount folders for symlinks during pulls, syncs and
     }
     const after = await snapshotTree(h.tmp, [h.mountRoot, h.stateDir]);
     const seconds = (Date.now() - started) / 1000;
-    console.log(`symlink race: ${seconds.toFixed(1)} s, ${swaps} swaps, ${syncs} syncs, ${ROUNDS} unmounts`);
+    console.log(`symlink race: ${seconds.toFixed(1)} s, ${swaps} swaps, ${syncs} syncs, ${ROUNDS} unmounts (final sync + unmount: ${finishMs.join(', ')} ms)`);
     expect(after).toEqual(before);
     expect(swaps).toBeGreaterThan(100);
   }, 60_000);
