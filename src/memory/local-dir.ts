@@ -45,6 +45,8 @@ export const MAX_MEMORY_BYTES = 102_400;
 export const MAX_SCAN_DEPTH = MAX_PATH_SEGMENTS - 1;
 /** Past this depth the removal moves a folder up to the root before emptying it (bounded open folders). */
 const REMOVE_FLATTEN_DEPTH = 32;
+/** Entries the removal unlinks at once in one folder. */
+const REMOVE_BATCH = 16;
 /** Most passes the removal makes over the root before giving up (an agent refilling it). */
 const REMOVE_MAX_PASSES = 64;
 
@@ -501,7 +503,23 @@ export class LocalDir {
    */
   async #emptyFolder(chain: PinnedChain, depth: number): Promise<boolean> {
     let movedUp = false;
-    for (const name of await fsp.readdir(chain.self())) {
+    const entries = await fsp.readdir(chain.self(), { withFileTypes: true });
+    // Files, symlinks and special files first, a batch at a time; the folder is re-checked before
+    // each unlink. An entry that became a folder since the listing is handled with the folders.
+    const folders = entries.filter((e) => e.isDirectory()).map((e) => e.name);
+    const others = entries.filter((e) => !e.isDirectory()).map((e) => e.name);
+    for (let i = 0; i < others.length; i += REMOVE_BATCH) {
+      await Promise.all(
+        others.slice(i, i + REMOVE_BATCH).map(async (name) => {
+          await chain.verify();
+          await unlinkIfThere(chain.entry(name)).catch((e: unknown) => {
+            if (errCode(e) !== 'EISDIR' && errCode(e) !== 'EPERM') throw e;
+            folders.push(name);
+          });
+        }),
+      );
+    }
+    for (const name of folders) {
       const entry = chain.entry(name);
       const st = await fsp.lstat(entry).catch((e: unknown) => {
         if (errCode(e) === 'ENOENT') return undefined;

@@ -198,15 +198,19 @@ export class PinnedChain {
    * symlink. Throws `replaced` otherwise.
    */
   async verify(): Promise<void> {
-    for (let i = 0; i < this.#links.length; i++) {
-      const link = this.#links[i]!;
-      const where = i === 0 ? link.abs : this.#entryIn(this.#links[i - 1]!, path.basename(link.abs));
-      const st = await fsp.lstat(where, { bigint: true }).catch(() => undefined);
+    const stats = await Promise.all(
+      this.#links.map((link, i) => {
+        const where = i === 0 ? link.abs : this.#entryIn(this.#links[i - 1]!, path.basename(link.abs));
+        return fsp.lstat(where, { bigint: true }).catch(() => undefined);
+      }),
+    );
+    this.#links.forEach((link, i) => {
+      const st = stats[i];
       if (st === undefined || !st.isDirectory() || !sameIdentity(identityOf(st), link.id)) {
         const what = i === 0 ? link.abs : link.rel;
         throw new LocalDirError('replaced', link.rel || '.', `${what} was moved or replaced while in use; nothing written through it`);
       }
-    }
+    });
   }
 
   /** Close every folder of the chain. */
