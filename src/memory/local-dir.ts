@@ -38,6 +38,8 @@ const MARKER_FILE = MARKER_FILE_NAME;
 const TEMP_PREFIX = TEMP_FILE_PREFIX;
 /** The server refuses content larger than this many bytes. */
 export const MAX_MEMORY_BYTES = 102_400;
+/** Largest file {@link LocalDir.copyOut} copies out of a mount (conflict and unsaved copies). */
+export const COPY_OUT_MAX_BYTES = 64 * 1024 * 1024;
 /**
  * Deepest folder the scan walks, in folders below the root. A memory path has at most 20
  * segments, so nothing deeper can be a memory; deeper folders are reported, not walked.
@@ -52,17 +54,26 @@ const REMOVE_MAX_PASSES = 64;
 
 /** What a scan skipped without opening it, and why. */
 export interface SkippedEntry {
+  /** Store-relative path; `''` for the root itself. A skipped folder stands for everything below it. */
   rel: string;
-  kind: 'symlink' | 'fifo' | 'socket' | 'device' | 'unreadable-name' | 'unreadable' | 'vanished' | 'too-deep';
+  kind: 'symlink' | 'fifo' | 'socket' | 'device' | 'unreadable-name' | 'unreadable' | 'too-long' | 'too-deep' | 'vanished';
+  /** The errno code behind an `unreadable`, `too-long` or `vanished` entry. */
+  code?: string | undefined;
   /** One sentence for the warning: what the entry is and why it is not synced. */
-  reason: string;
+  reason?: string | undefined;
 }
 
 export interface ScanResult {
   /** Every regular file below the root (marker and temp files excluded), with its lstat. */
   files: Map<string, BigIntStats>;
-  /** Entries that are not regular files or folders, or could not be read; never opened. */
+  /**
+   * Entries that are not regular files or folders (never opened), and entries that could not be
+   * read (permission, vanished mid-walk, deeper than a memory path reaches). One bad entry never
+   * fails the scan.
+   */
   skipped: SkippedEntry[];
+  /** Regular files with our reserved temp prefix (not synced; kept aside at the end). */
+  reserved: string[];
   /** Whether the root holds a marker file (content not checked here). */
   markerPresent: boolean;
 }
@@ -330,16 +341,21 @@ export class LocalDir {
   }
 
   /**
-   * Copy the regular file at `rel` to `destAbs` (outside the mount) by streaming, whatever its
-   * size. The source is opened with the same hardening as {@link readFile}; the destination must
-   * not exist yet.
+   * Copy the regular file at `rel` to `destAbs` (outside the mount) by streaming. The source is
+   * opened with the same hardening as {@link readFile}; the destination must not exist yet. A file
+   * larger than `maxBytes` (default {@link COPY_OUT_MAX_BYTES}) is refused from its size before a
+   * byte is copied, so a planted giant (or sparse) file cannot fill the disk it is copied to.
    */
-  async copyOut(rel: string, destAbs: string): Promise<void> {
+  async copyOut(rel: string, destAbs: string, opts: { maxBytes?: number } = {}): Promise<void> {
+    const maxBytes = opts.maxBytes ?? COPY_OUT_MAX_BYTES;
     const fh = await this.#openForRead(rel);
     try {
       const stat = await fh.stat();
       if (!stat.isFile()) throw new LocalDirError('not-regular', rel, `${rel} is not a regular file; not copied`);
-      await pipeline(fh.createReadStream({ autoClose: false }), createWriteStream(destAbs, { flags: 'wx', mode: 0o600 }));
+      if (stat.size > maxBytes) {
+        throw new LocalDirError('too-large', rel, `${rel} holds ${stat.size} bytes, over the ${maxBytes} bytes a copy may take; not copied`);
+      }
+      await pipeline(fh.createReadStream({ autoClose: false, end: maxBytes }), createWriteStream(destAbs, { flags: 'wx', mode: 0o600 }));
     } finally {
       await fh.close().catch(() => {});
     }
@@ -377,7 +393,15 @@ export class LocalDir {
   async scan(): Promise<ScanResult> {
     const files = new Map<string, BigIntStats>();
     const skipped: SkippedEntry[] = [];
+    const reserved: string[] = [];
     let markerPresent = false;
+    const vanished = (rel: string, code?: string): void =>
+      void skipped.push({ rel, kind: 'vanished', code, reason: 'vanished while the folder was scanned; looked at again next sync' });
+    const unreadable = (rel: string, e: unknown, what: string): void => {
+      const code = e instanceof LocalDirError ? e.failure : errCode(e);
+      const kind = code === 'ENAMETOOLONG' ? 'too-long' : 'unreadable';
+      skipped.push({ rel, kind, code, reason: `${what} (${code ?? String(e)})` });
+    };
     const chain = await this.#pin([], '.');
     const walk = async (depth: number): Promise<void> => {
       const relDir = chain.rel;
@@ -385,8 +409,8 @@ export class LocalDir {
       try {
         entries = await fsp.readdir(chain.self(), { withFileTypes: true });
       } catch (e) {
-        if (relDir === '') throw e;
-        skipped.push({ rel: relDir, kind: 'unreadable', reason: `folder could not be listed (${errCode(e) ?? String(e)}); its files are left as they are` });
+        if (errCode(e) === 'ENOENT' || errCode(e) === 'ENOTDIR') vanished(relDir, errCode(e));
+        else unreadable(relDir, e, 'folder could not be listed; its files are left as they are');
         return;
       }
       for (const ent of entries) {
@@ -396,7 +420,10 @@ export class LocalDir {
           markerPresent = true;
           continue;
         }
-        if (name.startsWith(TEMP_PREFIX)) continue;
+        if (name.startsWith(TEMP_PREFIX)) {
+          if (ent.isFile()) reserved.push(rel);
+          continue;
+        }
         if (name.includes('\uFFFD')) {
           skipped.push({ rel, kind: 'unreadable-name', reason: 'the name is not valid UTF-8, so no memory path can name it' });
           continue;
@@ -405,23 +432,27 @@ export class LocalDir {
         try {
           st = await fsp.lstat(chain.entry(name), { bigint: true });
         } catch (e) {
-          if (errCode(e) === 'ENOENT') skipped.push({ rel, kind: 'vanished', reason: 'vanished while the folder was scanned; looked at again next sync' });
-          else skipped.push({ rel, kind: 'unreadable', reason: `could not be examined (${errCode(e) ?? String(e)})` });
+          if (errCode(e) === 'ENOENT' || errCode(e) === 'ENOTDIR') vanished(rel, errCode(e));
+          else unreadable(rel, e, 'could not be examined');
           continue;
         }
         if (st.isFile()) {
           files.set(rel, st);
         } else if (st.isDirectory()) {
           if (depth >= MAX_SCAN_DEPTH) {
-            skipped.push({ rel, kind: 'too-deep', reason: `folder ${depth + 1} levels deep; a memory path has at most ${MAX_PATH_SEGMENTS} segments, so nothing below it is synced` });
+            skipped.push({
+              rel,
+              kind: 'too-deep',
+              reason: `folder ${depth + 1} levels deep; a memory path has at most ${MAX_PATH_SEGMENTS} segments, so nothing below it is synced`,
+            });
             continue;
           }
           try {
             await chain.descend(name);
           } catch (e) {
             if (e instanceof LocalDirError && e.failure === 'symlink') skipped.push({ rel, kind: 'symlink', reason: SKIP_REASON.symlink });
-            else if (e instanceof LocalDirError && e.failure === 'missing') skipped.push({ rel, kind: 'vanished', reason: 'vanished while the folder was scanned; looked at again next sync' });
-            else skipped.push({ rel, kind: 'unreadable', reason: `folder could not be opened (${e instanceof LocalDirError ? e.message : (errCode(e) ?? String(e))})` });
+            else if (e instanceof LocalDirError && (e.failure === 'missing' || e.failure === 'not-directory')) vanished(rel, e.failure);
+            else unreadable(rel, e, 'folder could not be opened');
             continue;
           }
           try {
@@ -440,7 +471,7 @@ export class LocalDir {
     } finally {
       await chain.close();
     }
-    return { files, skipped, markerPresent };
+    return { files, skipped, reserved, markerPresent };
   }
 
   /**

@@ -23,11 +23,11 @@ export interface MountedSessionView {
   stores: MountedStoreView[];
   roots: string[];
   readOnlyRoots: string[];
-  unmount(): Promise<void>;
+  unmount(): Promise<unknown>;
 }
 
 export interface MounterView extends EventEmitter<MemoryEventMap> {
-  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal }): Promise<MountedSessionView>;
+  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal; workId?: string }): Promise<MountedSessionView>;
 }
 
 export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHooks {
@@ -35,6 +35,11 @@ export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHook
 }
 
 export interface MemoryPort {
+  /**
+   * At `run()` start: drop journal entries of dead workers with nothing left to save and name each
+   * leftover folder still waiting (see `sweepJournal`). Optional: a port without journal skips it.
+   */
+  sweep?(opts: { logger: Logger; stateDir?: string | undefined }): Promise<unknown>;
   mounter(opts: {
     client: Anthropic;
     logger: Logger;
@@ -42,6 +47,8 @@ export interface MemoryPort {
     stateDir?: string | undefined;
     allowedMountRoots?: readonly string[];
     mountTimeoutMs?: number;
+    deletions?: MemoryDeleteMode;
+    deleteAfterMs?: number;
   }): MounterView;
   syncLoop(opts: {
     client: Anthropic;
@@ -49,6 +56,7 @@ export interface MemoryPort {
     intervalMs: number;
     deletions: MemoryDeleteMode;
     finalFlushMs: number;
+    deleteAfterMs?: number;
     logger: Logger;
     stateDir?: string | undefined;
   }): SyncLoopView;

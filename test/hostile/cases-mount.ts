@@ -32,12 +32,12 @@ export const mountCases: HostileCase[] = [
     const p = path.join(ctx.mountRoot, 'dangling');
     await fsp.symlink(path.join(ctx.outside, 'nothing-here'), p);
     return p;
-  }, /already exists \(a symlink\)/),
+  }, /already exists: a symlink is there.*Remove it/),
   refusedAt('a symlink to an outside folder at the mount path', async (ctx) => {
     const p = path.join(ctx.mountRoot, 'linked');
     await fsp.symlink(ctx.outside, p);
     return p;
-  }, /already exists \(a symlink\)/),
+  }, /already exists: a symlink is there.*Remove it/),
   refusedAt('a symlinked parent folder', async (ctx) => {
     await fsp.symlink(ctx.outside, path.join(ctx.mountRoot, 'via'));
     return path.join(ctx.mountRoot, 'via', 'store');

@@ -297,7 +297,7 @@ describe('scan tolerance', () => {
     const out = execFileSync(process.execPath, ['--import', 'tsx', script], { uid: 65534, gid: 65534, encoding: 'utf8' });
     const result = JSON.parse(out) as { files: string[]; skipped: Array<{ rel: string; kind: string; reason: string }> };
     expect(result.files).toEqual(['keep.md']);
-    expect(result.skipped).toEqual([{ rel: 'locked', kind: 'unreadable', reason: expect.stringContaining('EACCES') }]);
+    expect(result.skipped).toEqual([{ rel: 'locked', kind: 'unreadable', code: 'EACCES', reason: expect.stringContaining('EACCES') }]);
   }, 30_000);
 });
 
@@ -335,5 +335,16 @@ describe('pinned folders', () => {
     await fsp.symlink(path.join(outside, 'sub'), path.join(root, 'sub'));
     expect(await failureOf(dir.writeFileAtomic('sub/b.md', Buffer.from('b')))).toBe('symlink');
     expect(await fsp.readdir(path.join(outside, 'sub'))).toEqual(['a.md']);
+  });
+});
+
+describe('copying out a planted giant', () => {
+  it('refuses a file over the copy limit from its size, without copying a byte', async () => {
+    const fh = await fsp.open(path.join(root, 'sparse.md'), 'w');
+    await fh.truncate(1024 ** 3);
+    await fh.close();
+    const dest = path.join(tmp, 'copy.md');
+    expect(await failureOf(dir.copyOut('sparse.md', dest))).toBe('too-large');
+    expect(fs.existsSync(dest)).toBe(false);
   });
 });
