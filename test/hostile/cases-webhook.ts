@@ -47,6 +47,36 @@ function delivery(description: string, build: () => { headers: Record<string, st
 
 const event = (): ReturnType<typeof sessionWebhookEvent> => ({ ...sessionWebhookEvent('sesn_hostile'), id: 'msg_hostile' });
 
+/** Send raw headers and a first chunk over HTTP; resolve with the status (or the error) the handler answers. */
+function rawPost(ctx: Ctx, headers: Record<string, string>, firstChunk: string): HostileCase['run'] {
+  return async () => {
+    const handler = handlerFor(ctx);
+    const server = http.createServer(handler);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await ctx.armed();
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const answer = await new Promise<string>((resolve) => {
+        const req = http.request({ host: '127.0.0.1', port, path: '/webhook', method: 'POST', headers }, (res) => {
+          let text = '';
+          res.on('data', (d: Buffer) => (text += d.toString('utf8')));
+          res.on('end', () => resolve(`${res.statusCode}: ${text}`));
+          res.on('error', () => resolve(`${res.statusCode}: (cut)`));
+        });
+        req.on('error', (e: NodeJS.ErrnoException) => resolve(`error ${e.code ?? e.message}`));
+        // The body never ends: only an answer that does not wait for it arrives.
+        req.write(firstChunk);
+      });
+      ctx.answers.push(`webhook ${headers['webhook-id'] ?? 'msg_hostile'} answered ${answer}`);
+      expect(answer).toMatch(/^(401|413)/);
+    } finally {
+      await handler.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  };
+}
+
 export const webhookCases: HostileCase[] = [
   delivery('an unsigned delivery', () => ({ headers: { 'webhook-id': 'msg_hostile', 'content-type': 'application/json' }, body: JSON.stringify(event()) }), 401, /signature/),
   delivery('a delivery signed with another secret', () => signWebhook(event(), generateWebhookSecret()), 401, /signature/),
@@ -80,5 +110,28 @@ export const webhookCases: HostileCase[] = [
       }
     },
     expects: { path: 'msg_hostile', says: new RegExp(`body over ${MAX_BODY_BYTES} bytes`) },
+  },
+  {
+    group: 'webhook abuse',
+    description: 'an unsigned request whose body never ends, over HTTP',
+    run: (ctx) => rawPost(ctx, { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'webhook-id': 'msg_hostile' }, '{"type":"event"')(ctx),
+    expects: { path: 'msg_hostile', says: /^webhook msg_hostile answered 401/ },
+  },
+  {
+    group: 'webhook abuse',
+    description: 'a body declaring a length over maxBodyBytes, over HTTP',
+    run: (ctx) =>
+      rawPost(
+        ctx,
+        {
+          'content-type': 'application/json',
+          'content-length': String(MAX_BODY_BYTES * 100),
+          'webhook-id': 'msg_hostile',
+          'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+          'webhook-signature': 'v1,AAAA',
+        },
+        '{',
+      )(ctx),
+    expects: { path: 'msg_hostile', says: /^webhook msg_hostile answered 413/ },
   },
 ];
