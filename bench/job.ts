@@ -38,6 +38,7 @@ export interface JobOptions {
 }
 
 const CHILD_STOP_TIMEOUT_MS = 30_000;
+const CHILD_EXIT_GRACE_MS = 5_000;
 
 /** Run `body` with a fresh emulator and temp folder; everything is torn down afterwards. */
 export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Promise<T>): Promise<T> {
@@ -48,6 +49,7 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
   await Promise.all([fsp.mkdir(mountRoot), fsp.mkdir(workdir)]);
   const emu = await startEmulator({ mountRoot, latencyMs: opts.latencyMs, leaseTtlSeconds: 30 });
   const children: ChildProcess[] = [];
+  const exits: Promise<unknown>[] = [];
   try {
     return await body({
       emu,
@@ -67,10 +69,13 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
         };
         const { child, handle } = await spawnChild(opts.bundle, config, opts.execArgv ?? []);
         children.push(child);
+        exits.push(new Promise((resolve) => child.once('exit', resolve)));
         return handle;
       },
     });
   } finally {
+    // A stopped child exits by itself (and writes its CPU profile, if any); a stuck one is killed.
+    await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, CHILD_EXIT_GRACE_MS).unref())]);
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     await emu.close();
     await fsp.rm(tmp, { recursive: true, force: true });
