@@ -26,6 +26,9 @@ import type { BaselineEntry, MemoryAccess, MemoryEventMap } from './types.js';
 
 export type { MountedSession, MountedStore } from './mounted.js';
 
+/** Writes queued per mount, as a multiple of `concurrency`, past which the listing waits. */
+const WRITE_QUEUE_HIGH_WATER_FACTOR = 4;
+
 /** Most memory stores one session may attach (M1). */
 export const MAX_STORES_PER_SESSION = 8;
 
@@ -234,21 +237,25 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     };
 
     const pending: Array<{ m: RemoteMemoryWithContent; rel: string }> = [];
-    const schedule = (m: RemoteMemoryWithContent, rel: string): void => {
+    const schedule = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined => {
       const p = limit(() => write(m, rel));
       // Observed at once (so a failure during the listing is never an unhandled rejection) and
       // again by Promise.all below, which reports it.
-      p.catch(() => {});
+      const settled = p.catch(() => {});
       writes.push(p);
+      // With this many writes queued the listing waits for this one: downloaded contents held in
+      // memory stay bounded however fast pages arrive.
+      return limit.pendingCount >= WRITE_QUEUE_HIGH_WATER_FACTOR * this.#concurrency ? settled : undefined;
     };
-    const accept = (m: RemoteMemoryWithContent): void => {
+    const accept = (m: RemoteMemoryWithContent): Promise<void> | undefined => {
       const check = remotePathToRel(m.path);
       if (!check.ok) {
         shadow(m.path, check.reason);
         return;
       }
       if (caseInsensitive) pending.push({ m, rel: check.rel });
-      else schedule(m, check.rel);
+      else return schedule(m, check.rel);
+      return undefined;
     };
 
     try {
@@ -258,7 +265,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           listed.map((item) =>
             limit(async () => {
               if (signal.aborted) return;
-              accept(await remote.retrieve(item.id, signal));
+              await accept(await remote.retrieve(item.id, signal));
             }),
           ),
         );

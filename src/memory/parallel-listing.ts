@@ -12,7 +12,8 @@ import { FULL_PAGE_LIMIT, type RemoteMemoryWithContent } from './remote-store.js
  *   `memory_prefix` per top-level folder; each folder is then paged on its own cursor, every page
  *   request going through `limit` (shared by all stores of a mount, so the pages in flight, and the
  *   memory they hold, stay bounded);
- * - each memory is handed to `onMemory` as its page arrives; no page is kept;
+ * - each memory is handed to `onMemory` as its page arrives; when `onMemory` returns a promise the
+ *   listing waits for it (backpressure); no page is kept past its memories;
  * - a server that ignores `depth` (and so lists everything at once) or lists a path twice still
  *   yields each path once;
  * - a listing stops with an error when a cursor repeats or the store yields more than
@@ -44,28 +45,27 @@ export class ListingBoundError extends Error {
 export async function listFullByFolder(
   client: Anthropic,
   opts: ParallelListingOptions,
-  onMemory: (m: RemoteMemoryWithContent) => void,
+  onMemory: (m: RemoteMemoryWithContent) => Promise<void> | void,
 ): Promise<void> {
   const seen = new Set<string>();
-  const accept = (m: BetaManagedAgentsMemory): void => {
+  const accept = (m: BetaManagedAgentsMemory): Promise<void> | void => {
     if (seen.has(m.path)) return;
     seen.add(m.path);
     if (seen.size > opts.maxMemories) {
       throw new ListingBoundError(`memory store ${opts.storeId} listed more than ${opts.maxMemories} memories; the listing was stopped`);
     }
-    onMemory({ id: m.id, path: m.path, sha: m.content_sha256, sizeBytes: m.content_size_bytes, updatedAt: m.updated_at, content: m.content ?? '' });
+    return onMemory({ id: m.id, path: m.path, sha: m.content_sha256, sizeBytes: m.content_size_bytes, updatedAt: m.updated_at, content: m.content ?? '' });
   };
   const folders: string[] = [];
   await pageAll(client, opts, { path_prefix: '/', depth: 1 }, (item) => {
-    if (item.type === 'memory') accept(item as BetaManagedAgentsMemory);
-    else if (item.type === 'memory_prefix' && typeof item.path === 'string' && item.path !== '/' && item.path.startsWith('/')) folders.push(item.path);
+    if (item.type === 'memory') return accept(item as BetaManagedAgentsMemory);
+    if (item.type === 'memory_prefix' && typeof item.path === 'string' && item.path !== '/' && item.path.startsWith('/')) folders.push(item.path);
+    return undefined;
   });
   const unique = [...new Set(folders)];
   await Promise.all(
     unique.map((prefix) =>
-      pageAll(client, opts, { path_prefix: prefix }, (item) => {
-        if (item.type === 'memory') accept(item as BetaManagedAgentsMemory);
-      }),
+      pageAll(client, opts, { path_prefix: prefix }, (item) => (item.type === 'memory' ? accept(item as BetaManagedAgentsMemory) : undefined)),
     ),
   );
 }
@@ -77,13 +77,16 @@ async function pageAll(
   client: Anthropic,
   opts: ParallelListingOptions,
   query: { path_prefix: string; depth?: number },
-  onItem: (item: ListItem) => void,
+  onItem: (item: ListItem) => Promise<void> | void,
 ): Promise<void> {
   const request = { signal: opts.signal, maxRetries: opts.readRetries, timeout: opts.requestTimeoutMs };
   const cursors = new Set<string>();
   let page = await opts.limit(() => client.beta.memoryStores.memories.list(opts.storeId, { view: 'full', limit: FULL_PAGE_LIMIT, ...query }, request));
   for (;;) {
-    for (const item of page.data as ListItem[]) onItem(item);
+    for (const item of page.data as ListItem[]) {
+      const waiting = onItem(item);
+      if (waiting !== undefined) await waiting;
+    }
     const next = page.nextPageRequestOptions();
     if (!page.hasNextPage() || next === null) return;
     const cursor = JSON.stringify(next.query ?? null);

@@ -39,7 +39,9 @@ describe('listFullByFolder', () => {
     const { storeId, client } = await setUp(memories);
 
     const got: RemoteMemoryWithContent[] = [];
-    await listFullByFolder(client, options(storeId), (m) => got.push(m));
+    await listFullByFolder(client, options(storeId), (m) => {
+      got.push(m);
+    });
 
     expect(Object.fromEntries(got.map((m) => [m.path, m.content]))).toEqual(memories);
     expect(got).toHaveLength(Object.keys(memories).length);
@@ -73,12 +75,36 @@ describe('listFullByFolder', () => {
     ) as unknown as ReturnType<typeof pLimit>;
 
     let count = 0;
-    await listFullByFolder(client, options(storeId, counting), () => count++);
+    await listFullByFolder(client, options(storeId, counting), () => {
+      count++;
+    });
 
     expect(count).toBe(150);
     expect(most).toBe(2);
     // One depth-1 page, then two pages for each of the six folders.
     expect(h.emu.requests.filter((r) => r.route === LIST)).toHaveLength(13);
+  });
+
+  it('waits for a promise onMemory returns before reading on (backpressure)', async () => {
+    const memories: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) memories[`/f/m${String(i).padStart(2, '0')}.md`] = String(i);
+    const { storeId, client } = await setUp(memories);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let count = 0;
+
+    const listing = listFullByFolder(client, options(storeId), () => {
+      count++;
+      return count === 1 ? gate : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const whileBlocked = { count, requests: h.emu.requests.filter((r) => r.route === LIST).length };
+    release();
+    await listing;
+
+    // The depth-1 listing and the folder's first page only; the other two pages wait.
+    expect(whileBlocked).toEqual({ count: 1, requests: 2 });
+    expect(count).toBe(60);
   });
 
   it('stops with a ListingBoundError once the store yields more memories than the cap', async () => {
