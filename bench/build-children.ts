@@ -4,6 +4,8 @@
  * the measured process, and ours loads the current source tree (not a stale `dist/`). Packages
  * stay external and resolve from this repository's `node_modules`.
  */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'tsup';
@@ -13,12 +15,17 @@ export type ChildKind = 'official' | 'ours' | 'floor';
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const CHILD_OUT_DIR = path.resolve(here, '..', 'node_modules', '.cache', 'maw-bench');
 
-/** Build the children; resolves with the path of each bundle. */
-export async function buildChildren(): Promise<Record<ChildKind, string>> {
+/**
+ * Build the children; resolves with the path of each bundle. With `baseRef` (a git commit), the
+ * "official" child is ours as of that commit instead (its `src/` with today's children), so one run
+ * compares a change with what came before it.
+ */
+export async function buildChildren(opts: { baseRef?: string } = {}): Promise<Record<ChildKind, string>> {
+  const officialEntry = opts.baseRef === undefined ? path.join(here, 'child', 'official.ts') : checkoutBase(opts.baseRef);
   await build({
     config: false,
     entry: {
-      official: path.join(here, 'child', 'official.ts'),
+      official: officialEntry,
       ours: path.join(here, 'child', 'ours.ts'),
       floor: path.join(here, 'child', 'floor.ts'),
     },
@@ -38,4 +45,16 @@ export async function buildChildren(): Promise<Record<ChildKind, string>> {
     ours: path.join(CHILD_OUT_DIR, 'ours.mjs'),
     floor: path.join(CHILD_OUT_DIR, 'floor.mjs'),
   };
+}
+
+/** `src/` of `ref` beside a copy of today's children; returns the path of that copy's `ours.ts`. */
+function checkoutBase(ref: string): string {
+  const repo = path.resolve(here, '..');
+  const base = path.join(path.dirname(CHILD_OUT_DIR), 'maw-bench-base');
+  fs.rmSync(base, { recursive: true, force: true });
+  fs.mkdirSync(base, { recursive: true });
+  const archive = execFileSync('git', ['archive', '--format=tar', ref, 'src'], { cwd: repo, maxBuffer: 64 * 1024 * 1024 });
+  execFileSync('tar', ['-x', '-C', base], { input: archive });
+  fs.cpSync(path.join(here, 'child'), path.join(base, 'bench', 'child'), { recursive: true });
+  return path.join(base, 'bench', 'child', 'ours.ts');
 }

@@ -4,8 +4,11 @@
  * repetition runs every scenario with both workers, alternating which goes first; the floor child
  * (a bare SDK client paging the same listings) runs in the same repetitions.
  *
- *   npm run bench -- [--reps N] [--latency MS] [--only ID[,ID]] [--json] [--quick] [--profile DIR]
+ *   npm run bench -- [--reps N] [--latency MS] [--only ID[,ID]] [--kinds K[,K]] [--json] [--quick]
+ *                   [--base REF] [--profile DIR]
  *
+ * `--kinds ours[,official,floor]` runs only those children (the other columns stay empty).
+ * `--base REF` replaces the official worker with ours as of git commit REF (before/after figures).
  * `--profile DIR` runs our child under `node --cpu-prof` and leaves one .cpuprofile per job in DIR.
  *
  * `--quick` (the smoke mode CI runs) shrinks every scenario, runs one repetition and several jobs
@@ -26,6 +29,8 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    base: { type: 'string' },
+    kinds: { type: 'string' },
   },
 });
 const quick = values.quick === true;
@@ -34,15 +39,17 @@ const latencyMs = Number(values.latency ?? 10);
 if (!Number.isInteger(reps) || reps < 1) throw new Error(`--reps must be a positive integer, got ${values.reps}`);
 if (!Number.isFinite(latencyMs) || latencyMs < 0) throw new Error(`--latency must be a number of ms >= 0, got ${values.latency}`);
 const only = values.only?.split(',');
+const kinds = values.kinds?.split(',');
 const parallelJobs = quick ? 4 : 1;
 
 const startedAt = Date.now();
-const bundles = await buildChildren();
-const chosen = scenarios(quick).filter((s) => only === undefined || only.includes(s.id));
-const results: Record<string, RepResult[]> = {};
 const progress = (msg: string): void => {
   if (!values.json) process.stderr.write(`${msg}\n`);
 };
+const bundles = await buildChildren(values.base !== undefined ? { baseRef: values.base } : {});
+if (values.base !== undefined) progress(`the "official" column is ours as of ${values.base}`);
+const chosen = scenarios(quick).filter((s) => only === undefined || only.includes(s.id));
+const results: Record<string, RepResult[]> = {};
 
 interface Job {
   rep: number;
@@ -55,7 +62,7 @@ for (let rep = 0; rep < reps; rep++) {
   for (const scenario of chosen) {
     results[scenario.id] ??= [];
     results[scenario.id]![rep] = {};
-    for (const kind of [...pair, 'floor' as const]) if (scenario.kinds.includes(kind)) jobs.push({ rep, scenario, kind });
+    for (const kind of [...pair, 'floor' as const]) if (scenario.kinds.includes(kind) && (kinds === undefined || kinds.includes(kind))) jobs.push({ rep, scenario, kind });
   }
 }
 
@@ -82,7 +89,8 @@ const rows = buildRows(results);
 const cpus = os.cpus();
 const machine = `${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, Node ${process.version}`;
 if (values.json) {
-  process.stdout.write(`${JSON.stringify({ machine, reps, latencyMs, quick, durationMs: Date.now() - startedAt, rows, results }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ machine, reps, latencyMs, quick, base: values.base ?? null, durationMs: Date.now() - startedAt, rows, results }, null, 2)}\n`);
 } else {
-  process.stdout.write(`${formatTable(rows)}\n\n${machine}; ${reps} repetition(s), emulator latency ${latencyMs} ms; ${Math.round((Date.now() - startedAt) / 1000)} s\n`);
+  const header = values.base !== undefined ? `(official column: ours as of ${values.base})\n` : '';
+  process.stdout.write(`${header}${formatTable(rows)}\n\n${machine}; ${reps} repetition(s), emulator latency ${latencyMs} ms; ${Math.round((Date.now() - startedAt) / 1000)} s\n`);
 }

@@ -78,7 +78,7 @@ function last<T>(items: T[], what: string): T {
 }
 
 /** Run one session to its end with the child the job asks for; returns the child's CPU delta and peak RSS. */
-async function runSessions(ctx: JobContext, sessionIds: string[], concurrency = 1): Promise<{ cpuMs: number; peakRssMiB: number }> {
+async function runSessions(ctx: JobContext, sessionIds: string[], concurrency = 1): Promise<{ cpuMs: number; peakRssMiB: number; peakHeapMiB: number; peakExternalMiB: number }> {
   const child = await ctx.startChild({ concurrency });
   const done = await Promise.all(sessionIds.map((id) => ctx.emu.waitForSession(id, { timeoutMs: SESSION_TIMEOUT_MS }))).then(
     () => undefined,
@@ -86,7 +86,12 @@ async function runSessions(ctx: JobContext, sessionIds: string[], concurrency = 
   );
   const end = await child.stop();
   if (done !== undefined) throw done;
-  return { cpuMs: end.cpuMs - child.readyUsage.cpuMs, peakRssMiB: end.maxRssMiB };
+  return {
+    cpuMs: end.cpuMs - child.readyUsage.cpuMs,
+    peakRssMiB: end.maxRssMiB,
+    peakHeapMiB: end.atPeak?.heapTotal ?? NaN,
+    peakExternalMiB: end.atPeak?.external ?? NaN,
+  };
 }
 
 /** Claim → first tool result, and first listing → event stream opened, for a one-session mount. */
@@ -117,7 +122,7 @@ async function mountScenario(ctx: JobContext, size: Size, prefix: string): Promi
   const firstTool = first(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
   const firstList = first(requestsOf(ctx.emu, ROUTES.listMemories), 'listing').startedAt;
   const streamOpen = first(requestsOf(ctx.emu, ROUTES.stream, sessionId), 'stream open').startedAt;
-  return { claimToFirstToolMs: firstTool - claim, mountWallMs: streamOpen - firstList, cpuMs: usage.cpuMs, peakRssMiB: usage.peakRssMiB };
+  return { claimToFirstToolMs: firstTool - claim, mountWallMs: streamOpen - firstList, ...usage };
 }
 
 /** Files the agent adds, written straight into the mounted folder between two tool calls. */

@@ -22,6 +22,8 @@ export interface ChildConfig {
 export interface Usage {
   cpuMs: number;
   maxRssMiB: number;
+  /** `process.memoryUsage()` (MiB) at the highest RSS sampled every 50 ms: where the peak went. */
+  atPeak?: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
 }
 
 export type ParentMessage = { type: 'usage'; id: number } | { type: 'stop' };

@@ -2,7 +2,7 @@
  * The child's side of the protocol: start `run(signal)`, say `ready`, answer `usage` requests,
  * and on `stop` abort the run, wait for it, report the final usage and exit.
  */
-import { usageNow, type ChildConfig, type ChildMessage, type ParentMessage } from './protocol.js';
+import { usageNow, type ChildConfig, type ChildMessage, type ParentMessage, type Usage } from './protocol.js';
 
 export function readConfig(): ChildConfig {
   const raw = process.argv[2];
@@ -14,7 +14,18 @@ function send(msg: ChildMessage): void {
   process.send?.(msg);
 }
 
+const MIB = 1024 * 1024;
+const PEAK_SAMPLE_MS = 50;
+
 export function serve(run: (signal: AbortSignal) => Promise<unknown>): void {
+  let atPeak: Usage['atPeak'];
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage();
+    if (atPeak === undefined || m.rss / MIB > atPeak.rss) {
+      atPeak = { rss: m.rss / MIB, heapTotal: m.heapTotal / MIB, heapUsed: m.heapUsed / MIB, external: m.external / MIB, arrayBuffers: m.arrayBuffers / MIB };
+    }
+  }, PEAK_SAMPLE_MS);
+  sampler.unref();
   const stop = new AbortController();
   let failure: string | undefined;
   const running = run(stop.signal).catch((e: unknown) => {
@@ -26,7 +37,8 @@ export function serve(run: (signal: AbortSignal) => Promise<unknown>): void {
     if (msg.type === 'stop') {
       stop.abort();
       void running.then(() => {
-        send({ type: 'stopped', usage: usageNow(), ...(failure !== undefined ? { error: failure } : {}) });
+        clearInterval(sampler);
+        send({ type: 'stopped', usage: { ...usageNow(), ...(atPeak !== undefined ? { atPeak } : {}) }, ...(failure !== undefined ? { error: failure } : {}) });
         process.disconnect?.();
         setTimeout(() => process.exit(0), 50).unref();
       });

@@ -215,9 +215,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       shadowed[p] = { reason };
       log.warn({ path: p, reason }, 'memory not materialised; it is never synced from this folder');
     };
-    const write = async (m: RemoteMemoryWithContent, rel: string): Promise<void> => {
+    const write = async (m: Omit<RemoteMemoryWithContent, 'content'>, bytes: Buffer, rel: string): Promise<void> => {
       if (signal.aborted) return;
-      const bytes = Buffer.from(m.content, 'utf8');
       try {
         const st = await dir.writeFileAtomic(rel, bytes, { mtimeMs: backdatedMtimeMs(m.updatedAt), freshTree: true });
         const sha = sha256Hex(bytes);
@@ -238,7 +237,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
 
     const pending: Array<{ m: RemoteMemoryWithContent; rel: string }> = [];
     const schedule = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined => {
-      const p = limit(() => write(m, rel));
+      // Only the bytes wait in the queue, not the listed page's string: the page can be collected.
+      const bytes = Buffer.from(m.content, 'utf8');
+      const meta = { id: m.id, path: m.path, sha: m.sha, sizeBytes: m.sizeBytes, updatedAt: m.updatedAt };
+      const p = limit(() => write(meta, bytes, rel));
       // Observed at once (so a failure during the listing is never an unhandled rejection) and
       // again by Promise.all below, which reports it.
       const settled = p.catch(() => {});

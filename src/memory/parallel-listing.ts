@@ -72,7 +72,11 @@ export async function listFullByFolder(
 
 type ListItem = { type: string; path?: unknown };
 
-/** Page one listing to its end; every page request goes through `opts.limit`. */
+/**
+ * Page one listing to its end; every page request goes through `opts.limit`. Each page is
+ * requested afresh from the previous page's cursor and dropped once its items are handed out, before
+ * waiting on `onItem`'s backpressure, so a page's contents can be collected while the listing waits.
+ */
 async function pageAll(
   client: Anthropic,
   opts: ParallelListingOptions,
@@ -81,20 +85,22 @@ async function pageAll(
 ): Promise<void> {
   const request = { signal: opts.signal, maxRetries: opts.readRetries, timeout: opts.requestTimeoutMs };
   const cursors = new Set<string>();
-  let page = await opts.limit(() => client.beta.memoryStores.memories.list(opts.storeId, { view: 'full', limit: FULL_PAGE_LIMIT, ...query }, request));
+  let cursor: string | undefined;
   for (;;) {
-    for (const item of page.data as ListItem[]) {
-      const waiting = onItem(item);
-      if (waiting !== undefined) await waiting;
-    }
-    const next = page.nextPageRequestOptions();
-    if (!page.hasNextPage() || next === null) return;
-    const cursor = JSON.stringify(next.query ?? null);
-    if (cursors.has(cursor)) {
+    const params = { view: 'full' as const, limit: FULL_PAGE_LIMIT, ...query, ...(cursor !== undefined ? { page: cursor } : {}) };
+    const { items, next } = await opts.limit(async () => {
+      const page = await client.beta.memoryStores.memories.list(opts.storeId, params, request);
+      return { items: page.data as ListItem[], next: page.data.length > 0 ? page.next_page : null };
+    });
+    let waiting: Promise<void> | undefined;
+    for (const item of items) waiting = onItem(item) ?? waiting;
+    items.length = 0;
+    if (waiting !== undefined) await waiting;
+    if (next === null || next === '') return;
+    if (cursors.has(next)) {
       throw new ListingBoundError(`memory store ${opts.storeId}: the listing of ${query.path_prefix} repeated a cursor; the listing was stopped`);
     }
-    cursors.add(cursor);
-    const current = page;
-    page = await opts.limit(() => current.getNextPage());
+    cursors.add(next);
+    cursor = next;
   }
 }

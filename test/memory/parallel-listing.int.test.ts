@@ -85,7 +85,7 @@ describe('listFullByFolder', () => {
     expect(h.emu.requests.filter((r) => r.route === LIST)).toHaveLength(13);
   });
 
-  it('waits for a promise onMemory returns before reading on (backpressure)', async () => {
+  it('waits for a promise onMemory returns before requesting the next page (backpressure)', async () => {
     const memories: Record<string, string> = {};
     for (let i = 0; i < 60; i++) memories[`/f/m${String(i).padStart(2, '0')}.md`] = String(i);
     const { storeId, client } = await setUp(memories);
@@ -102,8 +102,8 @@ describe('listFullByFolder', () => {
     release();
     await listing;
 
-    // The depth-1 listing and the folder's first page only; the other two pages wait.
-    expect(whileBlocked).toEqual({ count: 1, requests: 2 });
+    // The depth-1 listing and the folder's first page (20 memories handed out); the other two pages wait.
+    expect(whileBlocked).toEqual({ count: 20, requests: 2 });
     expect(count).toBe(60);
   });
 
