@@ -15,8 +15,10 @@
  * Security model: every session's tools (bash included) run as this process's user on this host,
  * with the workdir and the mounted store folders reachable. Run it in a container or VM you give
  * to the agent, as a non-root user; /mnt/memory must exist and be writable by that user. The
- * environment key lets this process claim any session of the environment: keep it in a secret
- * store, never in the image. Logs never contain the key or a work item's secret.
+ * environment key lets this process claim any session of the environment, and the agents run as
+ * this process's user can read it: keep it in a secret store, never in the image, and use the
+ * launcher (one container per session) when agents are untrusted. Logs never contain the key or a
+ * work item's secret.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { createLogger, EnvironmentWorker, serveMetrics } from '../src/index.js';

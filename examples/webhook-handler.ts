@@ -14,11 +14,13 @@
  *   PORT                           port to listen on (default 8080; 0 picks a free one)
  *   WORKDIR                        base folder of the sessions' tools (default: current folder)
  *
- * Security model: deliveries with a bad or missing signature get 401 and start nothing; a
- * redelivered event is answered and ignored. The delivery only says "there is work": the work item
- * and its secret come from the API (poll with the environment key), never from the request body.
- * Sessions run on this host with this process's user, as in the poll daemon. Terminate TLS in
- * front of this server; expose only the webhook path.
+ * Security model: deliveries with a bad or missing signature get 401 and start nothing; a body
+ * over 1 MiB gets 413 and its connection is closed; a redelivered event is answered and ignored
+ * once its drain reached the end of the queue. The delivery only says "there is work": the work
+ * item and its secret come from the API (poll with the environment key), never from the request
+ * body. Sessions run on this host with this process's user, as in the poll daemon: their agents
+ * can read this process's environment key and webhook secret, so run it in a container or VM you
+ * give to the agents. Terminate TLS in front of this server; expose only the webhook path.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

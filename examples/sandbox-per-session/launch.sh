@@ -3,17 +3,22 @@
 # work item and waits until it has finished, so the launcher's --concurrency bounds running Jobs.
 #
 #   managed-agents-worker launch --concurrency 50 \
+#     --pass-env SANDBOX_IMAGE --pass-env KUBE_NAMESPACE \
+#     --pass-env KUBERNETES_SERVICE_HOST --pass-env KUBERNETES_SERVICE_PORT \
 #     --on-work /path/to/examples/sandbox-per-session/launch.sh
 #
-# Environment variables (set by the launcher): ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID,
-# ANTHROPIC_SESSION_ID, ANTHROPIC_ENVIRONMENT_KEY, ANTHROPIC_WORK_SECRET, ANTHROPIC_BASE_URL.
-# Set by you: SANDBOX_IMAGE (the image built from ./Dockerfile), KUBE_NAMESPACE (default: current).
+# Environment variables set by the launcher: ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID,
+# ANTHROPIC_SESSION_ID, ANTHROPIC_BASE_URL, ANTHROPIC_WORK_SECRET (when the item has one) and
+# ANTHROPIC_ENVIRONMENT_KEY (only when the item has no usable secret). Set by you, and passed by
+# name since the launcher passes nothing else beyond PATH, HOME and the locale: SANDBOX_IMAGE (the
+# image built from ./Dockerfile), KUBE_NAMESPACE (default: current), and what kubectl needs to
+# reach the cluster (KUBECONFIG, or KUBERNETES_SERVICE_HOST/PORT inside a pod).
 #
-# Security model: the work secret goes into a per-item Secret owned by the Job (deleted with it),
-# never onto the command line or into the Job spec; the environment key is read in the pod from
-# the long-lived Secret `managed-agents-worker`. The Job's `handle` owns the item (lease, session,
-# stop); this script never stops an item. If this script is interrupted (launcher shutdown), the
-# Job keeps running in the cluster and finishes its session by itself.
+# Security model: the work secret (and, for an item without one, the environment key) goes into a
+# per-item Secret owned by the Job (deleted with it), never onto a command line or into the Job
+# spec. The Job's `handle` owns the item (lease, session, stop); this script never stops an item.
+# If this script is interrupted (launcher shutdown), the Job keeps running in the cluster and
+# finishes its session by itself.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +43,8 @@ metadata:
     - { apiVersion: batch/v1, kind: Job, name: ${JOB_NAME}, uid: ${uid} }
 type: Opaque
 stringData:
-  work-secret: "${ANTHROPIC_WORK_SECRET}"
+  work-secret: "${ANTHROPIC_WORK_SECRET:-}"
+${ANTHROPIC_ENVIRONMENT_KEY:+  environment-key: \"$ANTHROPIC_ENVIRONMENT_KEY\"}
 YAML
 
 # Wait for the Job to finish (complete or failed); the item is finished when the sandbox exits.

@@ -11,9 +11,12 @@ import { cliClient, logLevelFlag, requireValue } from './worker-flags.js';
 const HELP = `Usage: managed-agents-worker launch --on-work <command> [flags]
 
 One sandbox per session: claims work items and runs <command> (with /bin/sh -c) once per item,
-with the item in six variables: ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID, ANTHROPIC_SESSION_ID,
-ANTHROPIC_ENVIRONMENT_KEY, ANTHROPIC_WORK_SECRET, ANTHROPIC_BASE_URL. Inside the sandbox, run
-"managed-agents-worker handle": it owns the item (heartbeats, session, memory, stop).
+with the item in ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID, ANTHROPIC_SESSION_ID,
+ANTHROPIC_BASE_URL, ANTHROPIC_WORK_SECRET, and ANTHROPIC_ENVIRONMENT_KEY only for an item without
+a usable secret. Of this process's environment, <command> gets only PATH, HOME, USER, LOGNAME,
+SHELL, TMPDIR, TZ, LANG, LANGUAGE, LC_ALL, LC_CTYPE, LC_MESSAGES, TERM, MAW_LOG_LEVEL and the
+variables named with --pass-env. Inside the sandbox, run "managed-agents-worker handle": it owns
+the item (heartbeats, session, memory, stop).
 
 Contract: the launcher never stops an item; the item is finished when the sandbox exits. <command>
 should return when the sandbox has exited (docker run without -d; kubectl create job + kubectl
@@ -25,6 +28,7 @@ Flags:
   --on-work <command>        the sandbox command (required)
   --concurrency <n>          sandboxes at once, 1..256 (default 1)
   --kill-after <ms>          after a shutdown signal, SIGKILL sandboxes still running (default 60000)
+  --pass-env <name>          also pass this variable to <command> (repeatable), e.g. DOCKER_HOST
   --environment-id <id>      default: ANTHROPIC_ENVIRONMENT_ID
   --environment-key <key>    default: ANTHROPIC_ENVIRONMENT_KEY
   --base-url <url>           default: ANTHROPIC_BASE_URL (also passed to the sandboxes)
@@ -44,6 +48,7 @@ export const launchCommand: Command = {
       'on-work': { type: 'string' },
       concurrency: { type: 'string' },
       'kill-after': { type: 'string' },
+      'pass-env': { type: 'string', multiple: true },
       'environment-id': { type: 'string' },
       'environment-key': { type: 'string' },
       'base-url': { type: 'string' },
@@ -70,6 +75,7 @@ export const launchCommand: Command = {
       command,
       env: io.env,
       logger,
+      ...(values['pass-env'] ? { passEnv: values['pass-env'] } : {}),
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(killAfterMs !== undefined ? { killAfterMs } : {}),
       ...(values['worker-id'] ? { workerId: values['worker-id'] } : {}),

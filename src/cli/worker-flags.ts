@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ConfigError } from '../errors.js';
+import { FINAL_FLUSH_MAX_MS, FINAL_FLUSH_MIN_MS, MEMORY_SYNC_INTERVAL_MIN_MS } from '../memory/options.js';
 import type { EnvironmentWorkerOptions } from '../worker/environment-worker.js';
 import { LOG_LEVELS, type LogLevel } from './cli-logger.js';
 import { choiceFlag, firstSet, intFlag } from './flags.js';
@@ -59,7 +60,7 @@ export function logLevelFlag(values: { 'log-level'?: string | undefined }, env: 
 export function memorySyncIntervalFlag(raw: string | undefined): number | null | undefined {
   if (raw === undefined) return undefined;
   if (raw === 'off' || raw === 'null') return null;
-  const n = intFlag('memory-sync-interval', raw, 5_000, 86_400_000);
+  const n = intFlag('memory-sync-interval', raw, MEMORY_SYNC_INTERVAL_MIN_MS, 86_400_000);
   return n;
 }
 
@@ -74,7 +75,7 @@ export function workerOptionsFromFlags(values: WorkerFlagValues, io: CliIo): Omi
   const deletions = choiceFlag('memory-sync-deletions', values['memory-sync-deletions'], ['enabled', 'log_only', 'disabled'] as const);
   const interval = memorySyncIntervalFlag(values['memory-sync-interval']);
   const maxIdleMs = intFlag('max-idle', values['max-idle'], 0, 86_400_000);
-  const finalFlushMs = intFlag('final-flush', values['final-flush'], 0, 600_000);
+  const finalFlushMs = intFlag('final-flush', values['final-flush'], FINAL_FLUSH_MIN_MS, FINAL_FLUSH_MAX_MS);
   const opts: Omit<EnvironmentWorkerOptions, 'logger'> = {
     client: cliClient(firstSet(values['base-url'], io.env['ANTHROPIC_BASE_URL']), environmentKey),
     workdir: values.workdir ?? io.cwd,

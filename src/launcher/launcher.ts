@@ -1,45 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import type Anthropic from '@anthropic-ai/sdk';
-import { ConfigError, coerceError } from '../errors.js';
+import { coerceError } from '../errors.js';
 import { linkAbort } from '../internal/abort.js';
 import { monotonicClock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
 import { defaultWorkerId, Poller, type ClaimedWork } from '../worker/poller.js';
 import { scopedClient } from '../worker/scoped-client.js';
-
-/** The six variables a sandbox receives; `handle` (or `EnvironmentWorker.handleItem()`) reads them. */
-export const SANDBOX_ENV_VARS = [
-  'ANTHROPIC_WORK_ID',
-  'ANTHROPIC_ENVIRONMENT_ID',
-  'ANTHROPIC_SESSION_ID',
-  'ANTHROPIC_ENVIRONMENT_KEY',
-  'ANTHROPIC_WORK_SECRET',
-  'ANTHROPIC_BASE_URL',
-] as const;
-
-export interface LauncherOptions {
-  /** An SDK client; polls go through a copy keyed with `environmentKey`, and its base URL is handed to sandboxes. */
-  client: Anthropic;
-  environmentId: string;
-  environmentKey: string;
-  /**
-   * Shell command (run with `/bin/sh -c`) that starts one sandbox for one item and **returns when
-   * that sandbox has exited**, e.g. `docker run --rm … managed-agents-worker handle` or a script that
-   * creates a Kubernetes Job and waits for it. The six `ANTHROPIC_*` variables are in its environment.
-   */
-  command: string;
-  /** Sandboxes running at once. Default 1, at most 256. */
-  concurrency?: number;
-  /** Base environment of each sandbox command. Default `process.env`. */
-  env?: NodeJS.ProcessEnv;
-  /** Where sandbox output goes. Default `inherit` (this process's stdout/stderr). */
-  stdio?: 'inherit' | 'ignore';
-  /** After close(), sandboxes still running this long after their SIGTERM get SIGKILL. Default 60 000. */
-  killAfterMs?: number;
-  workerId?: string;
-  logger?: Logger;
-}
+import { resolveLauncherOptions, type LauncherOptions, type ResolvedLauncherOptions } from './options.js';
+import { sandboxEnv } from './sandbox-env.js';
 
 export interface SandboxExit {
   workId: string;
@@ -50,14 +18,21 @@ export interface SandboxExit {
 }
 
 export interface LauncherEventMap {
-  launched: [{ workId: string; sessionId: string | undefined; pid: number | undefined }];
+  /** `environmentKeyPassed`: the item had no usable secret, so its sandbox got the environment key. */
+  launched: [{ workId: string; sessionId: string | undefined; pid: number | undefined; environmentKeyPassed: boolean }];
   exited: [SandboxExit];
   closing: [{}];
 }
 
 /**
- * One sandbox per work item: claims items with the environment key and starts `command` for each,
- * passing the item in six `ANTHROPIC_*` variables **including the work secret**.
+ * One sandbox per work item: claims items with the environment key and starts `command` for each.
+ *
+ * Least privilege: a sandbox command gets only what its one item needs — `ANTHROPIC_WORK_ID`,
+ * `ANTHROPIC_ENVIRONMENT_ID`, `ANTHROPIC_SESSION_ID`, `ANTHROPIC_BASE_URL` and the item's
+ * `ANTHROPIC_WORK_SECRET` (whose sessions token is scoped to that session and its stores) — plus
+ * the allow-listed variables of `SANDBOX_BASE_ENV_VARS` and those named in `passEnv`, never the
+ * launcher's whole environment. `ANTHROPIC_ENVIRONMENT_KEY` goes in only for an item whose secret
+ * yields no sessions token, and never on a command line.
  *
  * Contract: the sandbox owns the item. Its `handle` process heartbeats the lease, runs the session,
  * syncs memory and stops the item; the launcher never heartbeats or stops an item itself, so a
@@ -67,7 +42,7 @@ export interface LauncherEventMap {
  */
 export class Launcher extends EventEmitter<LauncherEventMap> {
   readonly workerId: string;
-  readonly #o: Required<Pick<LauncherOptions, 'concurrency' | 'stdio' | 'killAfterMs'>> & LauncherOptions;
+  readonly #o: ResolvedLauncherOptions;
   readonly #log: Logger;
   /**
    * Running sandbox commands, keyed per launch: the API may hand the same item out again (its lease
@@ -81,18 +56,12 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
   #closing: Promise<void> | undefined;
   #running: Promise<void> | undefined;
 
+  /** Validates `options` (every problem in one ConfigError; unknown keys refused). */
   constructor(options: LauncherOptions) {
     super();
-    const concurrency = options.concurrency ?? 1;
-    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256) {
-      throw new ConfigError(`Launcher: concurrency: expected an integer from 1 to 256, got ${String(concurrency)}`);
-    }
-    for (const key of ['environmentId', 'environmentKey', 'command'] as const) {
-      if (!options[key]) throw new ConfigError(`Launcher: ${key} is required; pass it (the CLI reads ${key === 'command' ? '--on-work' : 'ANTHROPIC_' + (key === 'environmentId' ? 'ENVIRONMENT_ID' : 'ENVIRONMENT_KEY')})`);
-    }
-    this.#o = { ...options, concurrency, stdio: options.stdio ?? 'inherit', killAfterMs: options.killAfterMs ?? 60_000 };
-    this.workerId = options.workerId ?? defaultWorkerId();
-    this.#log = resolveLogger(options.logger).child({ scope: 'launcher', worker_id: this.workerId });
+    this.#o = resolveLauncherOptions(options);
+    this.workerId = this.#o.workerId ?? defaultWorkerId();
+    this.#log = resolveLogger(this.#o.logger).child({ component: 'launcher', worker_id: this.workerId });
   }
 
   /** Sandboxes running now. */
@@ -118,7 +87,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
       for (const { child } of this.#children.values()) this.#signalGroup(child, 'SIGTERM');
       const killTimer = setTimeout(() => {
         for (const { child } of this.#children.values()) {
-          this.#log.warn({ pid: child.pid }, 'sandbox still running after the kill delay; sending SIGKILL');
+          this.#log.warn({ sandbox_pid: child.pid }, 'sandbox still running after the kill delay; sending SIGKILL');
           this.#signalGroup(child, 'SIGKILL');
         }
       }, this.#o.killAfterMs);
@@ -164,20 +133,21 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
 
   #launch(work: ClaimedWork): void {
     const sessionId = work.data.type === 'session' ? work.data.id : undefined;
-    const log = this.#log.child({ workId: work.id, sessionId });
+    const log = this.#log.child({ work_id: work.id, session_id: sessionId });
     if (sessionId === undefined) {
       log.info({ type: work.data.type }, 'acknowledged a non-session work item; no sandbox needed');
       return;
     }
-    const env: NodeJS.ProcessEnv = {
-      ...(this.#o.env ?? process.env),
-      ANTHROPIC_WORK_ID: work.id,
-      ANTHROPIC_ENVIRONMENT_ID: work.environmentId,
-      ANTHROPIC_SESSION_ID: sessionId,
-      ANTHROPIC_ENVIRONMENT_KEY: this.#o.environmentKey,
-      ANTHROPIC_WORK_SECRET: work.secret ?? '',
-      ANTHROPIC_BASE_URL: this.#o.client.baseURL,
-    };
+    const { env, environmentKeyPassed } = sandboxEnv({
+      source: this.#o.env,
+      passEnv: this.#o.passEnv,
+      item: { workId: work.id, environmentId: work.environmentId, sessionId, secret: work.secret },
+      environmentKey: this.#o.environmentKey,
+      baseURL: this.#o.client.baseURL,
+    });
+    if (environmentKeyPassed) {
+      log.warn('work item carries no usable secret; its sandbox gets the environment key (ANTHROPIC_ENVIRONMENT_KEY) to serve it');
+    }
     const started = monotonicClock.now();
     const launchId = ++this.#launches;
     // Its own process group, so close() can signal the whole sandbox command, not just the shell.
@@ -189,8 +159,8 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
         done = true;
         const exit: SandboxExit = { workId: work.id, sessionId, code, signal: sig, durationMs: monotonicClock.now() - started };
         if (err) log.error({ err }, 'sandbox command could not start; the item is reclaimed once its lease expires');
-        else if (code === 0) log.info({ code, durationMs: exit.durationMs }, 'sandbox exited');
-        else log.warn({ code, signal: sig, durationMs: exit.durationMs }, 'sandbox exited with a failure; the sandbox owns the item, the launcher does not stop it');
+        else if (code === 0) log.info({ code, duration_ms: exit.durationMs }, 'sandbox exited');
+        else log.warn({ code, signal: sig, duration_ms: exit.durationMs }, 'sandbox exited with a failure; the sandbox owns the item, the launcher does not stop it');
         this.#children.delete(launchId);
         this.emit('exited', exit);
         this.#slotFreed?.();
@@ -200,8 +170,8 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
       child.once('error', (e) => finish(null, null, coerceError(e)));
     });
     this.#children.set(launchId, { child, exited });
-    log.info({ pid: child.pid }, 'sandbox launched');
-    this.emit('launched', { workId: work.id, sessionId, pid: child.pid });
+    log.info({ sandbox_pid: child.pid, environment_key_passed: environmentKeyPassed }, 'sandbox launched');
+    this.emit('launched', { workId: work.id, sessionId, pid: child.pid, environmentKeyPassed });
     if (this.#closeCtrl.signal.aborted) this.#signalGroup(child, 'SIGTERM');
   }
 

@@ -13,7 +13,6 @@ import { ConfigError, coerceError, LeaseLostError, MemoryUnavailableError, Missi
 import { combineSignals, linkAbort } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
-import { slug } from '../memory/mounter.js';
 import type { MemoryEventMap } from '../memory/types.js';
 import { decodeWorkSecret } from './credentials.js';
 import { MEMORY_EVENT_NAMES, safeEmit, type ItemOutcome, type ItemStatus, type WorkerEventMap } from './events.js';
@@ -21,7 +20,7 @@ import { Lease, type HeartbeatApi } from './lease.js';
 import type { FinishReport, MemoryPort, MountedSessionView, SyncLoopView } from './memory-port.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
-import type { PathLocks } from './path-locks.js';
+import { mountPathsOf, type PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
 import { scopedClient } from './scoped-client.js';
 import { ToolGuard } from './tool-guard.js';
@@ -208,18 +207,22 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
         // 5. Memory: exclusive paths, mount, sync loop.
         if (storeResources.length > 0 && memoryOn) {
           step = 'waiting for its mount paths';
-          const lockKeys = storeResources.map((r) => storeRoot(r, opts.workdir));
+          const lockKeys = mountPathsOf(storeResources, opts.workdir);
           releasePaths = await deps.pathLocks.acquire(lockKeys, { sessionId, workId: work.id }, {
             waitMs: opts.pathWaitMs,
             signal: itemCtrl.signal,
           });
-          const mounter = deps.memory.mounter({ client, logger: log, workdir: opts.workdir, stateDir: opts.stateDir });
-          // Both the mounter and the sync loop report `unmounted`; once the loop owns the mount, only its report counts.
-          detachMemoryEvents.push(
-            forwardMemoryEvents(mounter, deps, emit, work.id, sessionId, (name) => name === 'unmounted' && syncLoop !== undefined),
-          );
+          const mounter = deps.memory.mounter({
+            client,
+            logger: log,
+            workdir: opts.workdir,
+            stateDir: opts.stateDir,
+            deletions: opts.memorySyncDeletions,
+            deleteAfterMs: opts.memoryDeleteAfterMs,
+          });
+          detachMemoryEvents.push(forwardMemoryEvents(mounter, deps, emit, work.id, sessionId));
           step = `mounting the memory stores of session ${sessionId}`;
-          mounted = await mounter.mount(session, { signal: itemCtrl.signal });
+          mounted = await mounter.mount(session, { signal: itemCtrl.signal, workId: work.id });
           ctx.allowedRoots = [...mounted.roots];
           ctx.readOnlyRoots = [...mounted.readOnlyRoots];
           syncLoop = deps.memory.syncLoop({
@@ -228,6 +231,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
             intervalMs: opts.memorySyncIntervalMs as number,
             deletions: opts.memorySyncDeletions,
             finalFlushMs: opts.finalFlushMs,
+            deleteAfterMs: opts.memoryDeleteAfterMs,
             logger: log,
             stateDir: opts.stateDir,
           });
@@ -327,16 +331,6 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
 }
 
 /**
- * The folder a store resource is mounted at, as the mounter decides it: its `mount_path`, or
- * `<workdir>/memory/<slug of name>` when the session gives none. Used as the path-lock key.
- */
-function storeRoot(r: { memory_store_id: string; mount_path?: string | null; name?: string | null }, workdir: string): string {
-  if (r.mount_path) return path.resolve(r.mount_path);
-  const name = r.name || r.memory_store_id;
-  return path.join(path.resolve(workdir), 'memory', slug(name) || slug(r.memory_store_id) || 'store');
-}
-
-/**
  * The tool workdir of one session when the worker serves several at once:
  * `<workdir>/sessions/<session id>` (a hash of the id if it is not a plain id).
  */
@@ -421,12 +415,10 @@ function forwardMemoryEvents(
   emit: <K extends keyof WorkerEventMap>(name: K, ...payload: WorkerEventMap[K]) => void,
   workId: string,
   sessionId: string,
-  skip: (name: (typeof MEMORY_EVENT_NAMES)[number]) => boolean = () => false,
 ): () => void {
   const handlers: Array<[string, (p: object) => void]> = [];
   for (const name of MEMORY_EVENT_NAMES) {
     const handler = (payload: object): void => {
-      if (skip(name)) return;
       countMemoryEvent(deps.metrics, name, payload);
       (emit as (n: string, p: object) => void)(name, { ...payload, workId, sessionId });
     };

@@ -23,11 +23,11 @@ export interface MountedSessionView {
   stores: MountedStoreView[];
   roots: string[];
   readOnlyRoots: string[];
-  unmount(): Promise<void>;
+  unmount(): Promise<unknown>;
 }
 
 export interface MounterView extends EventEmitter<MemoryEventMap> {
-  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal }): Promise<MountedSessionView>;
+  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal; workId?: string }): Promise<MountedSessionView>;
 }
 
 export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHooks {
@@ -35,13 +35,26 @@ export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHook
 }
 
 export interface MemoryPort {
-  mounter(opts: { client: Anthropic; logger: Logger; workdir: string; stateDir?: string | undefined }): MounterView;
+  /**
+   * At `run()` start: drop journal entries of dead workers with nothing left to save and name each
+   * leftover folder still waiting (see `sweepJournal`). Optional: a port without journal skips it.
+   */
+  sweep?(opts: { logger: Logger; stateDir?: string | undefined }): Promise<unknown>;
+  mounter(opts: {
+    client: Anthropic;
+    logger: Logger;
+    workdir: string;
+    stateDir?: string | undefined;
+    deletions?: MemoryDeleteMode;
+    deleteAfterMs?: number;
+  }): MounterView;
   syncLoop(opts: {
     client: Anthropic;
     mounted: MountedSessionView;
     intervalMs: number;
     deletions: MemoryDeleteMode;
     finalFlushMs: number;
+    deleteAfterMs?: number;
     logger: Logger;
     stateDir?: string | undefined;
   }): SyncLoopView;

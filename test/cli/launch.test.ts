@@ -1,5 +1,6 @@
 // Pins one-sandbox-per-session: `launch --on-work` claims items and starts a child-process
-// "sandbox" per item with all six ANTHROPIC_* variables (including the work secret); the sandbox's
+// "sandbox" per item with the item's ANTHROPIC_* variables (the work secret, no environment key
+// since the item has a secret); the sandbox's
 // `handle` owns the item (it stops it, with the sessions token); the launcher frees the slot only
 // when the sandbox exits, never stops an item itself, and a launch command that returns at once
 // does not get its session stopped. SIGTERM ends the launcher with exit 0. An item handed out
@@ -44,7 +45,7 @@ describe('launch: one sandbox per work item', () => {
   const sandboxCommand = (background = false): string =>
     `'${process.execPath}' '${SANDBOX}' '${CLI_MAIN}' '${records}' ${LINGER_MS} '${dir}'${background ? ' > /dev/null 2>&1 &' : ''}`;
 
-  it('starts a sandbox with the six variables, lets its handle own the item, and exits 0 on SIGTERM', async () => {
+  it('starts a sandbox with the item variables, lets its handle own the item, and exits 0 on SIGTERM', async () => {
     cli = spawnCli(['launch', '--on-work', sandboxCommand(), '--log-level', 'info'], childEnv({
       ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
       ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
@@ -56,7 +57,7 @@ describe('launch: one sandbox per work item', () => {
     expect(done.workStopped).toBe(true);
 
     const seen = JSON.parse(await fs.readFile(path.join(records, `${workId}.json`), 'utf8')) as { vars: Record<string, string> };
-    expect(Object.keys(seen.vars).sort()).toEqual([...SANDBOX_ENV_VARS].sort());
+    expect(Object.keys(seen.vars).sort()).toEqual(SANDBOX_ENV_VARS.filter((v) => v !== 'ANTHROPIC_ENVIRONMENT_KEY').sort());
     expect(seen.vars).toMatchObject({
       ANTHROPIC_WORK_ID: workId,
       ANTHROPIC_SESSION_ID: sessionId,

@@ -52,15 +52,16 @@ describe('claimOne', () => {
     const { workId, sessionId } = await emu.createSession({ script: [] });
     emu.faults.add({ route: /\/ack$/, latencyMs: 1_000 });
     const ctrl = new AbortController();
-    const claiming = claimOne(envClient(), emu.environmentId, { workerId: 'w', signal: ctrl.signal });
-    // Close once the poll has been answered, while the ack is still on its way.
-    const deadline = Date.now() + 5_000;
-    while (!emu.requests.some((r) => r.route.endsWith('/work/poll'))) {
-      if (Date.now() > deadline) throw new Error('the poll was never answered');
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    ctrl.abort(new Error('webhook handler closed'));
+    // Close the moment the ack is sent (the poll's answer is in hand), while the ack is on its way.
+    const client = envClient().withOptions({
+      fetch: (url: string | URL | Request, init?: RequestInit) => {
+        if (String(url instanceof Request ? url.url : url).includes('/ack')) queueMicrotask(() => ctrl.abort(new Error('webhook handler closed')));
+        return fetch(url, init);
+      },
+    });
+    const claiming = claimOne(client, emu.environmentId, { workerId: 'w', signal: ctrl.signal });
     const item = await within(5_000, 'the claim', claiming);
+    expect(ctrl.signal.aborted).toBe(true);
     expect(item).toMatchObject({ workId, sessionId });
     expect(emu.workItem(workId).acknowledged).toBe(true);
   });

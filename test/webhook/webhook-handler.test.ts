@@ -1,8 +1,9 @@
 // Pins the webhook mode end to end against the emulator: a signed delivery is answered 202 before
 // the session runs, the queue is drained in the background and each item runs with its secret
 // forwarded (the worker talks with the sessions token); an unsigned or wrongly signed delivery
-// gets 401 and claims nothing; a redelivery is answered 200 and runs nothing twice; other event
-// types get 200 and are ignored; while closing, deliveries get 503.
+// gets 401 and claims nothing; a redelivery is answered 200 once its drain reached the end of the
+// queue, drains again before that, and runs nothing twice; other event types get 200 and are
+// ignored; while closing, deliveries get 503.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fs from 'node:fs/promises';
@@ -84,14 +85,31 @@ describe('createWebhookHandler', () => {
     expect(emu.workItem(workId).deliveries).toBe(0);
   });
 
-  it('answers a redelivery 200 without draining or running anything twice', async () => {
+  it('answers a redelivery 200 once its drain reached the end of the queue, and runs nothing twice', async () => {
     const { sessionId, workId } = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo once' } }] });
     const signed = signWebhook(sessionWebhookEvent(sessionId), secret);
     const first = await fetch(url, { method: 'POST', body: signed.body, headers: signed.headers });
-    const again = await fetch(url, { method: 'POST', body: signed.body, headers: signed.headers });
     expect(first.status).toBe(202);
+    const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
+    await handler.idle();
+    const polls = emu.requests.filter((r) => r.route.endsWith('/work/poll')).length;
+    const again = await fetch(url, { method: 'POST', body: signed.body, headers: signed.headers });
     expect(again.status).toBe(200);
     expect(await again.json()).toEqual({ duplicate: true });
+    await handler.idle();
+    expect(emu.requests.filter((r) => r.route.endsWith('/work/poll'))).toHaveLength(polls);
+    expect(done.toolResults).toHaveLength(1);
+    expect(emu.workItem(workId).deliveries).toBe(1);
+  });
+
+  it('drains again for a redelivery that arrives while its first drain still runs, and runs the item once', async () => {
+    const { sessionId, workId } = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo once' } }] });
+    const signed = signWebhook(sessionWebhookEvent(sessionId), secret);
+    const [first, again] = await Promise.all([
+      fetch(url, { method: 'POST', body: signed.body, headers: signed.headers }),
+      fetch(url, { method: 'POST', body: signed.body, headers: signed.headers }),
+    ]);
+    expect([first.status, again.status]).toEqual([202, 202]);
     const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
     expect(done.toolResults).toHaveLength(1);
     expect(emu.workItem(workId).deliveries).toBe(1);
