@@ -219,7 +219,7 @@ export function scenarios(quick: boolean): Scenario[] {
       async run(ctx) {
         // Tool calls spaced past the sync interval; the syncs that ran between the two marks are
         // counted from the log (each one starts with a first-page listing), whatever their timing.
-        const spaced = 2;
+        const spaced = q(2, 1);
         const [store] = await seedStores(ctx.emu, { stores: 1, memories: q(2000, 200), bytes: 1024 }, 'idle');
         const child = await ctx.startChild();
         const marks: number[] = [];
