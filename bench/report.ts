@@ -47,6 +47,7 @@ export interface Row {
   ratioMin: number;
   ratioMax: number;
   target: number | null;
+  /** `null` when the row has no target or was not measured. */
   met: boolean | null;
   samples: { base: number[]; ours: number[] };
 }
@@ -76,7 +77,7 @@ export function buildRows(results: Record<string, RepResult[]>): Row[] {
       ratioMin: Math.min(...ratios),
       ratioMax: Math.max(...ratios),
       target: spec.target,
-      met: spec.target === null ? null : ratio <= spec.target,
+      met: spec.target === null || !Number.isFinite(ratio) ? null : ratio <= spec.target,
       samples: { base, ours },
     };
   });
@@ -95,7 +96,7 @@ export function formatTable(rows: Row[]): string {
     '|---|---:|---:|---:|---:|:-:|',
     ...rows.map((r) => {
       const base = r.against === 'floor' ? `${fmt(r.base)} ${r.unit} (floor)` : `${fmt(r.base)} ${r.unit}`;
-      const ratio = `${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)})`;
+      const ratio = Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)})` : 'n/a';
       const target = r.target === null ? '—' : `≤ ${r.target.toFixed(2)}`;
       const mark = r.met === null ? '·' : r.met ? '✓' : '✗';
       return `| ${r.label} | ${base} | ${fmt(r.ours)} ${r.unit} | ${ratio} | ${target} | ${mark} |`;
