@@ -44,7 +44,7 @@ const parallelJobs = quick ? 4 : 1;
 
 const startedAt = Date.now();
 const progress = (msg: string): void => {
-  if (!values.json) process.stderr.write(`${msg}\n`);
+  process.stderr.write(`${msg}\n`);
 };
 const bundles = await buildChildren(values.base !== undefined ? { baseRef: values.base } : {});
 if (values.base !== undefined) progress(`the "official" column is ours as of ${values.base}`);
@@ -73,14 +73,21 @@ function profileArgs(kind: ChildKind): string[] {
   return values.profile !== undefined && kind === 'ours' ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
 }
 
+const failures: string[] = [];
 let next = 0;
 async function lane(): Promise<void> {
   while (next < jobs.length) {
     const job = jobs[next++]!;
     const t0 = Date.now();
-    const metrics = await withJob({ kind: job.kind, bundle: bundles[job.kind], latencyMs, quick, execArgv: profileArgs(job.kind) }, (ctx) => job.scenario.run(ctx));
-    results[job.scenario.id]![job.rep]![job.kind] = metrics;
-    progress(`rep ${job.rep + 1}/${reps} ${job.scenario.id} ${job.kind}: ${JSON.stringify(metrics)} (${Date.now() - t0} ms)`);
+    try {
+      const metrics = await withJob({ kind: job.kind, bundle: bundles[job.kind], latencyMs, quick, execArgv: profileArgs(job.kind) }, (ctx) => job.scenario.run(ctx));
+      results[job.scenario.id]![job.rep]![job.kind] = metrics;
+      progress(`rep ${job.rep + 1}/${reps} ${job.scenario.id} ${job.kind}: ${JSON.stringify(metrics)} (${Date.now() - t0} ms)`);
+    } catch (e) {
+      // One failed job leaves its figures empty (n/a in the table); the run goes on.
+      failures.push(`rep ${job.rep + 1} ${job.scenario.id} ${job.kind}: ${e instanceof Error ? e.message : String(e)}`);
+      progress(`FAILED ${failures.at(-1)}`);
+    }
   }
 }
 await Promise.all(Array.from({ length: parallelJobs }, () => lane()));
@@ -89,8 +96,9 @@ const rows = buildRows(results);
 const cpus = os.cpus();
 const machine = `${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, Node ${process.version}`;
 if (values.json) {
-  process.stdout.write(`${JSON.stringify({ machine, reps, latencyMs, quick, base: values.base ?? null, durationMs: Date.now() - startedAt, rows, results }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ machine, reps, latencyMs, quick, base: values.base ?? null, failures, durationMs: Date.now() - startedAt, rows, results }, null, 2)}\n`);
 } else {
   const header = values.base !== undefined ? `(official column: ours as of ${values.base})\n` : '';
   process.stdout.write(`${header}${formatTable(rows)}\n\n${machine}; ${reps} repetition(s), emulator latency ${latencyMs} ms; ${Math.round((Date.now() - startedAt) / 1000)} s\n`);
 }
+if (failures.length > 0) process.exitCode = 1;
