@@ -86,6 +86,9 @@ export interface MemoryMounterOptions {
   assumeCaseInsensitive?: boolean;
 }
 
+/** Runs the mount of one store given as `run` and returns what it returns. */
+export type StoreWrapper = <T>(storeId: string, run: () => Promise<T>) => Promise<T>;
+
 type MemoryStoreResource = Extract<BetaManagedAgentsSession['resources'][number], { type: 'memory_store' }>;
 
 interface StoreSpec {
@@ -153,7 +156,12 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#progressIntervalMs = Math.max(100, opts.progressIntervalMs ?? MOUNT_PROGRESS_INTERVAL_DEFAULT_MS);
   }
 
-  async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal; workId?: string } = {}): Promise<MountedSession> {
+  /**
+   * Mount every store of `session`. `wrapStore` runs the mount of each store (tracing wraps it in a
+   * span); by default each runs as is.
+   */
+  async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper } = {}): Promise<MountedSession> {
+    const wrapStore: StoreWrapper = opts.wrapStore ?? ((_storeId, run) => run());
     const log = this.#log.child({ sessionId: session.id });
     const resources = (session.resources ?? []).filter((r): r is MemoryStoreResource => r.type === 'memory_store');
     const specs = resources.map((r) => this.#specFor(r));
@@ -178,9 +186,11 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       const settled = await Promise.allSettled(
         specs.map(async (spec) => {
           try {
-            return spec.adopt !== undefined
-              ? await this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log)
-              : await this.#mountOne(spec, created, binding, ctrl.signal, log);
+            return await wrapStore(spec.storeId, () =>
+              spec.adopt !== undefined
+                ? this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log)
+                : this.#mountOne(spec, created, binding, ctrl.signal, log),
+            );
           } catch (e) {
             ctrl.abort(e);
             throw e;
@@ -315,7 +325,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const memories = Object.keys(store.state.baseline).length;
     const durationMs = this.#clock.now() - started;
     log.info({ root: spec.root, memories, ...report, durationMs }, 'leftover folder adopted and reconciled; memory store mounted');
-    safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, durationMs });
+    safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: 0, durationMs });
     return store;
   }
 
@@ -367,6 +377,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     await this.#sendCarriedDeletes(spec, remote, signal, log);
     const limit = pLimit(this.#concurrency);
     const writes: Promise<void>[] = [];
+    let bytesWritten = 0;
 
     const shadow = (p: string, reason: string): void => {
       shadowed[p] = { reason };
@@ -382,6 +393,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           log.warn({ path: rel, listedSha: m.sha, writtenSha: sha }, 'downloaded content does not hash to the listed content_sha256');
         }
         baseline[rel] = { id: m.id, sha: m.sha };
+        bytesWritten += bytes.length;
         safeEmit(this, log, 'downloaded', { storeId: spec.storeId, path: rel, sha: m.sha });
       } catch (e) {
         if (e instanceof LocalDirError || isUnholdableName(e)) {
@@ -474,8 +486,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     });
     await store.writeJournal();
     const durationMs = this.#clock.now() - started;
-    log.info({ root: spec.root, memories, durationMs }, 'memory store mounted');
-    safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, durationMs });
+    log.info({ root: spec.root, memories, bytes: bytesWritten, durationMs }, 'memory store mounted');
+    safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: bytesWritten, durationMs });
     return store;
   }
 

@@ -62,7 +62,12 @@ export interface SyncLoopOptions {
   clock?: Clock;
   /** Per-request timeout in ms. Default 60 000. */
   requestTimeoutMs?: number;
+  /** Runs each sync pass (tracing wraps it in a span); default: runs it as is. */
+  wrapSync?: SyncWrapper;
 }
+
+/** Runs one sync pass of `phase` given as `run`, and returns its report. */
+export type SyncWrapper = (phase: SyncPhase, run: () => Promise<SyncReport>) => Promise<SyncReport>;
 
 export interface FinishReport {
   /** The final sync's report (clean end only). */
@@ -136,6 +141,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   readonly #finalDeletes: 'all' | 'corroborated';
   readonly #concurrency: number;
   readonly #conflicts: ConflictCopies;
+  readonly #wrapSync: SyncWrapper;
   #lastSyncAt: number;
   #running: Promise<SyncReport> | undefined;
   #runningCtrl: AbortController | undefined;
@@ -163,6 +169,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     this.#clock = opts.clock ?? monotonicClock;
     this.#log = resolveLogger(opts.logger).child({ component: 'memory-sync', sessionId: opts.mounted.sessionId });
     this.#conflicts = new ConflictCopies(opts.stateDir ?? defaultStateDir());
+    this.#wrapSync = opts.wrapSync ?? ((_phase, run) => run());
     this.#entries = opts.mounted.stores.map((store) => {
       return {
         store,
@@ -270,7 +277,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     // This sync covers every tool call made so far: a trailing sync armed before it is not needed.
     if (this.#trailing) clearTimeout(this.#trailing);
     this.#trailing = undefined;
-    const run = this.#syncAll(phase, combined.signal).finally(() => {
+    const run = this.#wrapSync(phase, () => this.#syncAll(phase, combined.signal)).finally(() => {
       combined.dispose();
       if (this.#running === run) {
         this.#running = undefined;

@@ -69,7 +69,8 @@ export interface SyncReport {
 
 /** Payloads of the memory events. Every payload is one object, so fields can be added later. */
 export interface MemoryEventMap {
-  mounted: [{ storeId: string; root: string; memories: number; durationMs: number }];
+  /** A store is mounted: `memories` files, `bytes` of them downloaded (0 for a store adopted from a leftover folder). */
+  mounted: [{ storeId: string; root: string; memories: number; bytes: number; durationMs: number }];
   /** A mount still downloading, every few seconds: memories written so far. */
   mountProgress: [{ storeId: string; root: string; memories: number; elapsedMs: number }];
   downloaded: [{ storeId: string; path: string; sha: string }];

@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
+import { context } from '@opentelemetry/api';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
 import { betaAgentToolset20260401, setupSkills, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
-import { statusOf, toRemoteApiError } from '../api/classify.js';
-import { APIError } from '@anthropic-ai/sdk';
+import { isApiError, statusOf, toRemoteApiError } from '../api/classify.js';
 import { ConfigError, coerceError, LeaseLostError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
 import { combineSignals, linkAbort } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
@@ -24,6 +24,8 @@ import { mountPathsOf, type PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
 import { scopedClient } from './scoped-client.js';
 import { ToolGuard } from './tool-guard.js';
+import { MemorySpans } from './memory-spans.js';
+import { endWorkSpan, startWorkSpan, withSpan, workTracers } from './tracing.js';
 
 /** Bound on the final force-stop request (close() must stay bounded). */
 const STOP_CUT_OFF_MS = 15_000;
@@ -64,6 +66,15 @@ type EndCause = 'lease' | 'closed';
  * whatever happened before it, so an acknowledged item always ends stopped or left to its new owner.
  */
 export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemOutcome> {
+  // The work span: current for the whole item, so the SDK's request and tool spans are its children.
+  const tracers = workTracers(deps.options.client);
+  const workSpan = startWorkSpan(tracers, run.work, context.active());
+  const outcome = await withSpan(workSpan, () => serveItem(deps, run, new MemorySpans(tracers, workSpan)));
+  endWorkSpan(workSpan, outcome);
+  return outcome;
+}
+
+async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans): Promise<ItemOutcome> {
   const clock = deps.clock ?? monotonicClock;
   const { work } = run;
   const opts = deps.options;
@@ -220,9 +231,9 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
             deletions: opts.memorySyncDeletions,
             deleteAfterMs: opts.memoryDeleteAfterMs,
           });
-          detachMemoryEvents.push(forwardMemoryEvents(mounter, deps, emit, work.id, sessionId));
+          detachMemoryEvents.push(forwardMemoryEvents(mounter, deps, emit, work.id, sessionId), spans.observe(mounter));
           step = `mounting the memory stores of session ${sessionId}`;
-          mounted = await mounter.mount(session, { signal: itemCtrl.signal, workId: work.id });
+          mounted = await spans.mount(storeResources.length, (wrapStore) => mounter.mount(session, { signal: itemCtrl.signal, workId: work.id, wrapStore }));
           ctx.allowedRoots = [...mounted.roots];
           ctx.readOnlyRoots = [...mounted.readOnlyRoots];
           syncLoop = deps.memory.syncLoop({
@@ -234,8 +245,9 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
             deleteAfterMs: opts.memoryDeleteAfterMs,
             logger: log,
             stateDir: opts.stateDir,
+            wrapSync: (phase, sync) => spans.sync(phase, sync),
           });
-          detachMemoryEvents.push(forwardMemoryEvents(syncLoop, deps, emit, work.id, sessionId));
+          detachMemoryEvents.push(forwardMemoryEvents(syncLoop, deps, emit, work.id, sessionId), spans.observe(syncLoop));
         } else if (storeResources.length > 0) {
           log.debug('memory turned off (memorySyncIntervalMs: null); the session runs without its stores');
         }
@@ -265,7 +277,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
     }
   } catch (e) {
     // API failures become RemoteApiErrors naming the step (status, request id and retryable kept).
-    error = e instanceof APIError && !(e instanceof WorkerError) ? toRemoteApiError(e, `work item ${work.id}: ${step}`) : coerceError(e);
+    error = isApiError(e) && !(e instanceof WorkerError) ? toRemoteApiError(e, `work item ${work.id}: ${step}`) : coerceError(e);
   } finally {
     run.signal.removeEventListener('abort', onOuterAbort);
   }
@@ -298,7 +310,8 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
     await removeIfEmpty(toolWorkdir, log);
   }
   if (syncLoop) {
-    flush = await boundedFinish(syncLoop, cleanEnd, opts.finalFlushMs, log);
+    const loop = syncLoop;
+    flush = await spans.finish(cleanEnd, () => boundedFinish(loop, cleanEnd, opts.finalFlushMs, log));
   } else if (mounted) {
     await mounted.unmount().catch((e: unknown) => log.warn({ err: coerceError(e) }, 'unmount failed'));
   }

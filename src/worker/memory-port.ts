@@ -7,6 +7,8 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryAccess, MemoryDeleteMode, MemoryEventMap, SyncReport } from '../memory/types.js';
+import type { StoreWrapper } from '../memory/mounter.js';
+import type { SyncWrapper } from '../memory/sync-loop.js';
 import type { ToolCallHooks } from './tool-guard.js';
 
 export type { FinishReport } from '../memory/index.js';
@@ -27,7 +29,7 @@ export interface MountedSessionView {
 }
 
 export interface MounterView extends EventEmitter<MemoryEventMap> {
-  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal; workId?: string }): Promise<MountedSessionView>;
+  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper }): Promise<MountedSessionView>;
 }
 
 export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHooks {
@@ -57,5 +59,6 @@ export interface MemoryPort {
     deleteAfterMs?: number;
     logger: Logger;
     stateDir?: string | undefined;
+    wrapSync?: SyncWrapper | undefined;
   }): SyncLoopView;
 }
