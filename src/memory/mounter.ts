@@ -33,6 +33,9 @@ export { slug } from './store-root.js';
 /** Default interval of the progress line of a mount still downloading. */
 export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
 
+/** Writes queued per mount, as a multiple of `concurrency`, past which the listing waits. */
+const WRITE_QUEUE_HIGH_WATER_FACTOR = 4;
+
 export { MAX_STORES_PER_SESSION } from './mount-checks.js';
 
 /** Default bound on a whole mount (every store's listing and download), in ms. */
@@ -64,7 +67,8 @@ export interface MemoryMounterOptions {
   /** Per-request timeout in ms. Default 60 000. */
   requestTimeoutMs?: number;
   /**
-   * How contents are downloaded: `list-full` pages the full view (20 memories per request);
+   * How contents are downloaded: `list-full` pages the full view (20 memories per request), one
+   * cursor per top-level folder;
    * `retrieve` lists the basic view and fetches each memory (bounded by `concurrency`).
    * Default `list-full`, the faster of the two on the emulator for 8 × 250 memories.
    * @internal
@@ -122,6 +126,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #downloadVia: 'list-full' | 'retrieve';
   readonly #clock: Clock;
   readonly #assumeCaseInsensitive: boolean;
+  /** Listing pages in flight across all stores of this mounter's mounts. */
   readonly #journal: Journal;
   readonly #stateDir: string;
   readonly #deletions: MemoryDeleteMode;
@@ -397,9 +402,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       shadowed[p] = { reason };
       log.warn({ path: p, reason }, 'memory not materialised; it is never synced from this folder');
     };
-    const write = async (m: RemoteMemoryWithContent, rel: string): Promise<void> => {
+    const write = async (m: Omit<RemoteMemoryWithContent, 'content'>, bytes: Buffer, rel: string): Promise<void> => {
       if (signal.aborted) return;
-      const bytes = Buffer.from(m.content, 'utf8');
       try {
         const st = await dir.writeFileAtomic(rel, bytes, { mtimeMs: backdatedMtimeMs(m.updatedAt), freshTree: true });
         const sha = sha256Hex(bytes);
@@ -420,21 +424,28 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     };
 
     const pending: Array<{ m: RemoteMemoryWithContent; rel: string }> = [];
-    const schedule = (m: RemoteMemoryWithContent, rel: string): void => {
-      const p = limit(() => write(m, rel));
+    const schedule = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined => {
+      // Only the bytes wait in the queue, not the listed page's string: the page can be collected.
+      const bytes = Buffer.from(m.content, 'utf8');
+      const meta = { id: m.id, path: m.path, sha: m.sha, sizeBytes: m.sizeBytes, updatedAt: m.updatedAt };
+      const p = limit(() => write(meta, bytes, rel));
       // Observed at once (so a failure during the listing is never an unhandled rejection) and
       // again by Promise.all below, which reports it.
-      p.catch(() => {});
+      const settled = p.catch(() => {});
       writes.push(p);
+      // With this many writes queued the listing waits for this one: downloaded contents held in
+      // memory stay bounded however fast pages arrive.
+      return limit.pendingCount >= WRITE_QUEUE_HIGH_WATER_FACTOR * this.#concurrency ? settled : undefined;
     };
-    const accept = (m: RemoteMemoryWithContent): void => {
+    const accept = (m: RemoteMemoryWithContent): Promise<void> | undefined => {
       const check = remotePathToRel(m.path);
       if (!check.ok) {
         shadow(m.path, check.reason);
         return;
       }
       if (caseInsensitive) pending.push({ m, rel: check.rel });
-      else schedule(m, check.rel);
+      else return schedule(m, check.rel);
+      return undefined;
     };
 
     // A long download says how far it got every few seconds, so a slow mount is not a silent one.
@@ -452,7 +463,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           listed.map((item) =>
             limit(async () => {
               if (signal.aborted) return;
-              accept(await remote.retrieve(item.id, signal));
+              // Not waiting on the write queue: this job holds a slot of the limiter the writes need.
+              void accept(await remote.retrieve(item.id, signal));
             }),
           ),
         );

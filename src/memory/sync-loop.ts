@@ -327,13 +327,17 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         // downloaded again and nothing is deleted in the store, whatever the baseline's size.
         e.state = { ...e.state, baseline: {}, pendingDeletes: {}, refused: {} };
       }
+      // The listing does not depend on the scan, so both run at once (a flush lists only when
+      // the scan found local changes).
+      const listing = phase === 'flush' ? undefined : e.remote.listBasic(signal);
+      listing?.catch(() => {});
       const scan = await scanLocal(e.store.dir, e.store.cache, { exclude: new Set(Object.keys(e.state.shadowed)), concurrency: this.#concurrency });
       log.debug({ phase, files: scan.entries.size, filesRead: scan.filesRead }, 'local scan done');
       this.#warnSkipped(e, scan);
       if (phase === 'flush' && !hasLocalChanges(e.state, scan)) return report;
       if (signal.aborted) throw coerceError(signal.reason);
 
-      const listed = await e.remote.listBasic(signal);
+      const listed = await (listing ?? e.remote.listBasic(signal));
       const { remote, byRel } = this.#remoteView(e, listed);
       e.state = releaseResolvedPathConflicts(e.state, remote);
       const plan = planSync({
