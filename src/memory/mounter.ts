@@ -1,4 +1,5 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
+import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import pLimit from 'p-limit';
@@ -14,6 +15,7 @@ import { adoptVerdict, type JournalFact } from './adopt.js';
 import { checkParent, createRoot, inspectPath, probeCaseInsensitive, validateSpecs, type StoreSpec } from './mount-checks.js';
 import { fromJournalState, Journal, type JournalEntry } from './journal.js';
 import { MountedSession, MountedStore, type JournalBinding } from './mounted.js';
+import { isInsideAllowedRoots, normalizeAllowedRoots } from './mount-path-guard.js';
 import { checkOwner, currentOwner, type OwnerIdentity } from './owner.js';
 import { groupCaseCollisions, remotePathToRel } from './paths.js';
 import { RemoteStore, type RemoteMemoryWithContent } from './remote-store.js';
@@ -32,6 +34,9 @@ export { slug } from './store-root.js';
 export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
 
 export { MAX_STORES_PER_SESSION } from './mount-checks.js';
+
+/** Default bound on a whole mount (every store's listing and download), in ms. */
+const MOUNT_TIMEOUT_DEFAULT_MS = 300_000;
 
 export interface MemoryMounterOptions {
   /** Client whose credential may read the session's stores (the work item's sessions token). */
@@ -67,6 +72,13 @@ export interface MemoryMounterOptions {
   downloadVia?: 'list-full' | 'retrieve';
   /** How often a mount still downloading logs its progress and emits `mountProgress`, in ms. Default 5 000. */
   progressIntervalMs?: number;
+  /**
+   * Folders a store may be mounted in: a mount path not strictly inside one of them is refused.
+   * Default: empty, no restriction.
+   */
+  allowedMountRoots?: readonly string[];
+  /** Milliseconds the whole mount (every store's download) may take before it fails. Default 300 000. */
+  mountTimeoutMs?: number;
   /** @internal */
   clock?: Clock;
   /**
@@ -115,6 +127,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #deletions: MemoryDeleteMode;
   readonly #deleteAfterMs: number | undefined;
   readonly #progressIntervalMs: number;
+  readonly #allowedRoots: string[];
+  readonly #mountTimeoutMs: number;
   #owner: Promise<OwnerIdentity> | undefined;
 
   constructor(opts: MemoryMounterOptions) {
@@ -133,6 +147,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#deletions = opts.deletions ?? 'enabled';
     this.#deleteAfterMs = opts.deleteAfterMs;
     this.#progressIntervalMs = Math.max(100, opts.progressIntervalMs ?? MOUNT_PROGRESS_INTERVAL_DEFAULT_MS);
+    this.#allowedRoots = normalizeAllowedRoots(opts.allowedMountRoots ?? []);
+    this.#mountTimeoutMs = opts.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS;
   }
 
   /**
@@ -145,14 +161,17 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const resources = (session.resources ?? []).filter((r): r is MemoryStoreResource => r.type === 'memory_store');
     const specs = resources.map((r) => this.#specFor(r));
     validateSpecs(session.id, specs);
+    for (const spec of specs) checkAllowedRoot(spec, this.#allowedRoots);
     await Promise.all(specs.map((s) => this.#checkPath(s)));
     this.#owner ??= currentOwner();
     const binding = { journal: this.#journal, sessionId: session.id, workId: opts.workId, owner: await this.#owner, clock: this.#clock };
 
-    const { signal, dispose } = combineSignals([this.#signal, opts.signal]);
+    const deadline = mountDeadline(session.id, specs, this.#mountTimeoutMs);
+    const { signal, dispose } = combineSignals([this.#signal, opts.signal, deadline.signal]);
     if (signal.aborted) {
       // An 'abort' listener added now would never fire: the mount would run to the end.
       dispose();
+      deadline.clear();
       throw abortReason(signal);
     }
     const created: string[] = [];
@@ -181,7 +200,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         await removeAll(created, this.#journal, log);
         // Leftovers adopted by the stores that did mount are handed back, never removed.
         for (const r of settled) if (r.status === 'fulfilled' && !created.includes(r.value.root)) await r.value.release();
-        throw failure;
+        throw deadline.signal.aborted ? deadline.signal.reason : failure;
       }
       const stores: MountedStore[] = [];
       for (const r of settled) if (r.status === 'fulfilled') stores.push(r.value);
@@ -189,6 +208,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     } finally {
       signal.removeEventListener('abort', onAbort);
       dispose();
+      deadline.clear();
     }
   }
 
@@ -437,7 +457,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           ),
         );
       } else {
-        await remote.listFull(signal, accept);
+        await remote.listFull(signal, accept, (m, reason) => shadow(m.path, reason));
       }
       if (caseInsensitive) {
         const groups = groupCaseCollisions(pending.map((p) => p.rel));
@@ -479,6 +499,35 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
 
 }
 
+
+/** Refuse a store outside every allowed mount root (when some are configured). */
+function checkAllowedRoot(spec: StoreSpec, roots: readonly string[]): void {
+  if (isInsideAllowedRoots(spec.root, roots)) return;
+  throw new MemoryMountError(
+    `memory store ${spec.storeId} (${spec.name}): mount path ${spec.root} is outside the allowed mount roots ` +
+      `(${roots.join(', ')}); nothing was created. Attach the store at a mount_path inside one of them, or add its ` +
+      `parent to allowedMountRoots (--allowed-mount-root ${path.dirname(spec.root)}).`,
+    { storeId: spec.storeId, path: spec.root },
+  );
+}
+
+/** A timer that aborts the mount with a clear error once `timeoutMs` has passed. */
+function mountDeadline(sessionId: string, specs: StoreSpec[], timeoutMs: number): { signal: AbortSignal; clear(): void } {
+  const ctrl = new AbortController();
+  const timer = setTimeout(() => {
+    const first = specs[0];
+    ctrl.abort(
+      new MemoryMountError(
+        `session ${sessionId}: mounting its memory stores (${specs.map((s) => s.storeId).join(', ')}) did not finish within ` +
+          `${timeoutMs} ms; the folders it created were removed and the work item fails. Check the API's latency and the ` +
+          'size of the stores, or raise mountTimeoutMs.',
+        { storeId: first?.storeId, path: first?.root },
+      ),
+    );
+  }, timeoutMs);
+  timer.unref?.();
+  return { signal: ctrl.signal, clear: () => clearTimeout(timer) };
+}
 
 
 function toMountError(spec: StoreSpec, e: unknown, signal: AbortSignal): Error {

@@ -621,7 +621,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         }
         for (const rel of scan.reserved) out.push({ e, rel, upload: false, copyable: true });
         for (const s of scan.skipped) {
-          if (s.kind === 'unreadable' || s.kind === 'too-long') out.push({ e, rel: s.rel, upload: false, copyable: false });
+          if (s.kind === 'unreadable' || s.kind === 'too-long' || s.kind === 'too-deep') out.push({ e, rel: s.rel, upload: false, copyable: false });
         }
       } catch {
         out.push(...e.notSaved.map((rel) => ({ e, rel, upload: true, copyable: true })));
@@ -678,6 +678,8 @@ function skipFix(kind: SkippedEntry['kind'], where: string): string {
       return `make ${where} readable by the worker's user (chmod u+rX)`;
     case 'too-long':
       return `shorten the path of ${where} (it is longer than this system allows)`;
+    case 'too-deep':
+      return `move ${where} closer to the store root: a memory path has at most 20 segments`;
     case 'unreadable-name':
       return `rename ${where} to a valid UTF-8 name`;
     case 'vanished':
