@@ -1,4 +1,3 @@
-import { APIError, APIConnectionError, APIUserAbortError } from '@anthropic-ai/sdk';
 import { RemoteApiError } from '../errors.js';
 
 /**
@@ -9,9 +8,38 @@ import { RemoteApiError } from '../errors.js';
  */
 export type FailureClass = 'fatal' | 'transient' | 'aborted';
 
+/**
+ * The fields of an `@anthropic-ai/sdk` API error that this library reads. Errors are recognised by
+ * this shape and by their `name`, never with `instanceof`: the app may load another copy of the SDK
+ * (another version, or a bundled one), whose error classes are distinct from the ones we import.
+ */
+export interface ApiErrorShape extends Error {
+  /** HTTP status; undefined for network failures, our own aborts and stream error frames. */
+  readonly status: number | undefined;
+  /** The parsed JSON body of the error response, if any. */
+  readonly error: unknown;
+  readonly requestID?: string | null | undefined;
+}
+
+/** True for an error thrown by any copy of the SDK for a failed request (HTTP, network or abort). */
+export function isApiError(e: unknown): e is ApiErrorShape {
+  if (!(e instanceof Error) || !('status' in e) || !('headers' in e) || !('error' in e)) return false;
+  return typeof e.status === 'number' || e.status === undefined;
+}
+
+/** True when the SDK gave up on the request because its signal aborted (our own cancellation). */
+export function isUserAbortError(e: unknown): boolean {
+  return isApiError(e) && e.name === 'APIUserAbortError';
+}
+
+/** True when no HTTP response arrived (connection refused or reset, DNS failure, client timeout). */
+export function isConnectionError(e: unknown): boolean {
+  return isApiError(e) && (e.name === 'APIConnectionError' || e.name === 'APIConnectionTimeoutError');
+}
+
 /** Classify anything a client call threw. */
 export function classifyFailure(e: unknown): FailureClass {
-  if (e instanceof APIUserAbortError) return 'aborted';
+  if (isUserAbortError(e)) return 'aborted';
   if (e instanceof Error && (e.name === 'AbortError' || e.name === 'TimeoutError')) return 'aborted';
   const status = statusOf(e);
   if (status === undefined) return 'transient';
@@ -22,14 +50,12 @@ export function classifyFailure(e: unknown): FailureClass {
 
 /** The HTTP status of an API error, or undefined for network failures and non-API errors. */
 export function statusOf(e: unknown): number | undefined {
-  if (e instanceof APIConnectionError) return undefined;
-  if (e instanceof APIError && typeof e.status === 'number') return e.status;
-  return undefined;
+  return isApiError(e) && typeof e.status === 'number' ? e.status : undefined;
 }
 
 /** The `error.type` of an API error body (`memory_precondition_failed_error`, …), if any. */
 export function errorTypeOf(e: unknown): string | undefined {
-  if (!(e instanceof APIError)) return undefined;
+  if (!isApiError(e)) return undefined;
   const body = e.error as { error?: { type?: unknown } } | undefined;
   const t = body?.error?.type;
   return typeof t === 'string' ? t : undefined;
@@ -38,7 +64,7 @@ export function errorTypeOf(e: unknown): string | undefined {
 /** Convert a client failure into our typed error, keeping status and request id; never the credential. */
 export function toRemoteApiError(e: unknown, what: string): RemoteApiError {
   const status = statusOf(e);
-  const requestId = e instanceof APIError ? (e.requestID ?? undefined) : undefined;
+  const requestId = isApiError(e) && typeof e.requestID === 'string' ? e.requestID : undefined;
   const detail = e instanceof Error ? e.message : String(e);
   return new RemoteApiError(
     `${what} failed${status !== undefined ? ` with HTTP ${status}` : ''}: ${detail}`,

@@ -1,21 +1,6 @@
 import type { DemoOptions, DemoResult } from '../demo/run-demo.js';
 import type { Command } from './command.js';
-import { EXIT, EXIT_CODE_HELP } from './exit-codes.js';
-import { parseFlags } from './flags.js';
-
-const HELP = `Usage: managed-agents-worker demo [--keep]
-
-Runs everything in-process on the embedded emulator (the same as "npm run demo"): two memory
-stores, one scripted session (read, write, an edit that loses to a Console edit, a refused
-write into a read-only store, a delete), served by EnvironmentWorker with a 5 s sync interval.
-Prints the temp mount root, a live log and a summary table per store; exits 5 if any outcome
-is wrong. Takes about 20 seconds.
-
-Flags:
-  --keep       keep the temp folder afterwards
-  -h, --help   show this help
-
-${EXIT_CODE_HELP}`;
+import { COMMON_EXIT_ROWS, EXIT } from './exit-codes.js';
 
 /** Runs the demo and reports its verdict; the shipped command loads `runDemo` on first use. */
 export type DemoRunner = (options: DemoOptions) => Promise<Pick<DemoResult, 'ok'>>;
@@ -28,14 +13,22 @@ export function createDemoCommand(runner: DemoRunner): Command {
   return {
     name: 'demo',
     summary: 'run the demo on the embedded emulator (same as npm run demo)',
-    help: HELP,
-    async run(argv, io) {
-      const { values } = parseFlags('demo', argv, { keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
-      if (values.help) {
-        io.stdout(HELP + '\n');
-        return EXIT.OK;
-      }
-      const result = await runner({ out: io.stdout, keep: values.keep ?? false });
+    description: `Runs everything in-process on the embedded emulator (the same as "npm run demo"): two memory
+stores, one scripted session (read, write, an edit that loses to a Console edit, a refused
+write into a read-only store, a delete), served by EnvironmentWorker with a 5 s sync interval.
+Prints the temp mount root, a live log and a summary table per store. Takes about 20 seconds.
+To try "run", "handle" or your own code against the emulator instead, see "emulator".`,
+    exitCodes: [
+      [EXIT.OK, 'every outcome was right'],
+      COMMON_EXIT_ROWS.unexpected,
+      COMMON_EXIT_ROWS.usage,
+      [EXIT.CHECK_FAILED, 'an outcome was wrong (the summary marks it FAIL)'],
+    ],
+    flags(cmd) {
+      cmd.option('--keep', 'keep the temp folder afterwards');
+    },
+    async run(flags, io) {
+      const result = await runner({ out: io.stdout, keep: flags['keep'] === true });
       return result.ok ? EXIT.OK : EXIT.CHECK_FAILED;
     },
   };

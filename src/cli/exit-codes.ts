@@ -1,15 +1,15 @@
 /**
  * Exit codes of the `managed-agents-worker` CLI. Scripts and orchestrators match on these numbers;
- * they never change meaning. The same table is printed by `--help` and in the README.
+ * they never change meaning. Each command's `--help` lists the ones that command can return.
  */
 export const EXIT = {
-  /** Success: clean shutdown (`run`, `launch`), session completed or skipped (`handle`), all checks passed (`doctor`), every outcome right (`demo`). */
+  /** Success: clean shutdown (`run`, `launch`, `emulator`), session ended (`handle`), all checks passed (`doctor`), every outcome right (`demo`). */
   OK: 0,
   /** An unexpected error; the message says what happened. */
   UNEXPECTED: 1,
   /** Bad command line: unknown command or flag, bad flag value. */
   USAGE: 2,
-  /** Configuration refused: a missing id or key, an option out of range, an unsupported platform. */
+  /** Configuration refused: a missing id or key, an unreadable key file, an option out of range, an unsupported platform. */
   CONFIG: 3,
   /** The API refused the worker for good (401/403/404 on poll): wrong key or environment id. */
   FATAL_API: 4,
@@ -21,8 +21,6 @@ export const EXIT = {
   LEASE_LOST: 11,
   /** `handle`: the server asked the item to stop. */
   STOPPED_BY_SERVER: 12,
-  /** `handle`: the session was aborted by a signal before it ended by itself. */
-  ABORTED: 13,
   /** A second SIGINT: exit at once, without waiting for the drain. */
   SECOND_SIGINT: 130,
   /** A second SIGTERM: exit at once, without waiting for the drain. */
@@ -31,20 +29,18 @@ export const EXIT = {
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-/** The exit-code table, as printed by `--help`. */
-export const EXIT_CODE_HELP = `Exit codes:
-  0    success (clean shutdown; handle: session completed or skipped; doctor: all checks pass)
-  1    unexpected error
-  2    usage error (unknown command or flag, bad value)
-  3    configuration refused (missing id or key, option out of range, unsupported platform)
-  4    the API refused the credentials for good (401/403/404 on poll)
-  5    doctor: a check failed; demo: an outcome was wrong
-  10   handle: the session failed
-  11   handle: the lease was lost to another worker
-  12   handle: the server asked the item to stop
-  13   handle: aborted by a signal before the session ended
-  130  second SIGINT (exit at once)
-  143  second SIGTERM (exit at once)`;
+/** One row of a command's exit-code list: the code and what it means for that command. */
+export type ExitCodeRow = readonly [ExitCode, string];
+
+/** Rows every command shares. */
+export const COMMON_EXIT_ROWS = {
+  unexpected: [EXIT.UNEXPECTED, 'unexpected error (the message says what happened)'],
+  usage: [EXIT.USAGE, 'usage error: unknown command or flag, bad flag value'],
+  config: [EXIT.CONFIG, 'configuration refused: missing id or key, unreadable key file, unsupported platform'],
+  fatalApi: [EXIT.FATAL_API, 'the API refused the credentials for good (401/403/404 on poll)'],
+  secondSignal: [EXIT.SECOND_SIGINT, 'second SIGINT: exit at once, without waiting for the drain'],
+  secondTerm: [EXIT.SECOND_SIGTERM, 'second SIGTERM: exit at once, without waiting for the drain'],
+} as const satisfies Record<string, ExitCodeRow>;
 
 /** The exit code `handle` reports for each way a session can end. */
 export function exitCodeForOutcome(
@@ -53,6 +49,8 @@ export function exitCodeForOutcome(
   switch (status) {
     case 'completed':
     case 'skipped':
+    // Only a shutdown signal aborts the item `handle` serves, after its final sync and flush.
+    case 'aborted':
       return EXIT.OK;
     case 'failed':
       return EXIT.SESSION_FAILED;
@@ -60,8 +58,6 @@ export function exitCodeForOutcome(
       return EXIT.LEASE_LOST;
     case 'stopped_by_server':
       return EXIT.STOPPED_BY_SERVER;
-    case 'aborted':
-      return EXIT.ABORTED;
     default: {
       const never: never = status;
       return never;

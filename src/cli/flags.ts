@@ -1,37 +1,28 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { InvalidArgumentError } from 'commander';
+import { ConfigError } from '../errors.js';
 import { UsageError } from './usage-error.js';
 
-type Options = NonNullable<ParseArgsConfig['options']>;
-
-/** Parse `argv` strictly with `node:util` parseArgs, turning its errors into {@link UsageError}s. */
-export function parseFlags<O extends Options>(
-  command: string,
-  argv: string[],
-  options: O,
-): ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false }>> {
-  try {
-    return parseArgs({ args: argv, options, strict: true, allowPositionals: false });
-  } catch (e) {
-    const message = e instanceof Error ? e.message : String(e);
-    throw new UsageError(`${command}: ${message}. Run "managed-agents-worker ${command} --help" for the flags.`);
-  }
+/** A commander argument parser for an integer flag within [min, max]. */
+export function intArg(min: number, max: number): (raw: string) => number {
+  return (raw) => {
+    const n = Number(raw);
+    if (raw.trim() === '' || !Number.isInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`expected an integer from ${min} to ${max}.`);
+    }
+    return n;
+  };
 }
 
-/** An integer flag within [min, max]; `undefined` when the flag was not given. */
-export function intFlag(flag: string, raw: string | undefined, min: number, max: number): number | undefined {
-  if (raw === undefined) return undefined;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new UsageError(`--${flag}: expected an integer from ${min} to ${max}, got "${raw}"`);
-  }
-  return n;
+/** A commander argument parser for a repeatable flag: each occurrence adds its value. */
+export function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
 
-/** A flag that must be one of `choices`; `undefined` when the flag was not given. */
-export function choiceFlag<C extends string>(flag: string, raw: string | undefined, choices: readonly C[]): C | undefined {
-  if (raw === undefined) return undefined;
+/** A value taken from an environment variable that must be one of `choices`; `undefined` when unset. */
+export function choiceFromEnv<C extends string>(variable: string, raw: string | undefined, choices: readonly C[]): C | undefined {
+  if (raw === undefined || raw === '') return undefined;
   if (!(choices as readonly string[]).includes(raw)) {
-    throw new UsageError(`--${flag}: expected one of ${choices.join(', ')}, got "${raw}"`);
+    throw new UsageError(`${variable}: expected one of ${choices.join(', ')}, got "${raw}"`);
   }
   return raw as C;
 }
@@ -39,4 +30,26 @@ export function choiceFlag<C extends string>(flag: string, raw: string | undefin
 /** The first non-empty value among a flag and environment variables. */
 export function firstSet(...values: Array<string | undefined>): string | undefined {
   return values.find((v) => v !== undefined && v !== '');
+}
+
+/** An input a command cannot run without, and where the user can give it. */
+export interface RequiredInput {
+  /** What is missing, in words: "environment id". */
+  name: string;
+  value: string | undefined;
+  /** How to give it: "--environment-id or ANTHROPIC_ENVIRONMENT_ID". */
+  from: string;
+}
+
+/**
+ * Check every required input at once: when any is missing, one {@link ConfigError} lists them all,
+ * one line each with where to set it, so a user fixes the command line in one go.
+ */
+export function requireInputs(command: string, inputs: readonly RequiredInput[]): void {
+  const missing = inputs.filter((i) => i.value === undefined || i.value === '');
+  if (missing.length === 0) return;
+  throw new ConfigError(
+    `${command}: ${missing.length === 1 ? 'a required input is' : `${missing.length} required inputs are`} missing`,
+    missing.map((i) => `${i.name}: set ${i.from}`),
+  );
 }

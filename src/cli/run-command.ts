@@ -1,55 +1,56 @@
+import { Option } from 'commander';
 import { RemoteApiError } from '../errors.js';
 import { serveMetrics, type MetricsServer } from '../metrics/index.js';
 import { EnvironmentWorker } from '../worker/environment-worker.js';
-import type { Command } from './command.js';
+import { logError } from './cli.js';
 import { cliLogger } from './cli-logger.js';
-import { EXIT, EXIT_CODE_HELP } from './exit-codes.js';
-import { intFlag, parseFlags } from './flags.js';
+import type { Command } from './command.js';
+import { COMMON_EXIT_ROWS, EXIT } from './exit-codes.js';
+import { intArg, requireInputs } from './flags.js';
 import { handleShutdownSignals } from './signals.js';
-import { logLevelFlag, requireValue, WORKER_FLAGS, WORKER_FLAGS_HELP, workerOptionsFromFlags } from './worker-flags.js';
-
-const HELP = `Usage: managed-agents-worker run [flags]
-
-Poll daemon: claims work items of one self-hosted environment and serves their sessions, with
-memory stores mounted as folders. SIGTERM or SIGINT: stop claiming, let running sessions finish
-their final sync and flush (bounded), stop their items, exit 0. A second signal exits at once.
-
-Flags:
-  --concurrency <n>              sessions served at once, 1..64 (default 1)
-  --metrics-port <port>          serve /healthz, /readyz and /metrics on this port (default: off)
-  --metrics-host <host>          interface for the metrics port (default 0.0.0.0)
-${WORKER_FLAGS_HELP}
-
-${EXIT_CODE_HELP}`;
+import { addWorkerFlags, WORKER_ENVIRONMENT, workerOptionsFromFlags } from './worker-flags.js';
 
 export const runCommand: Command = {
   name: 'run',
   summary: 'poll for work and serve sessions until SIGTERM (drains gracefully)',
-  help: HELP,
-  async run(argv, io) {
-    const { values } = parseFlags('run', argv, {
-      ...WORKER_FLAGS,
-      concurrency: { type: 'string' },
-      'metrics-port': { type: 'string' },
-      'metrics-host': { type: 'string' },
-    });
-    if (values.help) {
-      io.stdout(HELP + '\n');
-      return EXIT.OK;
+  description: `Poll daemon: claims work items of one self-hosted environment and serves their sessions, with
+memory stores mounted as folders. SIGTERM or SIGINT: stop claiming, let running sessions finish
+their final sync and flush (bounded), stop their items, exit 0. A second signal exits at once.`,
+  environment: WORKER_ENVIRONMENT,
+  exitCodes: [
+    [EXIT.OK, 'stopped by SIGTERM/SIGINT after the drain'],
+    COMMON_EXIT_ROWS.unexpected,
+    COMMON_EXIT_ROWS.usage,
+    COMMON_EXIT_ROWS.config,
+    COMMON_EXIT_ROWS.fatalApi,
+    COMMON_EXIT_ROWS.secondSignal,
+    COMMON_EXIT_ROWS.secondTerm,
+  ],
+  flags(cmd) {
+    cmd
+      .addOption(new Option('--concurrency <n>', 'sessions served at once, 1..64 (default 1)').argParser(intArg(1, 64)))
+      .addOption(new Option('--metrics-port <port>', 'serve /healthz, /readyz and /metrics on this port (default: off)').argParser(intArg(0, 65_535)))
+      .option('--metrics-host <host>', 'interface for the metrics port (default 0.0.0.0)');
+    addWorkerFlags(cmd);
+  },
+  async run(flags, io) {
+    // From here on every line on stderr comes from the logger, refusals included.
+    const logger = await cliLogger(flags, io);
+    const concurrency = flags['concurrency'] as number | undefined;
+    const metricsPort = flags['metricsPort'] as number | undefined;
+    const metricsHost = flags['metricsHost'] as string | undefined;
+    let worker: EnvironmentWorker;
+    try {
+      const options = workerOptionsFromFlags(flags, io);
+      requireInputs('run', [
+        { name: 'environment id', value: options.environmentId, from: '--environment-id or ANTHROPIC_ENVIRONMENT_ID' },
+        { name: 'environment key', value: options.environmentKey, from: '--environment-key-file or ANTHROPIC_ENVIRONMENT_KEY' },
+      ]);
+      worker = new EnvironmentWorker({ ...options, ...(concurrency !== undefined ? { concurrency } : {}), logger });
+    } catch (e) {
+      return logError(e, logger);
     }
-    const concurrency = intFlag('concurrency', values.concurrency, 1, 64);
-    const metricsPort = intFlag('metrics-port', values['metrics-port'], 0, 65_535);
-    const logger = await cliLogger({ level: logLevelFlag(values, io.env), pretty: values.pretty ?? false, io });
-    const options = workerOptionsFromFlags(values, io);
-    // Checked here so the message names the flag and the variable, not the library's constructor.
-    requireValue('environment-id', options.environmentId, 'ANTHROPIC_ENVIRONMENT_ID');
-    requireValue('environment-key', options.environmentKey, 'ANTHROPIC_ENVIRONMENT_KEY');
-    const worker = new EnvironmentWorker({ ...options, ...(concurrency ? { concurrency } : {}), logger });
     let metrics: MetricsServer | undefined;
-    if (metricsPort !== undefined) {
-      metrics = await serveMetrics({ worker, port: metricsPort, ...(values['metrics-host'] ? { host: values['metrics-host'] } : {}), logger });
-      io.stderr(`metrics: ${metrics.url}/metrics\n`);
-    }
     const removeSignals = handleShutdownSignals(
       (signal) => {
         logger.info({ signal }, 'shutting down: no new work; running sessions finish their final sync (send the signal again to exit at once)');
@@ -58,6 +59,10 @@ export const runCommand: Command = {
       (code) => process.exit(code),
     );
     try {
+      if (metricsPort !== undefined) {
+        metrics = await serveMetrics({ worker, port: metricsPort, ...(metricsHost ? { host: metricsHost } : {}), logger });
+        logger.info({ url: `${metrics.url}/metrics` }, 'serving metrics');
+      }
       await worker.run();
       logger.info('worker stopped');
       return EXIT.OK;
@@ -67,7 +72,8 @@ export const runCommand: Command = {
         await worker.close();
         return EXIT.FATAL_API;
       }
-      throw e;
+      await worker.close();
+      return logError(e, logger);
     } finally {
       removeSignals();
       await metrics?.close();

@@ -1,98 +1,98 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { ConfigError } from '../errors.js';
+import { InvalidArgumentError, Option, type Command as CommanderCommand, type OptionValues } from 'commander';
+import { FINAL_FLUSH_MAX_MS, FINAL_FLUSH_MIN_MS, MEMORY_DELETE_AFTER_MAX_MS, MEMORY_SYNC_INTERVAL_MIN_MS } from '../memory/options.js';
 import type { EnvironmentWorkerOptions } from '../worker/environment-worker.js';
-import { LOG_LEVELS, type LogLevel } from './cli-logger.js';
-import { choiceFlag, firstSet, intFlag } from './flags.js';
-import type { CliIo } from './io.js';
+import { addLogFlags, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
+import { addEnvironmentKeyFlags, ENVIRONMENT_KEY_VARIABLE, environmentKeyFrom } from './credential-flags.js';
+import { firstSet, intArg } from './flags.js';
+import type { CommandIo } from './io.js';
 
-/** Flags shared by the commands that run sessions (`run`, `handle`). */
-export const WORKER_FLAGS = {
-  'environment-id': { type: 'string' },
-  'environment-key': { type: 'string' },
-  'base-url': { type: 'string' },
-  workdir: { type: 'string' },
-  'memory-sync-interval': { type: 'string' },
-  'memory-sync-deletions': { type: 'string' },
-  'max-idle': { type: 'string' },
-  'final-flush': { type: 'string' },
-  'state-dir': { type: 'string' },
-  'worker-id': { type: 'string' },
-  'log-level': { type: 'string' },
-  pretty: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
+const MEMORY_SYNC_INTERVAL_MAX_MS = 86_400_000;
 
-export const WORKER_FLAGS_HELP = `  --environment-id <id>          default: ANTHROPIC_ENVIRONMENT_ID
-  --environment-key <key>        default: ANTHROPIC_ENVIRONMENT_KEY (prefer the variable: flags show in ps)
-  --base-url <url>               default: ANTHROPIC_BASE_URL, else https://api.anthropic.com
-  --workdir <dir>                base folder of each session's tools (default: current folder)
-  --memory-sync-interval <ms>    memory sync interval, >= 5000 (default 15000); "off" disables memory
-  --memory-sync-deletions <mode> enabled (default) | log_only | disabled
-  --max-idle <ms>                stop a session idle this long after its turn ended (default 60000)
-  --final-flush <ms>             bound of the end-of-session final sync + flush (default 30000)
-  --state-dir <dir>              where the memory core keeps its state and conflict copies
-  --worker-id <id>               Anthropic-Worker-ID (default: <HOSTNAME>-<uuid>)
-  --log-level <level>            ${LOG_LEVELS.join(' | ')} (default info)
-  --pretty                       human-readable logs (needs: npm install pino-pretty)
-  -h, --help                     show this help`;
-
-export interface WorkerFlagValues {
-  'environment-id'?: string | undefined;
-  'environment-key'?: string | undefined;
-  'base-url'?: string | undefined;
-  workdir?: string | undefined;
-  'memory-sync-interval'?: string | undefined;
-  'memory-sync-deletions'?: string | undefined;
-  'max-idle'?: string | undefined;
-  'final-flush'?: string | undefined;
-  'state-dir'?: string | undefined;
-  'worker-id'?: string | undefined;
-  'log-level'?: string | undefined;
-  pretty?: boolean | undefined;
-}
-
-export function logLevelFlag(values: { 'log-level'?: string | undefined }, env: NodeJS.ProcessEnv): LogLevel {
-  return choiceFlag('log-level', firstSet(values['log-level'], env['MAW_LOG_LEVEL']), LOG_LEVELS) ?? 'info';
-}
-
-/** `--memory-sync-interval`: milliseconds (>= 5000) or `off` (memory disabled). */
-export function memorySyncIntervalFlag(raw: string | undefined): number | null | undefined {
-  if (raw === undefined) return undefined;
-  if (raw === 'off' || raw === 'null') return null;
-  const n = intFlag('memory-sync-interval', raw, 5_000, 86_400_000);
+/**
+ * `--memory-sync-interval`: milliseconds (>= 5000) or `off` (sessions run without their memory
+ * stores). `off` stays a string here because commander replaces a parsed `null` with `''`.
+ */
+export function parseMemorySyncInterval(raw: string): number | 'off' {
+  if (raw === 'off') return 'off';
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(n) || n < MEMORY_SYNC_INTERVAL_MIN_MS || n > MEMORY_SYNC_INTERVAL_MAX_MS) {
+    throw new InvalidArgumentError(
+      `expected milliseconds from ${MEMORY_SYNC_INTERVAL_MIN_MS} to ${MEMORY_SYNC_INTERVAL_MAX_MS}, or "off" to run sessions without their memory stores.`,
+    );
+  }
   return n;
 }
+
+/** `--environment-id` and `--base-url`, for every command that talks to the API. */
+export function addApiFlags(cmd: CommanderCommand): void {
+  cmd
+    .option('--environment-id <id>', 'self-hosted environment to serve (default: ANTHROPIC_ENVIRONMENT_ID)')
+    .option('--base-url <url>', 'API base URL (default: ANTHROPIC_BASE_URL, else https://api.anthropic.com)');
+  addEnvironmentKeyFlags(cmd);
+}
+
+/** Flags shared by the commands that run sessions (`run`, `handle`). */
+export function addWorkerFlags(cmd: CommanderCommand): void {
+  addApiFlags(cmd);
+  cmd
+    .option('--workdir <dir>', "base folder of each session's tools (default: current folder)")
+    .addOption(
+      new Option('--memory-sync-interval <ms>', 'memory sync interval in ms, >= 5000 (default 15000); "off" runs sessions without their memory stores').argParser(
+        parseMemorySyncInterval,
+      ),
+    )
+    .addOption(new Option('--memory-sync-deletions <mode>', 'deletions of memories whose file is gone (default enabled)').choices(['enabled', 'log_only', 'disabled']))
+    .addOption(
+      new Option('--memory-delete-after <ms>', 'a file must be gone this long before its memory is deleted (default 30000)').argParser(intArg(0, MEMORY_DELETE_AFTER_MAX_MS)),
+    )
+    .addOption(new Option('--max-idle <ms>', 'stop a session idle this long after its turn ended (default 60000)').argParser(intArg(0, 86_400_000)))
+    .addOption(
+      new Option('--final-flush <ms>', 'bound of the end-of-session final sync and flush (default 30000)').argParser(intArg(FINAL_FLUSH_MIN_MS, FINAL_FLUSH_MAX_MS)),
+    )
+    .option('--state-dir <dir>', 'journal, conflict and unsaved copies (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)')
+    .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <HOSTNAME>-<uuid>)');
+  addLogFlags(cmd);
+}
+
+/** Environment variables read by the commands that run sessions. */
+export const WORKER_ENVIRONMENT: ReadonlyArray<readonly [string, string]> = [
+  ['ANTHROPIC_ENVIRONMENT_ID', 'environment id, when --environment-id is not given'],
+  [ENVIRONMENT_KEY_VARIABLE, 'environment key, when --environment-key-file is not given'],
+  ['ANTHROPIC_BASE_URL', 'API base URL, when --base-url is not given'],
+  LOG_ENVIRONMENT_ROW,
+];
 
 /** The SDK client the CLI hands the worker: the base URL from the flag or ANTHROPIC_BASE_URL, no API key. */
 export function cliClient(baseURL: string | undefined, credential: string | undefined): Anthropic {
   return new Anthropic({ apiKey: null, authToken: credential ?? null, baseURL: baseURL ?? null });
 }
 
-/** Worker options from flags, with the `ANTHROPIC_*` variables as defaults. The credential never appears in a message. */
-export function workerOptionsFromFlags(values: WorkerFlagValues, io: CliIo): Omit<EnvironmentWorkerOptions, 'logger'> {
-  const environmentKey = firstSet(values['environment-key'], io.env['ANTHROPIC_ENVIRONMENT_KEY']);
-  const deletions = choiceFlag('memory-sync-deletions', values['memory-sync-deletions'], ['enabled', 'log_only', 'disabled'] as const);
-  const interval = memorySyncIntervalFlag(values['memory-sync-interval']);
-  const maxIdleMs = intFlag('max-idle', values['max-idle'], 0, 86_400_000);
-  const finalFlushMs = intFlag('final-flush', values['final-flush'], 0, 600_000);
-  const opts: Omit<EnvironmentWorkerOptions, 'logger'> = {
-    client: cliClient(firstSet(values['base-url'], io.env['ANTHROPIC_BASE_URL']), environmentKey),
-    workdir: values.workdir ?? io.cwd,
+/** The environment id and base URL from their flags, else their `ANTHROPIC_*` variables. */
+export function apiInputsFrom(flags: OptionValues, io: Pick<CommandIo, 'env'>): { environmentId: string | undefined; baseURL: string | undefined } {
+  return {
+    environmentId: firstSet(flags['environmentId'] as string | undefined, io.env['ANTHROPIC_ENVIRONMENT_ID']),
+    baseURL: firstSet(flags['baseUrl'] as string | undefined, io.env['ANTHROPIC_BASE_URL']),
   };
-  const environmentId = firstSet(values['environment-id'], io.env['ANTHROPIC_ENVIRONMENT_ID']);
-  if (environmentId !== undefined) opts.environmentId = environmentId;
-  if (environmentKey !== undefined) opts.environmentKey = environmentKey;
-  if (interval !== undefined) opts.memorySyncIntervalMs = interval;
-  if (deletions !== undefined) opts.memorySyncDeletions = deletions;
-  if (maxIdleMs !== undefined) opts.maxIdleMs = maxIdleMs;
-  if (finalFlushMs !== undefined) opts.finalFlushMs = finalFlushMs;
-  if (values['state-dir'] !== undefined) opts.stateDir = values['state-dir'];
-  if (values['worker-id'] !== undefined) opts.workerId = values['worker-id'];
-  return opts;
 }
 
-/** A value the command cannot run without: missing, it is refused as configuration (exit 3), naming the flag and the variable. */
-export function requireValue(name: string, value: string | undefined, envVar: string): string {
-  if (value === undefined) throw new ConfigError(`${name} is required: set ${envVar} (or pass --${name})`);
-  return value;
+/** Worker options from flags, with the `ANTHROPIC_*` variables as defaults. The credential never appears in a message. */
+export function workerOptionsFromFlags(flags: OptionValues, io: Pick<CommandIo, 'env' | 'cwd'>): Omit<EnvironmentWorkerOptions, 'logger'> {
+  const environmentKey = environmentKeyFrom(flags, io);
+  const { environmentId, baseURL } = apiInputsFrom(flags, io);
+  const opts: Omit<EnvironmentWorkerOptions, 'logger'> = {
+    client: cliClient(baseURL, environmentKey),
+    workdir: (flags['workdir'] as string | undefined) ?? io.cwd,
+  };
+  if (environmentId !== undefined) opts.environmentId = environmentId;
+  if (environmentKey !== undefined) opts.environmentKey = environmentKey;
+  const interval = flags['memorySyncInterval'] as number | 'off' | undefined;
+  if (interval !== undefined) opts.memorySyncIntervalMs = interval === 'off' ? null : interval;
+  if (flags['memorySyncDeletions'] !== undefined) opts.memorySyncDeletions = flags['memorySyncDeletions'] as 'enabled' | 'log_only' | 'disabled';
+  if (flags['memoryDeleteAfter'] !== undefined) opts.memoryDeleteAfterMs = flags['memoryDeleteAfter'] as number;
+  if (flags['maxIdle'] !== undefined) opts.maxIdleMs = flags['maxIdle'] as number;
+  if (flags['finalFlush'] !== undefined) opts.finalFlushMs = flags['finalFlush'] as number;
+  if (flags['stateDir'] !== undefined) opts.stateDir = flags['stateDir'] as string;
+  if (flags['workerId'] !== undefined) opts.workerId = flags['workerId'] as string;
+  return opts;
 }

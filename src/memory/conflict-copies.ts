@@ -1,23 +1,22 @@
-import * as fsp from 'node:fs/promises';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import type { LocalDir } from './local-dir.js';
+import { splitRelPath } from './local-dir.js';
+import { ensureStateSubdir, safeSegment } from './state-dir.js';
 
 /**
- * Conflict copies: when the store wins a conflict (M15), the local bytes it overwrites are first
- * copied to `<stateDir>/conflicts/<storeId>/<timestamp>/<path>`, outside every mount, so nothing
- * the agent wrote is lost. The warning and the `conflict` event name the copy.
+ * Copies of local bytes kept outside every mount, in the state folder:
+ * - `conflicts/<storeId>/<stamp>/<path>`: when the store wins a conflict, the local bytes it
+ *   overwrites are copied first, so nothing the agent wrote is lost;
+ * - `unsaved/<storeId>/<stamp>/<path>`: at the end of a session, every file that differs from the
+ *   store (cut off, failed, refused) is copied before its folder is removed.
+ * Every folder on the way is created `0700` and checked not to be a symlink; the copy itself is
+ * created with `O_EXCL`, so nothing is written through a symlink. The log line and the event name
+ * the copy.
  */
 
-/**
- * Default state directory: `<os.tmpdir()>/managed-agents-worker`. Temp folders may be wiped on
- * reboot; production deployments should pass a persistent `stateDir`.
- */
-export function defaultStateDir(): string {
-  return path.join(os.tmpdir(), 'managed-agents-worker');
-}
+export type CopyKind = 'conflicts' | 'unsaved';
 
-/** A folder-safe timestamp (`2026-05-01T10-20-30-123Z`) naming one sync's conflict copies. */
+/** A folder-safe timestamp (`2026-05-01T10-20-30-123Z`) naming one sync's copies. */
 export function conflictStamp(date: Date = new Date()): string {
   return date.toISOString().replace(/[:.]/g, '-');
 }
@@ -29,19 +28,20 @@ export class ConflictCopies {
     this.#stateDir = path.resolve(stateDir);
   }
 
-  /** The folder holding conflict copies of `storeId` made in the sync stamped `stamp`. */
-  folderFor(storeId: string, stamp: string): string {
-    return path.join(this.#stateDir, 'conflicts', safeSegment(storeId), stamp);
+  /** The folder holding copies of `storeId` made in the sync stamped `stamp`. */
+  folderFor(storeId: string, stamp: string, kind: CopyKind = 'conflicts'): string {
+    return path.join(this.#stateDir, kind, safeSegment(storeId), stamp);
   }
 
   /**
    * Copy the local file `rel` of `dir` out of the mount. Returns the copy's absolute path.
-   * If a copy with that name exists already (two conflicts on one path in one sync), a numeric
+   * If a copy with that name exists already (two copies of one path in one sync), a numeric
    * suffix keeps both.
    */
-  async save(dir: LocalDir, storeId: string, rel: string, stamp: string): Promise<string> {
-    const base = path.join(this.folderFor(storeId, stamp), ...rel.split('/'));
-    await fsp.mkdir(path.dirname(base), { recursive: true, mode: 0o700 });
+  async save(dir: LocalDir, storeId: string, rel: string, stamp: string, kind: CopyKind = 'conflicts'): Promise<string> {
+    const segments = splitRelPath(rel);
+    const folder = await ensureStateSubdir(this.#stateDir, [kind, safeSegment(storeId), safeSegment(stamp), ...segments.slice(0, -1)]);
+    const base = path.join(folder, segments[segments.length - 1]!);
     for (let n = 0; n < 100; n++) {
       const dest = n === 0 ? base : `${base}.${n}`;
       try {
@@ -52,11 +52,6 @@ export class ConflictCopies {
         throw e;
       }
     }
-    throw new Error(`too many conflict copies of ${rel} in ${path.dirname(base)}`);
+    throw new Error(`too many copies of ${rel} in ${folder}`);
   }
-}
-
-function safeSegment(s: string): string {
-  const cleaned = s.replace(/[^A-Za-z0-9_.-]/g, '_');
-  return cleaned === '' || cleaned === '.' || cleaned === '..' ? '_' : cleaned;
 }

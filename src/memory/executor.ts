@@ -41,6 +41,13 @@ export interface ExecuteContext {
   emit: <K extends keyof MemoryEventMap>(event: K, ...args: MemoryEventMap[K]) => void;
   /** Pull targets already reported as blocked locally, by path → sha (warned once per version). */
   blockedPulls: Map<string, string>;
+  /** True for the session's last passes (final sync, flush): no later sync will retry anything. */
+  lastPass?: boolean;
+}
+
+/** What happens to a failed action next, said truthfully: a later sync, or the end-of-session rules. */
+function retried(ctx: ExecuteContext): string {
+  return ctx.lastPass ? 'no later sync: a local version that still differs is copied out at the end' : 'retried next sync';
 }
 
 export interface ExecuteResult {
@@ -90,7 +97,7 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
     }
   }
   if (plan.deleteCapped > 0) {
-    ctx.log.warn({ capped: plan.deleteCapped }, 'remote deletes held back by the per-sync cap; they run in later syncs');
+    ctx.log.warn({ capped: plan.deleteCapped }, 'remote deletes held back by the per-sync cap; the next syncs (or the final one) send them');
   }
 
   const limit = pLimit(ctx.concurrency);
@@ -113,7 +120,7 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
             if (isUpload) notSaved.add(action.path);
             if (ctx.signal.aborted || isAbortError(e) || ctx.disposed()) return;
             report.errors++;
-            ctx.log.warn({ path: action.path, action: action.kind, err: coerceError(e) }, 'sync action failed; retried next sync');
+            ctx.log.warn({ path: action.path, action: action.kind, err: coerceError(e) }, `sync action failed; ${retried(ctx)}`);
           }
         }),
       ),
@@ -144,7 +151,10 @@ async function runAction(ctx: ExecuteContext, state: StoreSyncState, action: Syn
         ctx.log.warn({ path: action.path }, 'memory changed in the store since; not deleted, the store version comes back');
       } else {
         report.errors++;
-        ctx.log.warn({ path: action.path, reason: r.reason }, 'remote delete failed; retried next sync');
+        ctx.log.warn(
+          { path: action.path, reason: r.reason },
+          ctx.lastPass ? 'remote delete failed; the next session of this store sends it' : 'remote delete failed; retried next sync',
+        );
       }
       return { ok: false, failure: r.failure, reason: r.reason };
     }
@@ -181,7 +191,7 @@ async function pull(
     const status = (e as { status?: unknown }).status;
     if (status === 404) return { ok: false, failure: 'not-found' };
     report.errors++;
-    log.warn({ err: coerceError(e) }, 'download failed; retried next sync');
+    log.warn({ err: coerceError(e) }, `download failed; ${retried(ctx)}`);
     return { ok: false, failure: 'transient' };
   }
   if (ctx.disposed() || ctx.signal.aborted) return undefined;
@@ -202,7 +212,11 @@ async function pull(
         // The agent wrote the file after the scan, and the store still holds the last synced
         // version (a folder downloaded again after it was emptied): the store did not change, so
         // it does not win. Keep the edit; the next sync uploads it.
-        log.info('changed here while being downloaded, and unchanged in the store; the local edit is kept and uploaded next sync');
+        log.info(
+          ctx.lastPass
+            ? 'changed here while being downloaded, and unchanged in the store; the local edit is kept (uploaded by the flush, or copied out)'
+            : 'changed here while being downloaded, and unchanged in the store; the local edit is kept and uploaded next sync',
+        );
         return { ok: false, failure: 'transient', reason: 'file changed during the download' };
       }
     }
@@ -212,7 +226,7 @@ async function pull(
       } catch (e) {
         // Never overwrite bytes we could not keep.
         report.errors++;
-        log.warn({ err: coerceError(e) }, 'could not keep a conflict copy; local file left as is, retried next sync');
+        log.warn({ err: coerceError(e) }, `could not keep a conflict copy; local file left as is; ${retried(ctx)}`);
         return { ok: false, failure: 'transient' };
       }
     }
@@ -273,10 +287,18 @@ async function push(
       ctx.emit('refused', { storeId: ctx.storeId, path: action.path, reason: r.reason });
       break;
     case 'precondition':
-      log.warn('memory changed in the store since the listing; the next sync takes the store version (store wins)');
+      log.warn(
+        ctx.lastPass
+          ? 'memory changed in the store since the listing; the store version stands and the local one is copied out at the end'
+          : 'memory changed in the store since the listing; the next sync takes the store version (store wins)',
+      );
       break;
     case 'not-found':
-      log.info('memory was deleted in the store meanwhile; the next sync re-creates it');
+      log.info(
+        ctx.lastPass
+          ? 'memory was deleted in the store meanwhile; the local version is copied out at the end'
+          : 'memory was deleted in the store meanwhile; the next sync re-creates it',
+      );
       break;
     case 'lost-response':
       report.errors++;
@@ -284,7 +306,7 @@ async function push(
       break;
     case 'transient':
       report.errors++;
-      log.warn({ reason: r.reason }, 'upload failed; retried next sync');
+      log.warn({ reason: r.reason }, `upload failed; ${retried(ctx)}`);
       break;
   }
   return { ok: false, failure: r.failure, reason: r.reason, sentSha: sha };

@@ -9,7 +9,7 @@ export {
   type SyncLoopOptions,
   type FinishReport,
 } from './sync-loop.js';
-export { defaultStateDir } from './conflict-copies.js';
+export { defaultStateDir } from './state-dir.js';
 export type {
   BaselineEntry,
   MemoryAccess,

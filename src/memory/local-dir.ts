@@ -65,15 +65,23 @@ export class LocalDirError extends Error {
 
 /** What a scan skipped without opening it. */
 export interface SkippedEntry {
+  /** Store-relative path; `''` for the root itself. A skipped folder stands for everything below it. */
   rel: string;
-  kind: 'symlink' | 'fifo' | 'socket' | 'device' | 'unreadable-name';
+  kind: 'symlink' | 'fifo' | 'socket' | 'device' | 'unreadable-name' | 'unreadable' | 'too-long' | 'vanished';
+  /** The errno code behind an `unreadable`, `too-long` or `vanished` entry. */
+  code?: string | undefined;
 }
 
 export interface ScanResult {
   /** Every regular file below the root (marker and temp files excluded), with its lstat. */
   files: Map<string, BigIntStats>;
-  /** Entries that are not regular files or folders; never opened. */
+  /**
+   * Entries that are not regular files or folders (never opened), and entries that could not be
+   * read (permission, over-long path, vanished mid-walk). One bad entry never fails the scan.
+   */
   skipped: SkippedEntry[];
+  /** Regular files with our reserved temp prefix (not synced; kept aside at the end). */
+  reserved: string[];
   /** Whether the root holds a marker file (content not checked here). */
   markerPresent: boolean;
 }
@@ -325,16 +333,28 @@ export class LocalDir {
     await this.checkRoot();
     const files = new Map<string, BigIntStats>();
     const skipped: SkippedEntry[] = [];
+    const reserved: string[] = [];
     let markerPresent = false;
     const pending: string[] = [''];
+    const unreadable = (rel: string, e: unknown): void => {
+      const code = errCode(e);
+      const kind = code === 'ENAMETOOLONG' ? 'too-long' : code === 'ENOENT' || code === 'ENOTDIR' ? 'vanished' : 'unreadable';
+      skipped.push({ rel, kind, code });
+    };
     while (pending.length > 0) {
       const relDir = pending.pop()!;
       const absDir = relDir === '' ? this.root : path.join(this.root, relDir);
       if (relDir !== '') {
         // The folder may have been swapped for a symlink since its parent was read.
-        const st = await lstatOrUndefined(absDir);
+        let st: BigIntStats | undefined;
+        try {
+          st = await lstatOrUndefined(absDir);
+        } catch (e) {
+          unreadable(relDir, e);
+          continue;
+        }
         if (!st || !st.isDirectory()) {
-          if (st?.isSymbolicLink()) skipped.push({ rel: relDir, kind: 'symlink' });
+          skipped.push({ rel: relDir, kind: st?.isSymbolicLink() ? 'symlink' : 'vanished' });
           continue;
         }
       }
@@ -342,8 +362,8 @@ export class LocalDir {
       try {
         entries = await fsp.readdir(absDir, { withFileTypes: true });
       } catch (e) {
-        if (errCode(e) === 'ENOENT' || errCode(e) === 'ENOTDIR') continue;
-        throw e;
+        unreadable(relDir, e);
+        continue;
       }
       for (const ent of entries) {
         const name = ent.name;
@@ -352,7 +372,10 @@ export class LocalDir {
           markerPresent = true;
           continue;
         }
-        if (name.startsWith(TEMP_PREFIX)) continue;
+        if (name.startsWith(TEMP_PREFIX)) {
+          if (ent.isFile()) reserved.push(rel);
+          continue;
+        }
         if (name.includes('\uFFFD')) {
           // Not valid UTF-8 on disk: no memory path can name it.
           skipped.push({ rel, kind: 'unreadable-name' });
@@ -361,9 +384,15 @@ export class LocalDir {
         if (ent.isDirectory()) {
           pending.push(rel);
         } else if (ent.isFile()) {
-          const st = await lstatOrUndefined(path.join(absDir, name));
+          let st: BigIntStats | undefined;
+          try {
+            st = await lstatOrUndefined(path.join(absDir, name));
+          } catch (e) {
+            unreadable(rel, e);
+            continue;
+          }
           if (st?.isFile()) files.set(rel, st);
-          else if (st?.isSymbolicLink()) skipped.push({ rel, kind: 'symlink' });
+          else skipped.push({ rel, kind: st?.isSymbolicLink() ? 'symlink' : 'vanished' });
         } else if (ent.isSymbolicLink()) {
           skipped.push({ rel, kind: 'symlink' });
         } else if (ent.isFIFO()) {
@@ -375,7 +404,7 @@ export class LocalDir {
         }
       }
     }
-    return { files, skipped, markerPresent };
+    return { files, skipped, reserved, markerPresent };
   }
 
   /**

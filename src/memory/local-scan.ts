@@ -17,7 +17,13 @@ export interface LocalScan {
   entries: Map<string, LocalEntry>;
   /** The lstat each file had when scanned (fingerprints, delete checks). */
   stats: Map<string, BigIntStats>;
+  /**
+   * Entries present but not readable as regular files (FIFOs, symlinks, unreadable or over-long
+   * paths, files that vanished mid-scan). A skipped path is never taken for a deletion.
+   */
   skipped: SkippedEntry[];
+  /** Regular files with our reserved temp prefix: never synced, kept aside at the end. */
+  reserved: string[];
   markerPresent: boolean;
   /** How many files had to be read (0 on an idle sync). */
   filesRead: number;
@@ -43,6 +49,7 @@ export function statFingerprint(st: BigIntStats): string {
 export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptions = {}): Promise<LocalScan> {
   const maxBytes = opts.maxBytes ?? MAX_MEMORY_BYTES;
   const raw = await dir.scan();
+  const skipped = [...raw.skipped];
   const entries = new Map<string, LocalEntry>();
   const stats = new Map<string, BigIntStats>();
   const limit = pLimit(opts.concurrency ?? 16);
@@ -81,21 +88,39 @@ export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptio
           stats.set(rel, stat);
           entries.set(rel, toEntry(sha, utf8, bytes.length));
         } catch (e) {
-          if (!(e instanceof LocalDirError)) throw e;
-          if (e.failure === 'too-large') {
+          if (e instanceof LocalDirError && e.failure === 'too-large') {
             entries.set(rel, { kind: 'unsyncable', reason: e.message, fingerprint: statFingerprint(st) });
-          } else {
-            // Vanished or swapped for a symlink/FIFO since the walk: not a regular file now.
-            stats.delete(rel);
-            cache.delete(rel);
+            return;
           }
+          // Vanished, swapped for a symlink/FIFO since the walk, or unreadable: skipped this time,
+          // never taken for a deletion.
+          stats.delete(rel);
+          cache.delete(rel);
+          skipped.push(skippedFor(rel, e));
         }
       }),
     );
   }
   await Promise.all(jobs);
   cache.retain(stats);
-  return { entries, stats, skipped: raw.skipped, markerPresent: raw.markerPresent, filesRead };
+  return { entries, stats, skipped, reserved: raw.reserved, markerPresent: raw.markerPresent, filesRead };
+}
+
+function skippedFor(rel: string, e: unknown): SkippedEntry {
+  if (e instanceof LocalDirError) {
+    if (e.failure === 'symlink') return { rel, kind: 'symlink' };
+    return { rel, kind: 'vanished', code: e.failure };
+  }
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  return { rel, kind: code === 'ENAMETOOLONG' ? 'too-long' : 'unreadable', code };
+}
+
+/** True when `rel` is a skipped entry or lies below a skipped folder (`''` stands for the root). */
+export function isUnderSkipped(rel: string, skipped: ReadonlySet<string>): boolean {
+  if (skipped.size === 0) return false;
+  if (skipped.has('') || skipped.has(rel)) return true;
+  for (let i = rel.indexOf('/'); i !== -1; i = rel.indexOf('/', i + 1)) if (skipped.has(rel.slice(0, i))) return true;
+  return false;
 }
 
 function toEntry(sha: string, utf8: boolean, size: number): LocalEntry {

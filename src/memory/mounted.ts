@@ -1,30 +1,205 @@
-import type { MemoryAccess, StoreSyncState } from './types.js';
+import * as fsp from 'node:fs/promises';
+import { coerceError } from '../errors.js';
+import type { Clock } from '../internal/clock.js';
+import type { Logger } from '../internal/logger.js';
+import { toJournalState, type CarriedDeletes, type Journal } from './journal.js';
+import type { LocalDir } from './local-dir.js';
+import { isValidMarker } from './marker.js';
+import type { OwnerIdentity } from './owner.js';
+import type { StatCache } from './stat-cache.js';
+import { serializeSyncState } from './sync-state.js';
+import type { MemoryAccess, MemoryEventMap, StoreSyncState } from './types.js';
 
-/** One store of a mounted session. */
-export interface MountedStore {
-  storeId: string;
-  /** The store's name as the session snapshotted it (the id when the session gives none). */
-  name: string;
-  /** Absolute path of the store's folder. */
-  root: string;
-  access: MemoryAccess;
-  /** Sync state after the download (baseline of every materialised memory). The SyncLoop advances its own copy. */
-  state: StoreSyncState;
-  /** Memories materialised by the download. */
-  memories: number;
+/** Where and for whom a mounted store's journal entry is written. */
+export interface JournalBinding {
+  journal: Journal;
+  sessionId: string;
+  workId: string | undefined;
+  owner: OwnerIdentity;
+  clock: Clock;
 }
 
-/** The handle a mount returns. */
-export interface MountedSession {
-  sessionId: string;
-  stores: MountedStore[];
+export interface MountedStoreInit {
+  storeId: string;
+  name: string;
+  root: string;
+  access: MemoryAccess;
+  memories: number;
+  dir: LocalDir;
+  cache: StatCache;
+  caseInsensitive: boolean;
+  log: Logger;
+  state: StoreSyncState;
+  journal?: JournalBinding | undefined;
+}
+
+/**
+ * One mounted store, and the one owner of everything about its folder: the hardened folder handle,
+ * the stat cache, the sync state, the journal entry and the removal at the end. The SyncLoop
+ * advances the state through {@link commit}; nothing else writes it.
+ */
+export class MountedStore {
+  readonly storeId: string;
+  /** The store's name as the session snapshotted it (the id when the session gives none). */
+  readonly name: string;
+  /** Absolute path of the store's folder. */
+  readonly root: string;
+  readonly access: MemoryAccess;
+  /** Memories materialised by the download (or held by an adopted folder). */
+  readonly memories: number;
+  readonly dir: LocalDir;
+  readonly cache: StatCache;
+  readonly caseInsensitive: boolean;
+  readonly log: Logger;
+  /** Paths already warned about as skipped, so each is warned once. */
+  readonly warnedSkips = new Set<string>();
+  readonly #journal: JournalBinding | undefined;
+  #state: StoreSyncState;
+  #journaled: string | undefined;
+
+  constructor(init: MountedStoreInit) {
+    this.storeId = init.storeId;
+    this.name = init.name;
+    this.root = init.root;
+    this.access = init.access;
+    this.memories = init.memories;
+    this.dir = init.dir;
+    this.cache = init.cache;
+    this.caseInsensitive = init.caseInsensitive;
+    this.log = init.log;
+    this.#state = init.state;
+    this.#journal = init.journal;
+  }
+
+  /** The sync state as of the last completed sync (the download counts as one). */
+  get state(): StoreSyncState {
+    return this.#state;
+  }
+
+  /** Record the state a sync produced; the journal is rewritten when it changed. Never throws. */
+  async commit(state: StoreSyncState): Promise<void> {
+    this.#state = state;
+    try {
+      await this.writeJournal();
+    } catch (err) {
+      this.log.warn({ err: coerceError(err) }, 'could not write the journal entry; a crash now would leave this folder unrecoverable');
+    }
+  }
+
+  /** Write the journal entry if the state changed since the last write. Throws on failure. */
+  async writeJournal(): Promise<void> {
+    const j = this.#journal;
+    if (j === undefined) return;
+    // The generation alone moves on every sync: not a change worth a write (a pending delete read
+    // back from an older generation only waits one sync longer).
+    const text = serializeSyncState({ ...this.#state, generation: 0 });
+    if (text === this.#journaled) return;
+    await j.journal.write({
+      version: 1,
+      storeId: this.storeId,
+      name: this.name,
+      sessionId: j.sessionId,
+      workId: j.workId,
+      root: this.root,
+      access: this.access,
+      owner: j.owner,
+      state: toJournalState(this.#state, j.clock.now()),
+      writtenAt: new Date().toISOString(),
+    });
+    this.#journaled = text;
+  }
+
+  /** Hand local deletions this session could not send to the next session of the store. */
+  async carryDeletes(deletes: CarriedDeletes): Promise<void> {
+    await this.#journal?.journal.carryDeletes(this.storeId, deletes);
+  }
+
+  async removeJournal(): Promise<void> {
+    await this.#journal?.journal.remove(this.root);
+  }
+
+  /** Remove the folder unless its marker is missing or altered while it still holds files. */
+  async removeFolder(): Promise<{ removed: boolean; reason?: string }> {
+    const { dir, root, log } = this;
+    try {
+      if (!(await dir.rootExists())) {
+        const st = await fsp.lstat(root).catch(() => undefined);
+        if (st === undefined) return { removed: true, reason: 'already gone' };
+        const reason = `${root} is no longer a real folder; left as found`;
+        log.warn({ root }, reason);
+        return { removed: false, reason };
+      }
+      const marker = await dir.readMarker();
+      const markerOk = marker !== undefined && isValidMarker(marker, this.storeId);
+      if (!markerOk && !(await dir.isEmpty())) {
+        const reason = `marker .anthropic-memory-store is ${marker === undefined ? 'missing' : 'altered'} and the folder holds files; kept so nothing foreign is deleted`;
+        log.warn({ root }, `${reason}. Inspect ${root} and remove it by hand`);
+        return { removed: false, reason };
+      }
+      await dir.removeRoot();
+      return { removed: true };
+    } catch (err) {
+      log.warn({ root, err }, 'could not remove the memory folder; remove it by hand');
+      return { removed: false, reason: coerceError(err).message };
+    }
+  }
+}
+
+export interface UnmountReport {
+  removed: string[];
+  kept: string[];
+}
+
+/**
+ * The handle a mount returns: the session's mounted stores, and their one unmount. The unmount
+ * removes each folder (and then its journal entry), emits `unmounted` once per store, and from
+ * then on nothing touches the folders.
+ */
+export class MountedSession {
+  readonly sessionId: string;
+  readonly stores: MountedStore[];
   /** Every store folder, read-write and read-only alike (what the file tools may open). */
-  roots: string[];
-  /** Folders of read-only stores (the write/edit tools refuse them, M14). */
-  readOnlyRoots: string[];
+  readonly roots: string[];
+  /** Folders of read-only stores (the write/edit tools refuse them). */
+  readonly readOnlyRoots: string[];
+  readonly #emit: (payload: MemoryEventMap['unmounted'][0]) => void;
+  #disposed = false;
+  #unmounting: Promise<UnmountReport> | undefined;
+
+  constructor(sessionId: string, stores: MountedStore[], emit: (payload: MemoryEventMap['unmounted'][0]) => void) {
+    this.sessionId = sessionId;
+    this.stores = stores;
+    this.roots = stores.map((s) => s.root);
+    this.readOnlyRoots = stores.filter((s) => s.access === 'read_only').map((s) => s.root);
+    this.#emit = emit;
+  }
+
+  /** True once the unmount started: nothing touches the folders any more. */
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
   /**
-   * Remove the folders this mount created. A folder whose marker is missing or altered but still
-   * holds files is kept, with a warning. Idempotent; after it, nothing touches the folders.
+   * Remove the folders. `keep` names roots to leave in place (with their journal entry), e.g. one
+   * holding a file that could not be copied out. Idempotent: a second call returns the first report.
    */
-  unmount(): Promise<void>;
+  unmount(opts: { keep?: ReadonlyMap<string, string> } = {}): Promise<UnmountReport> {
+    this.#unmounting ??= (async () => {
+      this.#disposed = true;
+      for (const s of this.stores) s.dir.dispose();
+      const removed: string[] = [];
+      const kept: string[] = [];
+      for (const store of this.stores) {
+        const keepReason = opts.keep?.get(store.root);
+        const outcome = keepReason !== undefined ? { removed: false, reason: keepReason } : await store.removeFolder();
+        if (outcome.removed) {
+          await store.removeJournal().catch((err: unknown) => store.log.warn({ err: coerceError(err) }, 'could not remove the journal entry'));
+        }
+        (outcome.removed ? removed : kept).push(store.root);
+        this.#emit({ storeId: store.storeId, root: store.root, ...outcome });
+      }
+      return { removed, kept };
+    })();
+    return this.#unmounting;
+  }
 }

@@ -14,16 +14,26 @@ import { backdatedMtimeMs } from './executor.js';
 import { LocalDir, LocalDirError } from './local-dir.js';
 import { sha256Hex } from './local-scan.js';
 import { isValidMarker, markerContent } from './marker.js';
-import { attachRuntime, type SessionRuntime, type StoreRuntime } from './mount-runtime.js';
-import type { MountedSession, MountedStore } from './mounted.js';
-import { checkMountPath, groupCaseCollisions, remotePathToRel } from './paths.js';
+import { adoptVerdict, type FoundAtPath, type JournalFact } from './adopt.js';
+import { fromJournalState, Journal, type JournalEntry } from './journal.js';
+import { MountedSession, MountedStore, type JournalBinding } from './mounted.js';
+import { checkOwner, currentOwner, type OwnerIdentity } from './owner.js';
+import { groupCaseCollisions, remotePathToRel } from './paths.js';
 import { RemoteStore, type RemoteMemoryWithContent } from './remote-store.js';
 import { safeEmit } from './safe-emit.js';
+import { defaultStateDir } from './state-dir.js';
 import { StatCache } from './stat-cache.js';
+import { storeRoot } from './store-root.js';
+import { SyncLoop } from './sync-loop.js';
 import { createSyncState } from './sync-state.js';
-import type { BaselineEntry, MemoryAccess, MemoryEventMap } from './types.js';
+import type { BaselineEntry, MemoryAccess, MemoryDeleteMode, MemoryEventMap } from './types.js';
+import { parseMarker } from './marker.js';
 
-export type { MountedSession, MountedStore } from './mounted.js';
+export { MountedSession, MountedStore } from './mounted.js';
+export { slug } from './store-root.js';
+
+/** Default interval of the progress line of a mount still downloading. */
+export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
 
 /** Most memory stores one session may attach (M1). */
 export const MAX_STORES_PER_SESSION = 8;
@@ -35,8 +45,15 @@ export interface MemoryMounterOptions {
   logger?: Logger;
   /** File writes (and content fetches, in the `retrieve` strategy) in flight per mount. Default 16. */
   concurrency?: number;
-  /** Where state outside the mounts lives (conflict copies). Default `<os.tmpdir()>/managed-agents-worker`. */
+  /**
+   * Where state outside the mounts lives (journal, conflict copies). Default
+   * `$XDG_STATE_HOME/managed-agents-worker`, else `~/.local/state/managed-agents-worker`.
+   */
   stateDir?: string;
+  /** What a local deletion may do on the server while an adopted leftover is reconciled. Default `enabled`. */
+  deletions?: MemoryDeleteMode;
+  /** Least time a file must be gone before its memory is deleted (reconciling an adopted leftover). Default 30 000. */
+  deleteAfterMs?: number;
   /** Aborts every mount in progress. */
   signal?: AbortSignal;
   /**
@@ -53,6 +70,8 @@ export interface MemoryMounterOptions {
    * @internal
    */
   downloadVia?: 'list-full' | 'retrieve';
+  /** How often a mount still downloading logs its progress and emits `mountProgress`, in ms. Default 5 000. */
+  progressIntervalMs?: number;
   /** @internal */
   clock?: Clock;
   /**
@@ -62,6 +81,9 @@ export interface MemoryMounterOptions {
   assumeCaseInsensitive?: boolean;
 }
 
+/** Runs the mount of one store given as `run` and returns what it returns. */
+export type StoreWrapper = <T>(storeId: string, run: () => Promise<T>) => Promise<T>;
+
 type MemoryStoreResource = Extract<BetaManagedAgentsSession['resources'][number], { type: 'memory_store' }>;
 
 interface StoreSpec {
@@ -69,6 +91,8 @@ interface StoreSpec {
   name: string;
   access: MemoryAccess;
   root: string;
+  /** The journal entry of a leftover this mount takes over, when there is one. */
+  adopt?: JournalEntry;
 }
 
 /**
@@ -78,12 +102,16 @@ interface StoreSpec {
  * - refuses, with a {@link MemoryMountError} naming the store, the path and the fix: more than 8
  *   stores, a mount path that is not clean and absolute, two stores on one path (or one inside
  *   another), a missing, non-folder or unwritable parent, and anything at all already at the path
- *   (a dangling symlink included). All checks run before anything is created;
+ *   (a dangling symlink included), except a leftover of a crashed worker (see {@link adoptVerdict}),
+ *   which is reconciled with the store and taken over. All checks run before anything is created;
  * - creates only each store's own folder (never a parent), writes the marker first, then
  *   downloads every memory; stores download in parallel, writes are atomic and bounded;
  * - a server path the folder cannot hold (refused by the path rules, or colliding by case on a
  *   case-insensitive filesystem) is left out with a warning and recorded in `state.shadowed`;
- * - if any store fails, everything this mount created is removed before the error is thrown.
+ * - a journal entry is written as soon as a folder exists and again after the download, so a crash
+ *   at any point leaves a leftover the next mount of that store can adopt;
+ * - if any store fails, everything this mount created is removed before the error is thrown (an
+ *   adopted leftover is never removed: it may hold the only copy of an edit).
  */
 export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #client: Anthropic;
@@ -95,6 +123,12 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #downloadVia: 'list-full' | 'retrieve';
   readonly #clock: Clock;
   readonly #assumeCaseInsensitive: boolean;
+  readonly #journal: Journal;
+  readonly #stateDir: string;
+  readonly #deletions: MemoryDeleteMode;
+  readonly #deleteAfterMs: number | undefined;
+  readonly #progressIntervalMs: number;
+  #owner: Promise<OwnerIdentity> | undefined;
 
   constructor(opts: MemoryMounterOptions) {
     super();
@@ -107,14 +141,26 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#downloadVia = opts.downloadVia ?? 'list-full';
     this.#clock = opts.clock ?? monotonicClock;
     this.#assumeCaseInsensitive = opts.assumeCaseInsensitive ?? false;
+    this.#stateDir = opts.stateDir ?? defaultStateDir();
+    this.#journal = new Journal(this.#stateDir);
+    this.#deletions = opts.deletions ?? 'enabled';
+    this.#deleteAfterMs = opts.deleteAfterMs;
+    this.#progressIntervalMs = Math.max(100, opts.progressIntervalMs ?? MOUNT_PROGRESS_INTERVAL_DEFAULT_MS);
   }
 
-  async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal } = {}): Promise<MountedSession> {
+  /**
+   * Mount every store of `session`. `wrapStore` runs the mount of each store (tracing wraps it in a
+   * span); by default each runs as is.
+   */
+  async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper } = {}): Promise<MountedSession> {
+    const wrapStore: StoreWrapper = opts.wrapStore ?? ((_storeId, run) => run());
     const log = this.#log.child({ sessionId: session.id });
     const resources = (session.resources ?? []).filter((r): r is MemoryStoreResource => r.type === 'memory_store');
     const specs = resources.map((r) => this.#specFor(r));
     validateSpecs(session.id, specs);
-    await Promise.all(specs.map((s) => checkHost(s)));
+    await Promise.all(specs.map((s) => this.#checkPath(s)));
+    this.#owner ??= currentOwner();
+    const binding = { journal: this.#journal, sessionId: session.id, workId: opts.workId, owner: await this.#owner, clock: this.#clock };
 
     const { signal, dispose } = combineSignals([this.#signal, opts.signal]);
     if (signal.aborted) {
@@ -123,7 +169,6 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       throw abortReason(signal);
     }
     const created: string[] = [];
-    const runtimes = new Map<MountedStore, StoreRuntime>();
     const ctrl = new AbortController();
     // Every request in flight listens on this one signal.
     setMaxListeners(10_000, ctrl.signal);
@@ -133,7 +178,11 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       const settled = await Promise.allSettled(
         specs.map(async (spec) => {
           try {
-            return await this.#mountOne(spec, created, ctrl.signal, log);
+            return await wrapStore(spec.storeId, () =>
+              spec.adopt !== undefined
+                ? this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log)
+                : this.#mountOne(spec, created, binding, ctrl.signal, log),
+            );
           } catch (e) {
             ctrl.abort(e);
             throw e;
@@ -142,66 +191,185 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       );
       const failure = firstRealFailure(settled, ctrl.signal);
       if (failure !== undefined) {
-        await removeAll(created, log);
+        await removeAll(created, this.#journal, log);
         throw failure;
       }
       const stores: MountedStore[] = [];
-      for (const r of settled) {
-        if (r.status === 'fulfilled') {
-          stores.push(r.value.store);
-          runtimes.set(r.value.store, r.value.runtime);
-        }
-      }
-      return this.#handle(session.id, stores, runtimes, log);
+      for (const r of settled) if (r.status === 'fulfilled') stores.push(r.value);
+      return new MountedSession(session.id, stores, (payload) => safeEmit(this, log, 'unmounted', payload));
     } finally {
       signal.removeEventListener('abort', onAbort);
       dispose();
     }
   }
 
+  /**
+   * Send the deletions the previous session of this store confirmed but could not send, before the
+   * download: each with the sha the memory held then as precondition (a memory changed since is
+   * kept and downloaded). One that fails for a transient reason stays carried for the next mount.
+   */
+  async #sendCarriedDeletes(spec: StoreSpec, remote: RemoteStore, signal: AbortSignal, log: Logger): Promise<void> {
+    if (this.#deletions !== 'enabled' || spec.access !== 'read_write') return;
+    const carried = await this.#journal.carriedDeletes(spec.storeId);
+    const entries = Object.entries(carried);
+    if (entries.length === 0) return;
+    const remaining: typeof carried = {};
+    for (const [rel, d] of entries) {
+      const r = await remote.delete(d.id, d.sha, signal);
+      if (r.ok) {
+        log.info({ path: rel }, 'memory deleted in the store: a deletion the previous session of this store confirmed but could not send');
+        safeEmit(this, log, 'deleted', { storeId: spec.storeId, path: rel, side: 'remote' });
+      } else if (r.failure === 'precondition') {
+        log.warn({ path: rel }, 'a deletion carried from the previous session was not sent: the memory changed in the store since; it is kept');
+      } else {
+        remaining[rel] = d;
+        log.warn({ path: rel, reason: r.reason }, 'a deletion carried from the previous session failed; the next mount of this store retries it');
+      }
+    }
+    await this.#journal.settleCarried(spec.storeId, remaining);
+  }
+
   #specFor(r: MemoryStoreResource): StoreSpec {
     const name = r.name || r.memory_store_id;
     const access: MemoryAccess = r.access === 'read_only' ? 'read_only' : 'read_write';
-    let root: string;
-    if (r.mount_path) {
-      const check = checkMountPath(r.mount_path);
-      if (!check.ok) {
-        throw new MemoryMountError(
-          `memory store ${r.memory_store_id} (${name}): ${check.reason}; the worker mounts only clean absolute paths ` +
-            '(no "..", ".", empty segments, NUL or control characters). Attach the store at a clean absolute mount_path.',
-          { storeId: r.memory_store_id, path: r.mount_path },
-        );
+    return { storeId: r.memory_store_id, name, access, root: storeRoot(r, this.#workdir) };
+  }
+
+  /**
+   * The host checks before anything is created: the parent, and what is at the path already.
+   * A leftover this mount may adopt is recorded on the spec; anything else there is refused.
+   */
+  async #checkPath(spec: StoreSpec): Promise<void> {
+    await checkParent(spec);
+    const found = await inspectPath(spec.root);
+    if (found.kind === 'nothing') return;
+    let journal: JournalFact = { kind: 'none' };
+    let entry: JournalEntry | undefined;
+    if (found.kind === 'folder' && typeof found.marker === 'object') {
+      const read = await this.#journal.read(spec.root);
+      if (read === undefined) journal = { kind: 'none' };
+      else if ('error' in read) journal = { kind: 'unreadable', error: read.error };
+      else {
+        entry = read;
+        journal = { kind: 'entry', storeId: read.storeId, owner: await checkOwner(read.owner) };
       }
-      root = check.path;
-    } else {
-      root = path.join(path.resolve(this.#workdir), 'memory', slug(name) || slug(r.memory_store_id) || 'store');
     }
-    return { storeId: r.memory_store_id, name, access, root };
+    const verdict = adoptVerdict(spec.storeId, found, journal);
+    if (verdict.action === 'adopt' && entry !== undefined) {
+      spec.adopt = entry;
+      return;
+    }
+    const reason = verdict.action === 'refuse' ? verdict.reason : 'something is there';
+    const recoverable = verdict.action === 'refuse' && verdict.recoverable;
+    throw new MemoryMountError(
+      `memory store ${spec.storeId} (${spec.name}): ${spec.root} already exists: ${reason}. The worker never mounts over ` +
+        (recoverable
+          ? 'a folder another running worker owns. Stop that worker (its leftover is then adopted by the next mount of this store, ' +
+            'or run `managed-agents-worker recover`), or attach the store at another mount_path.'
+          : 'data it does not own. Remove it (after saving anything you need) or attach the store at another mount_path.'),
+      { storeId: spec.storeId, path: spec.root },
+    );
+  }
+
+  /**
+   * Take over a leftover of a crashed worker: bind it to this session (the journal entry now names
+   * this process), then reconcile it with the store by the usual rules, starting from the
+   * journal's baseline. After that it is mounted like any other folder.
+   */
+  async #adoptOne(spec: StoreSpec, entry: JournalEntry, binding: JournalBinding, signal: AbortSignal, sessionLog: Logger): Promise<MountedStore> {
+    const started = this.#clock.now();
+    const log = sessionLog.child({ memory_store_id: spec.storeId });
+    const dir = new LocalDir(spec.root);
+    const caseInsensitive = this.#assumeCaseInsensitive || (await probeCaseInsensitive(spec.root));
+    const state = { ...fromJournalState(entry.state, this.#clock.now()), access: spec.access, root: spec.root };
+    const store = new MountedStore({
+      storeId: spec.storeId,
+      name: spec.name,
+      root: spec.root,
+      access: spec.access,
+      memories: Object.keys(state.baseline).length,
+      dir,
+      cache: new StatCache(),
+      caseInsensitive,
+      log,
+      state,
+      journal: binding,
+    });
+    await store.writeJournal();
+    log.warn(
+      { root: spec.root, previousSession: entry.sessionId, previousOwnerPid: entry.owner.pid },
+      'adopting the leftover folder of a worker that is gone; reconciling it with the store',
+    );
+    const loop = new SyncLoop({
+      client: this.#client,
+      mounted: new MountedSession(binding.sessionId, [store], () => {}),
+      logger: log,
+      stateDir: this.#stateDir,
+      clock: this.#clock,
+      deletions: this.#deletions,
+      ...(this.#deleteAfterMs !== undefined ? { deleteAfterMs: this.#deleteAfterMs } : {}),
+      requestTimeoutMs: this.#timeoutMs,
+      concurrency: this.#concurrency,
+    });
+    const forward = <K extends keyof MemoryEventMap>(name: K) => (...args: MemoryEventMap[K]) => safeEmit(this, log, name, ...args);
+    for (const name of ['uploaded', 'downloaded', 'conflict', 'deleted', 'refused'] as const) loop.on(name, forward(name) as never);
+    const report = await loop.syncNow({ signal });
+    const memories = Object.keys(store.state.baseline).length;
+    const durationMs = this.#clock.now() - started;
+    log.info({ root: spec.root, memories, ...report, durationMs }, 'leftover folder adopted and reconciled; memory store mounted');
+    safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: 0, durationMs });
+    return store;
   }
 
   async #mountOne(
     spec: StoreSpec,
     created: string[],
+    binding: JournalBinding,
     signal: AbortSignal,
     sessionLog: Logger,
-  ): Promise<{ store: MountedStore; runtime: StoreRuntime }> {
+  ): Promise<MountedStore> {
     const started = this.#clock.now();
     const log = sessionLog.child({ memory_store_id: spec.storeId });
     await createRoot(spec);
     created.push(spec.root);
     const dir = new LocalDir(spec.root);
+    const cache = new StatCache();
+    // The journal entry exists from the moment the folder does: a crash during the download leaves
+    // a leftover the next mount of this store can adopt (its baseline fills in as files land).
+    const early = new MountedStore({
+      storeId: spec.storeId,
+      name: spec.name,
+      root: spec.root,
+      access: spec.access,
+      memories: 0,
+      dir,
+      cache,
+      caseInsensitive: false,
+      log,
+      state: createSyncState({ storeId: spec.storeId, root: spec.root, access: spec.access }),
+      journal: binding,
+    });
+    await early.writeJournal().catch((e: unknown) => {
+      throw new MemoryMountError(
+        `memory store ${spec.storeId} (${spec.name}): could not write its journal entry in ${this.#stateDir}: ${coerceError(e).message}. ` +
+          'Without it a crash would lose unsynced edits; fix the state folder (stateDir / --state-dir) and retry.',
+        { storeId: spec.storeId, path: spec.root },
+        { cause: e },
+      );
+    });
     const caseInsensitive = this.#assumeCaseInsensitive || (await probeCaseInsensitive(spec.root));
     if (caseInsensitive) {
       log.warn({ root: spec.root }, 'this filesystem ignores letter case: memory paths differing only by case are kept once, the others not synced');
     }
     await dir.writeMarker(markerContent(spec.storeId));
 
-    const cache = new StatCache();
     const baseline: Record<string, BaselineEntry> = {};
     const shadowed: Record<string, { reason: string }> = {};
     const remote = new RemoteStore(this.#client, spec.storeId, { requestTimeoutMs: this.#timeoutMs });
+    await this.#sendCarriedDeletes(spec, remote, signal, log);
     const limit = pLimit(this.#concurrency);
     const writes: Promise<void>[] = [];
+    let bytesWritten = 0;
 
     const shadow = (p: string, reason: string): void => {
       shadowed[p] = { reason };
@@ -218,6 +386,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           log.warn({ path: rel, listedSha: m.sha, writtenSha: sha }, 'downloaded content does not hash to the listed content_sha256');
         }
         baseline[rel] = { id: m.id, sha: m.sha };
+        bytesWritten += bytes.length;
         safeEmit(this, log, 'downloaded', { storeId: spec.storeId, path: rel, sha: m.sha });
       } catch (e) {
         if (e instanceof LocalDirError || isUnholdableName(e)) {
@@ -246,6 +415,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       else schedule(m, check.rel);
     };
 
+    // A long download says how far it got every few seconds, so a slow mount is not a silent one.
+    const progress = setInterval(() => {
+      const memories = Object.keys(baseline).length;
+      const elapsedMs = this.#clock.now() - started;
+      log.info({ root: spec.root, memories, elapsedMs }, 'memory store still downloading');
+      safeEmit(this, log, 'mountProgress', { storeId: spec.storeId, root: spec.root, memories, elapsedMs });
+    }, this.#progressIntervalMs);
+    progress.unref();
     try {
       if (this.#downloadVia === 'retrieve') {
         const listed = await remote.listBasic(signal);
@@ -271,79 +448,33 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       // Let writes already started finish before the caller removes the folder.
       await Promise.allSettled(writes);
       throw toMountError(spec, e, signal);
+    } finally {
+      clearInterval(progress);
     }
     if (signal.aborted) throw toMountError(spec, signal.reason, signal);
 
     const memories = Object.keys(baseline).length;
     const state = createSyncState({ storeId: spec.storeId, root: spec.root, access: spec.access, baseline, shadowed });
+    const store = new MountedStore({
+      storeId: spec.storeId,
+      name: spec.name,
+      root: spec.root,
+      access: spec.access,
+      memories,
+      dir,
+      cache,
+      caseInsensitive,
+      log,
+      state,
+      journal: binding,
+    });
+    await store.writeJournal();
     const durationMs = this.#clock.now() - started;
-    log.info({ root: spec.root, memories, durationMs }, 'memory store mounted');
-    safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, durationMs });
-    return {
-      store: { storeId: spec.storeId, name: spec.name, root: spec.root, access: spec.access, state, memories },
-      runtime: { dir, cache, caseInsensitive, log, warnedSkips: new Set() },
-    };
+    log.info({ root: spec.root, memories, bytes: bytesWritten, durationMs }, 'memory store mounted');
+    safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: bytesWritten, durationMs });
+    return store;
   }
 
-  #handle(sessionId: string, stores: MountedStore[], runtimes: Map<MountedStore, StoreRuntime>, log: Logger): MountedSession {
-    let unmounting: Promise<{ removed: string[]; kept: string[] }> | undefined;
-    const runtime: SessionRuntime = {
-      disposed: false,
-      stores: runtimes,
-      unmount: () => {
-        unmounting ??= (async () => {
-          runtime.disposed = true;
-          for (const rt of runtime.stores.values()) rt.dir.dispose();
-          const removed: string[] = [];
-          const kept: string[] = [];
-          for (const store of stores) {
-            const rt = runtimes.get(store);
-            const outcome = await unmountStore(store, rt?.dir ?? new LocalDir(store.root), rt?.log ?? log);
-            (outcome.removed ? removed : kept).push(store.root);
-            safeEmit(this, log, 'unmounted', { storeId: store.storeId, root: store.root, ...outcome });
-          }
-          return { removed, kept };
-        })();
-        return unmounting;
-      },
-    };
-    const handle: MountedSession = {
-      sessionId,
-      stores,
-      roots: stores.map((s) => s.root),
-      readOnlyRoots: stores.filter((s) => s.access === 'read_only').map((s) => s.root),
-      unmount: async () => {
-        await runtime.unmount();
-      },
-    };
-    attachRuntime(handle, runtime);
-    return handle;
-  }
-}
-
-/** Remove one store folder at the end, unless its marker is missing or altered and it still holds files. */
-async function unmountStore(store: MountedStore, dir: LocalDir, log: Logger): Promise<{ removed: boolean; reason?: string }> {
-  try {
-    if (!(await dir.rootExists())) {
-      const st = await fsp.lstat(store.root).catch(() => undefined);
-      if (st === undefined) return { removed: true, reason: 'already gone' };
-      const reason = `${store.root} is no longer a real folder; left as found`;
-      log.warn({ root: store.root }, reason);
-      return { removed: false, reason };
-    }
-    const marker = await dir.readMarker();
-    const markerOk = marker !== undefined && isValidMarker(marker, store.storeId);
-    if (!markerOk && !(await dir.isEmpty())) {
-      const reason = `marker .anthropic-memory-store is ${marker === undefined ? 'missing' : 'altered'} and the folder holds files; kept so nothing foreign is deleted`;
-      log.warn({ root: store.root }, `${reason}. Inspect ${store.root} and remove it by hand`);
-      return { removed: false, reason };
-    }
-    await dir.removeRoot();
-    return { removed: true };
-  } catch (err) {
-    log.warn({ root: store.root, err }, 'could not remove the memory folder; remove it by hand');
-    return { removed: false, reason: coerceError(err).message };
-  }
 }
 
 function validateSpecs(sessionId: string, specs: StoreSpec[]): void {
@@ -381,8 +512,8 @@ function validateSpecs(sessionId: string, specs: StoreSpec[]): void {
   }
 }
 
-/** The host checks of M4/M5, before anything is created. */
-async function checkHost(spec: StoreSpec): Promise<void> {
+/** The parent folder must exist, be a folder and be writable: the worker never creates it. */
+async function checkParent(spec: StoreSpec): Promise<void> {
   const parent = path.dirname(spec.root);
   const who = `memory store ${spec.storeId} (${spec.name})`;
   const user = currentUser();
@@ -410,10 +541,18 @@ async function checkHost(spec: StoreSpec): Promise<void> {
       { storeId: spec.storeId, path: spec.root },
     );
   }
-  const existing = await fsp.lstat(spec.root).catch(() => undefined);
-  if (existing !== undefined) {
-    throw alreadyExists(spec, existing.isSymbolicLink() ? 'a symlink' : existing.isDirectory() ? 'a folder' : 'a file');
-  }
+}
+
+/** What is at a mount path now: nothing, a symlink, a file, or a folder and its marker. */
+async function inspectPath(root: string): Promise<FoundAtPath> {
+  const st = await fsp.lstat(root).catch(() => undefined);
+  if (st === undefined) return { kind: 'nothing' };
+  if (st.isSymbolicLink()) return { kind: 'symlink' };
+  if (!st.isDirectory()) return { kind: 'file' };
+  const bytes = await new LocalDir(root).readMarker().catch(() => undefined);
+  if (bytes === undefined) return { kind: 'folder', marker: 'missing' };
+  const parsed = parseMarker(bytes);
+  return { kind: 'folder', marker: parsed === undefined ? 'invalid' : { storeId: parsed.storeId } };
 }
 
 function alreadyExists(spec: StoreSpec, what: string): MemoryMountError {
@@ -475,11 +614,12 @@ function firstRealFailure(settled: PromiseSettledResult<unknown>[], signal: Abor
   return failures.find((f) => !isAbortError(f)) ?? failures[0];
 }
 
-async function removeAll(roots: string[], log: Logger): Promise<void> {
+async function removeAll(roots: string[], journal: Journal, log: Logger): Promise<void> {
   await Promise.all(
     roots.map(async (root) => {
       try {
         await new LocalDir(root).removeRoot();
+        await journal.remove(root);
       } catch (err) {
         log.warn({ root, err }, 'could not remove a folder this failed mount created; remove it by hand');
       }
@@ -490,14 +630,6 @@ async function removeAll(roots: string[], log: Logger): Promise<void> {
 function isUnholdableName(e: unknown): boolean {
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
   return code === 'ENAMETOOLONG' || code === 'EILSEQ' || code === 'EINVAL';
-}
-
-/** `User Preferences` → `user-preferences`, as the API derives mount paths. */
-export function slug(name: string): string {
-  return name
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '');
 }
 
 function currentUser(): string {

@@ -90,6 +90,25 @@ export interface PlanInput {
   /** What a local deletion may do on the server (M13). */
   deletions: MemoryDeleteMode;
   phase: SyncPhase;
+  /**
+   * Local paths the scan could not read as regular files (a FIFO, a symlink, an unreadable or
+   * over-long entry, and every path below a skipped folder; see `isUnderSkipped`). Such a path is
+   * not absent: nothing is deleted, pulled over it or forgotten; it is left as is.
+   */
+  skipped?: (path: string) => boolean;
+  /**
+   * Monotonic ms of this sync. Recorded on a file first seen missing; with `deleteAfterMs`, a
+   * pending delete is confirmed only once the file has been gone that long. Absent: no time rule.
+   */
+  nowMs?: number;
+  /** Least time (ms) a file must have been gone before a routine sync deletes its memory. Default 0. */
+  deleteAfterMs?: number;
+  /**
+   * Which local deletions the `final` sync carries out: `all` (the session ends: nothing will come
+   * back to confirm; default), or `corroborated`, only those an earlier sync already saw missing
+   * (recovering a leftover, where a missing file may never have been seen by anyone).
+   */
+  finalDeletes?: 'all' | 'corroborated';
 }
 
 /** Why a `pull` action downloads a memory. */
@@ -170,6 +189,8 @@ export type SyncAction =
       baseSha: string;
       /** True when the delete was confirmed but held back by the per-sync cap; it stays pending. */
       capped: boolean;
+      /** Monotonic ms of the sync that planned it (recorded when the file is first seen missing). */
+      atMs?: number;
     }
   | {
       /** Both sides hold the same bytes: record them as the baseline (also settles a lost upload). State-only. */
@@ -338,7 +359,9 @@ interface DeleteCandidate {
  * - `flush` keeps only uploads and state-only bookkeeping.
  */
 export function planSync(input: PlanInput): SyncPlan {
-  const { state, local, remote, deletions, phase } = input;
+  const { state, local, remote, deletions, phase, nowMs } = input;
+  const deleteAfterMs = input.deleteAfterMs ?? 0;
+  const at = nowMs !== undefined ? { atMs: nowMs } : {};
   const readOnly = state.access === 'read_only';
   const baselineSize = Object.keys(state.baseline).length;
   // A folder wiped whole is re-downloaded, never turned into mass remote deletes. "Whole" means
@@ -349,7 +372,7 @@ export function planSync(input: PlanInput): SyncPlan {
     ([path, entry]) =>
       state.pendingDeletes[path]?.baseSha !== entry.sha && state.refused[path]?.fingerprint !== DELETED_FINGERPRINT,
   ).length;
-  const wiped = presentAtLastSync > 1 && local.size === 0;
+  const wiped = presentAtLastSync > 1 && local.size === 0 && !Object.keys(state.baseline).some((p) => input.skipped?.(p) === true);
 
   const pathSet = new Set<string>([
     ...Object.keys(state.baseline),
@@ -380,6 +403,8 @@ export function planSync(input: PlanInput): SyncPlan {
 
     // Shadowed paths (case collisions, names this filesystem cannot hold) are never synced.
     if (Object.hasOwn(state.shadowed, path)) return { kind: 'noop', path };
+    // Present but unreadable here (FIFO, symlink, permission, path too long): not a deletion.
+    if (localEntry === undefined && input.skipped?.(path) === true) return { kind: 'noop', path };
 
     // A key that is not a safe store-relative path never reaches a pull or an upload.
     const check = checkRelPath(path);
@@ -465,11 +490,18 @@ export function planSync(input: PlanInput): SyncPlan {
         if (deletions === 'disabled') {
           return { kind: 'refuse', path, reason: REFUSAL_DELETIONS_DISABLED, fingerprint: DELETED_FINGERPRINT };
         }
-        // A later sync than the one that first saw it missing confirms it; the final sync waives the wait.
+        // A later sync than the one that first saw it missing confirms it, once the file has been
+        // gone for deleteAfterMs (a file replaced by an editor or a checkout comes back meanwhile).
+        // The final sync waives the wait: nothing will come back to confirm it.
         const pending = state.pendingDeletes[path];
+        const seen = pending !== undefined && pending.baseSha === bb.sha;
+        const goneLongEnough =
+          seen && (pending.sinceMs === undefined || nowMs === undefined || nowMs - pending.sinceMs >= deleteAfterMs);
         const confirmed =
-          phase === 'final' || (pending !== undefined && pending.baseSha === bb.sha && state.generation > pending.sinceGeneration);
-        if (!confirmed) return { kind: 'await-delete', path, baseSha: bb.sha, capped: false };
+          phase === 'final'
+            ? input.finalDeletes !== 'corroborated' || seen
+            : seen && state.generation > pending.sinceGeneration && goneLongEnough;
+        if (!confirmed) return { kind: 'await-delete', path, baseSha: bb.sha, capped: false, ...at };
         // log_only: say what would be deleted, delete nothing.
         if (deletions === 'log_only') return { kind: 'would-delete-remote', path, id: rr.id };
         return 'delete-candidate';
@@ -516,8 +548,9 @@ export function planSync(input: PlanInput): SyncPlan {
     }
   }
 
-  // Cap remote deletes per sync; the rest stay pending for the next sync (ascending path order).
-  const cap = deleteCapFor(baselineSize);
+  // Cap remote deletes per routine sync; the rest stay pending for the next sync (ascending path
+  // order). The final sync is never capped: no later sync would carry out what it held back.
+  const cap = phase === 'final' ? Number.POSITIVE_INFINITY : deleteCapFor(baselineSize);
   let deleteCapped = 0;
   deleteCandidates.forEach((candidate, n) => {
     const remoteEntry = remote.get(candidate.path)!;
@@ -526,7 +559,7 @@ export function planSync(input: PlanInput): SyncPlan {
       action = { kind: 'delete-remote', path: candidate.path, id: remoteEntry.id, expectedSha: remoteEntry.sha };
     } else {
       deleteCapped++;
-      action = { kind: 'await-delete', path: candidate.path, baseSha: candidate.baseSha, capped: true };
+      action = { kind: 'await-delete', path: candidate.path, baseSha: candidate.baseSha, capped: true, ...at };
     }
     actions[candidate.index] = phase === 'flush' ? restrictToFlush(action) : action;
   });

@@ -1,7 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/memory-stores/memories';
-import { errorTypeOf, statusOf } from '../api/classify.js';
+import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../api/classify.js';
 import { abortReason, isAbortError } from '../internal/abort.js';
 
 /**
@@ -161,7 +160,7 @@ function toRemote(m: BetaManagedAgentsMemory): RemoteMemory {
 /** Rethrow aborts (ours or the signal's) so a cancelled sync stops instead of recording failures. */
 export function rethrowAbort(e: unknown, signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortReason(signal);
-  if (e instanceof APIUserAbortError || (isAbortError(e) && !(e instanceof APIConnectionError))) throw e;
+  if (isUserAbortError(e) || (isAbortError(e) && !isConnectionError(e))) throw e;
 }
 
 /**
@@ -183,7 +182,7 @@ export function classifyWriteFailure(e: unknown, serverPath: string | undefined)
   const status = statusOf(e);
   const type = errorTypeOf(e);
   const reason = describe(e, status, type);
-  if (e instanceof APIConnectionError || (status === undefined && !(e instanceof APIError))) {
+  if (isConnectionError(e) || (status === undefined && !isApiError(e))) {
     // The request may or may not have been applied: the next listing settles it.
     return { failure: 'lost-response', reason, status };
   }
@@ -205,14 +204,14 @@ export function classifyWriteFailure(e: unknown, serverPath: string | undefined)
 }
 
 function conflictingPathOf(e: unknown): string | undefined {
-  if (!(e instanceof APIError)) return undefined;
+  if (!isApiError(e)) return undefined;
   const body = e.error as { error?: { conflicting_path?: unknown; details?: { conflicting_path?: unknown } } } | undefined;
   const p = body?.error?.conflicting_path ?? body?.error?.details?.conflicting_path;
   return typeof p === 'string' && p !== '' ? p : undefined;
 }
 
 function describe(e: unknown, status: number | undefined, type: string | undefined): string {
-  if (e instanceof APIError) {
+  if (isApiError(e)) {
     const body = e.error as { error?: { message?: unknown } } | undefined;
     const msg = typeof body?.error?.message === 'string' ? body.error.message : e.message;
     return `${status !== undefined ? `HTTP ${status}` : 'no response'}${type ? ` ${type}` : ''}: ${msg}`;

@@ -1,30 +1,35 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import type Anthropic from '@anthropic-ai/sdk';
-import { ConfigError, coerceError } from '../errors.js';
+import { coerceError } from '../errors.js';
 import { combineSignals, isAbortError } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
-import { ConflictCopies, conflictStamp, defaultStateDir } from './conflict-copies.js';
+import { ConflictCopies, conflictStamp } from './conflict-copies.js';
 import { emptyReport, executePlan } from './executor.js';
-import { LocalDir } from './local-dir.js';
-import { scanLocal, type LocalScan } from './local-scan.js';
+import { isUnderSkipped, scanLocal, type LocalScan } from './local-scan.js';
 import { MARKER_FILE_NAME, isValidMarker, markerContent } from './marker.js';
-import { runtimeOf, type StoreRuntime } from './mount-runtime.js';
 import type { MountedSession, MountedStore } from './mounted.js';
+import type { SkippedEntry } from './local-dir.js';
 import { groupCaseCollisions, remotePathToRel } from './paths.js';
 import { isRemoteWrite, planSync, type RemoteEntry, type SyncPhase } from './plan.js';
 import { RemoteStore, isPathConflictReason, type RemoteMemory } from './remote-store.js';
 import { safeEmit } from './safe-emit.js';
-import { StatCache } from './stat-cache.js';
+import { defaultStateDir } from './state-dir.js';
 import { cloneSyncState, completeGeneration } from './sync-state.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
 
-/** Default and minimum sync interval (M11). */
-export const SYNC_INTERVAL_DEFAULT_MS = 15_000;
-export const SYNC_INTERVAL_MIN_MS = 5_000;
-/** Default bound of the final sync and flush together (M7). */
-export const FINAL_FLUSH_DEFAULT_MS = 30_000;
+export {
+  MEMORY_SYNC_INTERVAL_DEFAULT_MS as SYNC_INTERVAL_DEFAULT_MS,
+  MEMORY_SYNC_INTERVAL_MIN_MS as SYNC_INTERVAL_MIN_MS,
+  FINAL_FLUSH_DEFAULT_MS,
+} from './options.js';
+import {
+  FINAL_FLUSH_DEFAULT_MS,
+  MEMORY_DELETE_AFTER_DEFAULT_MS as DELETE_AFTER_DEFAULT_MS,
+  MEMORY_SYNC_INTERVAL_DEFAULT_MS as SYNC_INTERVAL_DEFAULT_MS,
+  checkMemoryOptions,
+} from './options.js';
 
 export interface SyncLoopOptions {
   /** Client whose credential may write the session's stores (the work item's sessions token). */
@@ -37,6 +42,17 @@ export interface SyncLoopOptions {
   deletions?: MemoryDeleteMode;
   /** Bound of the final sync and the flush together, in ms. Default 30 000. */
   finalFlushMs?: number;
+  /**
+   * Least time (ms, monotonic) a file must have been gone, and a later sync must confirm it, before
+   * its memory is deleted in the store. Default 30 000. The final sync waives it.
+   */
+  deleteAfterMs?: number;
+  /**
+   * Which local deletions the final sync carries out: `all` (default), or only those an earlier
+   * sync already saw (`corroborated`; recovering a leftover).
+   * @internal
+   */
+  finalDeletes?: 'all' | 'corroborated';
   logger?: Logger;
   /** Where conflict copies go (`<stateDir>/conflicts/…`). Default `<os.tmpdir()>/managed-agents-worker`; set a persistent folder in production. */
   stateDir?: string;
@@ -46,7 +62,12 @@ export interface SyncLoopOptions {
   clock?: Clock;
   /** Per-request timeout in ms. Default 60 000. */
   requestTimeoutMs?: number;
+  /** Runs each sync pass (tracing wraps it in a span); default: runs it as is. */
+  wrapSync?: SyncWrapper;
 }
+
+/** Runs one sync pass of `phase` given as `run`, and returns its report. */
+export type SyncWrapper = (phase: SyncPhase, run: () => Promise<SyncReport>) => Promise<SyncReport>;
 
 export interface FinishReport {
   /** The final sync's report (clean end only). */
@@ -54,17 +75,33 @@ export interface FinishReport {
   flush: SyncReport;
   /** True when the bound expired (or the caller aborted) before the final sync and flush were done. */
   cutOff: boolean;
-  /** Local changes that did not reach the store. */
+  /** Local changes that did not reach the store (uploads of a writable store left undone). */
   pendingUploads: number;
+  /**
+   * Files that differed from the store at the end (not uploaded, refused as binary or oversized,
+   * our reserved temp names, read-only edits), each copied to `<stateDir>/unsaved/…` before its
+   * folder went away: the copies made.
+   */
+  unsavedCopies: string[];
+  /** Files that differed from the store but could not be copied (unreadable): their folder is kept. */
+  uncopied: string[];
   durationMs: number;
   /** Folders removed / kept by the unmount. */
   removed: string[];
   kept: string[];
 }
 
+interface Unsaved {
+  e: StoreEntry;
+  rel: string;
+  /** A local change of a writable store that should have been uploaded. */
+  upload: boolean;
+  /** False for entries that could not be read at all. */
+  copyable: boolean;
+}
+
 interface StoreEntry {
   store: MountedStore;
-  rt: StoreRuntime;
   remote: RemoteStore;
   state: StoreSyncState;
   blockedPulls: Map<string, string>;
@@ -100,8 +137,11 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   readonly #intervalMs: number;
   readonly #deletions: MemoryDeleteMode;
   readonly #finalFlushMs: number;
+  readonly #deleteAfterMs: number;
+  readonly #finalDeletes: 'all' | 'corroborated';
   readonly #concurrency: number;
   readonly #conflicts: ConflictCopies;
+  readonly #wrapSync: SyncWrapper;
   #lastSyncAt: number;
   #running: Promise<SyncReport> | undefined;
   #runningCtrl: AbortController | undefined;
@@ -114,38 +154,25 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   constructor(opts: SyncLoopOptions) {
     super();
     const intervalMs = opts.intervalMs ?? SYNC_INTERVAL_DEFAULT_MS;
-    if (!Number.isFinite(intervalMs) || intervalMs < SYNC_INTERVAL_MIN_MS) {
-      throw new ConfigError(
-        `intervalMs (${intervalMs}) must be at least ${SYNC_INTERVAL_MIN_MS} ms; raise it, or turn memory off with memorySyncIntervalMs: null`,
-        [`intervalMs: expected a number >= ${SYNC_INTERVAL_MIN_MS}, got ${intervalMs}`],
-      );
-    }
     const finalFlushMs = opts.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS;
-    if (!Number.isFinite(finalFlushMs) || finalFlushMs <= 0) {
-      throw new ConfigError(`finalFlushMs (${finalFlushMs}) must be a positive number of ms`, [
-        `finalFlushMs: expected a number > 0, got ${finalFlushMs}`,
-      ]);
-    }
+    checkMemoryOptions(
+      { memorySyncIntervalMs: intervalMs, finalFlushMs, ...(opts.deleteAfterMs !== undefined ? { memoryDeleteAfterMs: opts.deleteAfterMs } : {}) },
+      'SyncLoop options',
+    );
     this.#mounted = opts.mounted;
     this.#intervalMs = intervalMs;
     this.#finalFlushMs = finalFlushMs;
     this.#deletions = opts.deletions ?? 'enabled';
+    this.#deleteAfterMs = opts.deleteAfterMs ?? DELETE_AFTER_DEFAULT_MS;
+    this.#finalDeletes = opts.finalDeletes ?? 'all';
     this.#concurrency = Math.max(1, Math.floor(opts.concurrency ?? 16));
     this.#clock = opts.clock ?? monotonicClock;
     this.#log = resolveLogger(opts.logger).child({ component: 'memory-sync', sessionId: opts.mounted.sessionId });
     this.#conflicts = new ConflictCopies(opts.stateDir ?? defaultStateDir());
-    const runtime = runtimeOf(opts.mounted);
+    this.#wrapSync = opts.wrapSync ?? ((_phase, run) => run());
     this.#entries = opts.mounted.stores.map((store) => {
-      const rt: StoreRuntime = runtime?.stores.get(store) ?? {
-        dir: new LocalDir(store.root),
-        cache: new StatCache(),
-        caseInsensitive: false,
-        log: this.#log.child({ memory_store_id: store.storeId }),
-        warnedSkips: new Set(),
-      };
       return {
         store,
-        rt,
         remote: new RemoteStore(opts.client, store.storeId, { requestTimeoutMs: opts.requestTimeoutMs }),
         state: cloneSyncState(store.state),
         blockedPulls: new Map(),
@@ -214,7 +241,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   }
 
   #closed(): boolean {
-    return this.#disposed || this.#finishing !== undefined || runtimeOf(this.#mounted)?.disposed === true;
+    return this.#disposed || this.#finishing !== undefined || this.#mounted.disposed;
   }
 
   #due(): boolean {
@@ -250,7 +277,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     // This sync covers every tool call made so far: a trailing sync armed before it is not needed.
     if (this.#trailing) clearTimeout(this.#trailing);
     this.#trailing = undefined;
-    const run = this.#syncAll(phase, combined.signal).finally(() => {
+    const run = this.#wrapSync(phase, () => this.#syncAll(phase, combined.signal)).finally(() => {
       combined.dispose();
       if (this.#running === run) {
         this.#running = undefined;
@@ -280,7 +307,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   async #syncStore(e: StoreEntry, phase: SyncPhase, signal: AbortSignal, stamp: string): Promise<SyncReport> {
     const started = this.#clock.now();
     const report = emptyReport();
-    const log = e.rt.log;
+    const log = e.store.log;
     e.notSaved = [];
     try {
       if (this.#isDisposed()) return report;
@@ -294,7 +321,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         // downloaded again and nothing is deleted in the store, whatever the baseline's size.
         e.state = { ...e.state, baseline: {}, pendingDeletes: {}, refused: {} };
       }
-      const scan = await scanLocal(e.rt.dir, e.rt.cache, { exclude: new Set(Object.keys(e.state.shadowed)), concurrency: this.#concurrency });
+      const scan = await scanLocal(e.store.dir, e.store.cache, { exclude: new Set(Object.keys(e.state.shadowed)), concurrency: this.#concurrency });
       log.debug({ phase, files: scan.entries.size, filesRead: scan.filesRead }, 'local scan done');
       this.#warnSkipped(e, scan);
       if (phase === 'flush' && !hasLocalChanges(e.state, scan)) return report;
@@ -303,7 +330,17 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       const listed = await e.remote.listBasic(signal);
       const { remote, byRel } = this.#remoteView(e, listed);
       e.state = releaseResolvedPathConflicts(e.state, remote);
-      const plan = planSync({ state: e.state, local: scan.entries, remote, deletions: this.#deletions, phase });
+      const plan = planSync({
+        state: e.state,
+        local: scan.entries,
+        remote,
+        deletions: this.#deletions,
+        phase,
+        nowMs: this.#clock.now(),
+        deleteAfterMs: this.#deleteAfterMs,
+        finalDeletes: this.#finalDeletes,
+        skipped: skippedTest(scan),
+      });
       if (plan.wiped) log.warn('the folder was emptied; downloading the store again instead of deleting its memories');
       if (plan.actions.some(isRemoteWrite) && !(await this.#markerValid(e))) {
         // The marker went away between the scan and the uploads: push and delete nothing (M9).
@@ -314,8 +351,8 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       const result = await executePlan(
         {
           storeId: e.store.storeId,
-          dir: e.rt.dir,
-          cache: e.rt.cache,
+          dir: e.store.dir,
+          cache: e.store.cache,
           remote: e.remote,
           log,
           conflicts: this.#conflicts,
@@ -327,6 +364,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
           disposed: () => this.#isDisposed(),
           emit: (event, ...args) => safeEmit(this, log, event, ...args),
           blockedPulls: e.blockedPulls,
+          lastPass: phase !== 'sync',
         },
         e.state,
         plan,
@@ -340,10 +378,16 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         log.debug({ phase }, 'memory sync aborted (or outlived the unmount)');
       } else {
         report.errors++;
-        log.warn({ err: coerceError(err), phase }, 'memory sync of this store failed; retried next sync');
+        log.warn(
+          { err: coerceError(err), phase },
+          phase === 'sync' ? 'memory sync of this store failed; retried next sync' : 'memory sync of this store failed at the end; what differs is copied out',
+        );
       }
     }
+    // The journal follows every sync that changed the state (a no-op write is skipped).
+    if (!this.#isDisposed() || e.state !== e.store.state) await e.store.commit(e.state);
     report.durationMs = this.#clock.now() - started;
+    if (changedSomething(report)) log.info({ phase, ...report }, 'memory sync changed this store');
     safeEmit(this, log, 'synced', { storeId: e.store.storeId, report: { ...report }, phase });
     return report;
   }
@@ -353,7 +397,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
    * or marker gone and empty) is re-created with its marker and downloaded again by the plan.
    */
   async #checkFolder(e: StoreEntry, phase: SyncPhase): Promise<'ok' | 'rebuilt' | 'skip'> {
-    const { dir, log } = e.rt;
+    const { dir, log } = e.store;
     const rootPresent = await dir.rootExists();
     if (!rootPresent) {
       const st = await fsp.lstat(dir.root).catch(() => undefined);
@@ -385,14 +429,14 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   }
 
   async #markerValid(e: StoreEntry): Promise<boolean> {
-    const marker = await e.rt.dir.readMarker().catch(() => undefined);
+    const marker = await e.store.dir.readMarker().catch(() => undefined);
     return marker !== undefined && isValidMarker(marker, e.store.storeId);
   }
 
   #markerProblem(e: StoreEntry, problem: string): 'skip' {
     if (e.markerWarned !== problem) {
       e.markerWarned = problem;
-      e.rt.log.warn(
+      e.store.log.warn(
         { root: e.store.root },
         `${problem}; this folder is not synced (nothing uploaded, nothing deleted) until the marker holds "version 1\\n${e.store.storeId}" again`,
       );
@@ -405,7 +449,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     const byRel = new Map<string, RemoteMemory>();
     const shadowed: Record<string, { reason: string }> = {};
     const keepShadow = (key: string, reason: string): void => {
-      if (!Object.hasOwn(e.state.shadowed, key)) e.rt.log.warn({ path: key, reason }, 'memory not materialised; never synced from this folder');
+      if (!Object.hasOwn(e.state.shadowed, key)) e.store.log.warn({ path: key, reason }, 'memory not materialised; never synced from this folder');
       shadowed[key] = e.state.shadowed[key] ?? { reason };
     };
     for (const m of listed) {
@@ -414,7 +458,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       else if (Object.hasOwn(e.state.shadowed, check.rel)) keepShadow(check.rel, e.state.shadowed[check.rel]!.reason);
       else byRel.set(check.rel, m);
     }
-    if (e.rt.caseInsensitive) {
+    if (e.store.caseInsensitive) {
       // Baseline paths are what the folder holds: they win against newcomers of another case.
       const known = [...byRel.keys()].filter((p) => Object.hasOwn(e.state.baseline, p));
       const fresh = [...byRel.keys()].filter((p) => !Object.hasOwn(e.state.baseline, p));
@@ -432,17 +476,23 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     return { remote, byRel };
   }
 
+  /** One warning per skipped entry (store in the logger, path, kind, fix); the rest of the store syncs. */
   #warnSkipped(e: StoreEntry, scan: LocalScan): void {
     for (const s of scan.skipped) {
+      if (s.kind === 'vanished') continue; // changed under the scan: the next sync sees it settled
       const key = `${s.kind}:${s.rel}`;
-      if (e.rt.warnedSkips.has(key)) continue;
-      e.rt.warnedSkips.add(key);
-      e.rt.log.warn({ path: s.rel, kind: s.kind }, 'not a regular file; skipped, never opened and never synced');
+      if (e.store.warnedSkips.has(key)) continue;
+      e.store.warnedSkips.add(key);
+      const where = s.rel === '' ? e.store.root : `${e.store.root}/${s.rel}`;
+      e.store.log.warn(
+        { path: s.rel, kind: s.kind, ...(s.code ? { code: s.code } : {}), fix: skipFix(s.kind, where) },
+        'skipped (not a regular file, or unreadable): never synced and never taken for a deletion',
+      );
     }
   }
 
   #isDisposed(): boolean {
-    return this.#disposed || runtimeOf(this.#mounted)?.disposed === true;
+    return this.#disposed || this.#mounted.disposed;
   }
 
   async #finish(opts: { clean: boolean; signal?: AbortSignal }): Promise<FinishReport> {
@@ -472,79 +522,159 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     // Let an aborted sync unwind (its requests are cancelled) before the folders go away.
     if (this.#running) await raceAbort(this.#running.catch(() => undefined), AbortSignal.timeout(2_000)).catch(() => {});
 
-    // Whatever did not reach the store (cut off, failed, or skipped by the flush because the store
-    // changed too) is about to be removed with the folder: keep a copy outside the mount first.
+    // Whatever differs from the store (cut off, failed, skipped by the flush because the store
+    // changed too, refused, unreadable) is about to be removed with the folder: copy it out first.
+    // A folder holding a file that could not be copied is kept.
     const unsaved = await this.#unsavedPaths();
-    const notSaved = unsaved.map((u) => `${u.e.store.root}/${u.rel}`);
-    const copies = await this.#keepCopies(unsaved);
-    const keptAt = copies.length > 0 ? `; local version(s) kept at ${copies.join(', ')}` : '';
+    const notSaved = unsaved.filter((u) => u.upload).map((u) => `${u.e.store.root}/${u.rel}`);
+    const { copies, uncopied, keep } = await this.#keepCopies(unsaved);
+    const keptAt = copies.length > 0 ? `; copies kept at ${copies.join(', ')}` : '';
     if (cutOff) {
       safeEmit(this, this.#log, 'flushCutOff', { phase, boundMs: this.#finalFlushMs, pendingUploads: notSaved.length });
       this.#log.warn(
         { boundMs: this.#finalFlushMs, phase, notSaved, copies },
         `final memory sync cut off after ${this.#finalFlushMs} ms; ${notSaved.length} local change(s) did not reach the store${keptAt}`,
       );
-    } else if (notSaved.length > 0) {
-      this.#log.warn({ notSaved, copies }, `${notSaved.length} local change(s) could not be uploaded before the end${keptAt}`);
+    } else if (unsaved.length > 0) {
+      this.#log.warn(
+        { notSaved, unsaved: unsaved.map((u) => `${u.e.store.root}/${u.rel}`), copies },
+        `${unsaved.length} file(s) differ from the store at the end (${notSaved.length} not uploaded, the others refused or never synced)${keptAt}`,
+      );
     }
+
+    // Deletions this clean end confirmed but could not send (cut off, failed) go to the next
+    // session of the store, which sends them first; nothing promised is dropped.
+    if (opts.clean && this.#finalDeletes === 'all') await this.#carryPendingDeletes();
 
     this.#disposed = true;
     // A sync that outlived the unwind wait above can no longer write, create or remove anything.
-    for (const e of this.#entries) e.rt.dir.dispose();
-    const runtime = runtimeOf(this.#mounted);
-    let removed: string[] = [];
-    let kept: string[] = [];
-    if (runtime) {
-      ({ removed, kept } = await runtime.unmount());
-    } else {
-      await this.#mounted.unmount();
-      removed = [...this.#mounted.roots];
+    for (const e of this.#entries) e.store.dir.dispose();
+    const { removed, kept } = await this.#mounted.unmount({ keep });
+    return {
+      ...(final ? { final } : {}),
+      flush,
+      cutOff,
+      pendingUploads: notSaved.length,
+      unsavedCopies: copies,
+      uncopied,
+      durationMs: this.#clock.now() - started,
+      removed,
+      kept,
+    };
+  }
+
+  async #carryPendingDeletes(): Promise<void> {
+    if (this.#deletions !== 'enabled') return;
+    for (const e of this.#entries) {
+      if (e.store.access !== 'read_write') continue;
+      // At a clean end every synced file still gone is a confirmed deletion (the final sync waives
+      // the wait); one the final sync sent is out of the baseline already. Anything that is there
+      // in any form (a FIFO, an unreadable entry) is not gone. A folder emptied whole is a wipe,
+      // never a mass deletion.
+      const carried: Record<string, { id: string; sha: string }> = {};
+      const baseline = Object.entries(e.state.baseline);
+      for (const [rel, base] of baseline) {
+        if (Object.hasOwn(e.state.refused, rel)) continue;
+        const gone = await e.store.dir.lstat(rel).then((st) => st === undefined, () => false);
+        if (gone) carried[rel] = { id: base.id, sha: base.sha };
+      }
+      const wiped = baseline.length > 1 && Object.keys(carried).length === baseline.length;
+      if (Object.keys(carried).length === 0 || wiped) continue;
+      try {
+        await e.store.carryDeletes(carried);
+        e.store.log.warn(
+          { paths: Object.keys(carried) },
+          `${Object.keys(carried).length} local deletion(s) not sent before the end; the next session of this store sends them first`,
+        );
+      } catch (err) {
+        e.store.log.warn({ paths: Object.keys(carried), err: coerceError(err) }, 'could not record the deletions not sent; the memories stay in the store');
+      }
     }
-    for (const root of kept) safeEmit(this, this.#log, 'unmounted', { storeId: this.#storeIdOf(root), root, removed: false });
-    for (const root of removed) safeEmit(this, this.#log, 'unmounted', { storeId: this.#storeIdOf(root), root, removed: true });
-    return { ...(final ? { final } : {}), flush, cutOff, pendingUploads: notSaved.length, durationMs: this.#clock.now() - started, removed, kept };
   }
 
   /**
-   * Local changes not in the store: files that differ from the baseline and were not refused for
-   * good. Reads only changed files. When a folder cannot be scanned, the uploads its last sync
-   * planned but did not do are reported instead.
+   * Every file that differs from the store: changed or new regular files (uploads left undone, and
+   * versions refused or never synced, read-only stores included), files that cannot be synced
+   * (binary, oversized), our reserved temp names, and entries that could not be read at all
+   * (`copyable: false`). Reads only changed files. When a folder cannot be scanned, the uploads its
+   * last sync planned but did not do are reported instead.
    */
-  async #unsavedPaths(): Promise<Array<{ e: StoreEntry; rel: string }>> {
-    const out: Array<{ e: StoreEntry; rel: string }> = [];
+  async #unsavedPaths(): Promise<Unsaved[]> {
+    const out: Unsaved[] = [];
     for (const e of this.#entries) {
-      if (e.store.access === 'read_only') continue;
+      const writable = e.store.access === 'read_write';
       try {
-        const scan = await scanLocal(e.rt.dir, e.rt.cache, { exclude: new Set(Object.keys(e.state.shadowed)) });
+        const scan = await scanLocal(e.store.dir, e.store.cache, { exclude: new Set(Object.keys(e.state.shadowed)) });
         for (const [rel, entry] of scan.entries) {
-          if (entry.kind !== 'file') continue;
-          if (e.state.baseline[rel]?.sha === entry.sha) continue;
-          if (isSettledRefusal(e.state, rel, entry.sha)) continue;
-          out.push({ e, rel });
+          if (entry.kind === 'file' && e.state.baseline[rel]?.sha === entry.sha) continue;
+          const upload = writable && entry.kind === 'file' && !isSettledRefusal(e.state, rel, entry.sha);
+          out.push({ e, rel, upload, copyable: true });
+        }
+        for (const rel of scan.reserved) out.push({ e, rel, upload: false, copyable: true });
+        for (const s of scan.skipped) {
+          if (s.kind === 'unreadable' || s.kind === 'too-long') out.push({ e, rel: s.rel, upload: false, copyable: false });
         }
       } catch {
-        out.push(...e.notSaved.map((rel) => ({ e, rel })));
+        out.push(...e.notSaved.map((rel) => ({ e, rel, upload: true, copyable: true })));
       }
     }
     return out.sort((a, b) => (`${a.e.store.root}/${a.rel}` < `${b.e.store.root}/${b.rel}` ? -1 : 1));
   }
 
-  /** Copy each unsaved file out of its mount (into the conflict copies of `stateDir`); returns the copies made. */
-  async #keepCopies(unsaved: Array<{ e: StoreEntry; rel: string }>): Promise<string[]> {
+  /**
+   * Copy each unsaved file out of its mount (`<stateDir>/unsaved/<store>/<stamp>/<path>`). A file
+   * that cannot be copied keeps its folder in place (`keep`), with a warning naming it.
+   */
+  async #keepCopies(unsaved: Unsaved[]): Promise<{ copies: string[]; uncopied: string[]; keep: Map<string, string> }> {
     const stamp = conflictStamp();
     const copies: string[] = [];
-    for (const { e, rel } of unsaved) {
+    const uncopied: string[] = [];
+    const keep = new Map<string, string>();
+    for (const { e, rel, copyable } of unsaved) {
+      const where = `${e.store.root}/${rel}`;
       try {
-        copies.push(await this.#conflicts.save(e.rt.dir, e.store.storeId, rel, stamp));
+        if (!copyable) throw new Error('it could not be read');
+        copies.push(await this.#conflicts.save(e.store.dir, e.store.storeId, rel, stamp, 'unsaved'));
       } catch (err) {
-        e.rt.log.warn({ path: rel, err: coerceError(err) }, 'could not keep a copy of an unsaved local change; it is removed with the folder');
+        uncopied.push(where);
+        const reason = `${where} differs from the store and could not be copied out (${coerceError(err).message})`;
+        if (!keep.has(e.store.root)) keep.set(e.store.root, reason);
+        e.store.log.warn(
+          { path: rel, err: coerceError(err) },
+          `could not keep a copy of ${where}; the folder ${e.store.root} is left in place so it is not lost. Save it, then remove the folder by hand`,
+        );
       }
     }
-    return copies;
+    return { copies, uncopied, keep };
   }
+}
 
-  #storeIdOf(root: string): string {
-    return this.#entries.find((e) => e.store.root === root)?.store.storeId ?? '';
+function changedSomething(r: SyncReport): boolean {
+  return r.uploads + r.downloads + r.conflicts + r.deletes + r.localDeletes + r.wouldDeletes + r.refusals > 0;
+}
+
+function skippedTest(scan: LocalScan): (path: string) => boolean {
+  const set = new Set(scan.skipped.map((s) => s.rel));
+  return (p) => isUnderSkipped(p, set);
+}
+
+function skipFix(kind: SkippedEntry['kind'], where: string): string {
+  switch (kind) {
+    case 'symlink':
+    case 'fifo':
+    case 'socket':
+    case 'device':
+      return `replace ${where} with a regular file (or remove it) to sync it`;
+    case 'unreadable':
+      return `make ${where} readable by the worker's user (chmod u+rX)`;
+    case 'too-long':
+      return `shorten the path of ${where} (it is longer than this system allows)`;
+    case 'unreadable-name':
+      return `rename ${where} to a valid UTF-8 name`;
+    case 'vanished':
+      return 'none: it changed during the scan';
+    default:
+      return kind satisfies never;
   }
 }
 

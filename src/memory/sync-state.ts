@@ -105,8 +105,14 @@ export function parseSyncState(text: string): StoreSyncState {
     }
   }
   for (const [path, entry] of Object.entries(value.pendingDeletes as Record<string, unknown>)) {
-    if (!isRecord(entry) || typeof entry.sinceGeneration !== 'number' || typeof entry.baseSha !== 'string') {
-      fail(`pendingDeletes.${path}`, '{ sinceGeneration: number, baseSha: string }');
+    if (
+      !isRecord(entry) ||
+      typeof entry.sinceGeneration !== 'number' ||
+      typeof entry.baseSha !== 'string' ||
+      (entry.sinceMs !== undefined && typeof entry.sinceMs !== 'number') ||
+      (entry.goneForMs !== undefined && typeof entry.goneForMs !== 'number')
+    ) {
+      fail(`pendingDeletes.${path}`, '{ sinceGeneration: number, baseSha: string, sinceMs?: number, goneForMs?: number }');
     }
   }
   for (const [path, entry] of Object.entries(value.sentShas as Record<string, unknown>)) {
@@ -216,7 +222,11 @@ export function applyOutcome(input: StoreSyncState, action: SyncAction, outcome:
       if (existing !== undefined && existing.baseSha === action.baseSha) return state;
       return {
         ...state,
-        pendingDeletes: withEntry(state.pendingDeletes, path, { sinceGeneration: state.generation, baseSha: action.baseSha }),
+        pendingDeletes: withEntry(state.pendingDeletes, path, {
+          sinceGeneration: state.generation,
+          baseSha: action.baseSha,
+          ...(action.atMs !== undefined ? { sinceMs: action.atMs } : {}),
+        }),
       };
     }
 

@@ -31,13 +31,25 @@ export interface StoreSyncState {
   generation: number;
   baseline: Record<string, BaselineEntry>;
   /** Files missing locally whose remote delete waits for a later sync to confirm them still gone. */
-  pendingDeletes: Record<string, { sinceGeneration: number; baseSha: string }>;
+  pendingDeletes: Record<string, PendingDelete>;
   /** Shas uploaded whose response may have been lost; a listing showing one is our own write. */
   sentShas: Record<string, string[]>;
   /** Local content versions the server (or our own checks) refused; retried only when the file changes. */
   refused: Record<string, { fingerprint: string; reason: string }>;
   /** Remote paths deliberately not materialised (case collisions, names this filesystem cannot hold). */
   shadowed: Record<string, { reason: string }>;
+}
+
+/** A file seen missing locally whose remote delete waits for confirmation. */
+export interface PendingDelete {
+  /** Generation of the sync that first saw it missing. */
+  sinceGeneration: number;
+  /** Baseline sha of the missing file; the pending delete holds only while the baseline keeps it. */
+  baseSha: string;
+  /** Monotonic ms when it was first seen missing (this process's clock). */
+  sinceMs?: number | undefined;
+  /** In the journal only: how long it had been missing when the entry was written. */
+  goneForMs?: number | undefined;
 }
 
 /** Counts a sync of one store (or of all stores) produced. */
@@ -57,7 +69,10 @@ export interface SyncReport {
 
 /** Payloads of the memory events. Every payload is one object, so fields can be added later. */
 export interface MemoryEventMap {
-  mounted: [{ storeId: string; root: string; memories: number; durationMs: number }];
+  /** A store is mounted: `memories` files, `bytes` of them downloaded (0 for a store adopted from a leftover folder). */
+  mounted: [{ storeId: string; root: string; memories: number; bytes: number; durationMs: number }];
+  /** A mount still downloading, every few seconds: memories written so far. */
+  mountProgress: [{ storeId: string; root: string; memories: number; elapsedMs: number }];
   downloaded: [{ storeId: string; path: string; sha: string }];
   uploaded: [{ storeId: string; path: string; sha: string; created: boolean }];
   conflict: [{ storeId: string; path: string; conflictCopy: string | undefined }];

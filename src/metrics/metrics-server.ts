@@ -1,26 +1,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
-import { monotonicClock, type Clock } from '../internal/clock.js';
-import { resolveLogger, type Logger } from '../internal/logger.js';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { monotonicClock } from '../internal/clock.js';
+import { resolveLogger } from '../internal/logger.js';
 import type { ObservedWorker } from './observed-worker.js';
-import { createPrometheusMetrics, type PrometheusMetricsOptions } from './prometheus-metrics.js';
+import { parseMetricsServerOptions, type MetricsServerOptions } from './options.js';
+import { createPrometheusMetrics } from './prometheus-metrics.js';
+import { registerWorkQueueMetrics, WorkQueueReader } from './work-queue.js';
 
-export interface MetricsServerOptions extends PrometheusMetricsOptions {
-  worker: ObservedWorker;
-  /** TCP port; 0 picks a free one (read it back from `server.port`). */
-  port: number;
-  /** Interface to bind. Default `0.0.0.0` (orchestrators probe from outside the container). */
-  host?: string;
-  /**
-   * `/readyz` fails when no poll succeeded for this long and no session is running. Default 60 000
-   * (an idle worker polls every few seconds; a worker at its concurrency limit does not poll).
-   */
-  readyWithinMs?: number;
-  logger?: Logger;
-  /** @internal test clock; must be the clock the worker stamps `lastPollOkAt` with. */
-  clock?: Clock;
-}
+export type { MetricsServerOptions } from './options.js';
 
 export interface MetricsServer {
   readonly port: number;
@@ -47,13 +35,23 @@ export function readiness(w: Pick<ObservedWorker, 'closing' | 'activeSessions' |
 
 /**
  * Serve `/healthz` (the process is alive), `/readyz` ({@link readiness}) and `/metrics`
- * (Prometheus text format) for one worker. Opt-in: the worker never opens a port by itself.
+ * (Prometheus text format) for one worker, and with `workQueue` the environment's queue depth.
+ * Opt-in: the worker never opens a port by itself. Options are validated first: every problem in
+ * one {@link ConfigError}.
  */
-export async function serveMetrics(options: MetricsServerOptions): Promise<MetricsServer> {
+export async function serveMetrics(input: MetricsServerOptions): Promise<MetricsServer> {
+  const options = parseMetricsServerOptions(input);
   const log = resolveLogger(options.logger).child({ scope: 'metrics' });
   const clock = options.clock ?? monotonicClock;
   const readyWithinMs = options.readyWithinMs ?? 60_000;
-  const metrics = createPrometheusMetrics(options.worker, options);
+  const registry = options.registry ?? new Registry();
+  const prefix = options.prefix ?? 'maw_';
+  const processMetrics = options.processMetrics ?? true;
+  const metrics = options.worker ? createPrometheusMetrics(options.worker, { registry, prefix, processMetrics }) : undefined;
+  if (!options.worker && processMetrics) collectDefaultMetrics({ register: registry, prefix });
+  if (options.workQueue) registerWorkQueueMetrics(registry, prefix, new WorkQueueReader(options.workQueue, clock, log));
+  const ready = (worker: ObservedWorker | undefined): Readiness =>
+    worker ? readiness(worker, clock.now(), readyWithinMs) : { ready: true, reason: 'exporting the work queue only' };
 
   const server = http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
@@ -64,11 +62,11 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
     if (url === '/healthz') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
     } else if (url === '/readyz') {
-      const r = readiness(options.worker, clock.now(), readyWithinMs);
+      const r = ready(options.worker);
       res.writeHead(r.ready ? 200 : 503, { 'content-type': 'text/plain' }).end(`${r.ready ? 'ready' : 'not ready'}: ${r.reason}\n`);
     } else if (url === '/metrics') {
-      metrics.registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
         (err: unknown) => {
           log.error({ err }, 'collecting metrics failed');
           res.writeHead(500).end();
@@ -93,10 +91,10 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
   return {
     port,
     url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
-    registry: metrics.registry,
+    registry,
     close() {
       closed ??= new Promise<void>((resolve) => {
-        metrics.dispose();
+        metrics?.dispose();
         server.close(() => resolve());
         server.closeAllConnections();
       });

@@ -1,8 +1,10 @@
 import { MemoryMounter, SyncLoop } from '../memory/index.js';
+import { sweepJournal } from '../memory/recovery.js';
 import type { MemoryPort } from './memory-port.js';
 
 /** Binds the worker to the memory core in `src/memory/`. */
 export const defaultMemoryPort: MemoryPort = {
+  sweep: (opts) => sweepJournal(opts),
   mounter: (opts) => new MemoryMounter(opts),
-  syncLoop: (opts) => new SyncLoop(opts as ConstructorParameters<typeof SyncLoop>[0]),
+  syncLoop: (opts) => new SyncLoop(opts as unknown as ConstructorParameters<typeof SyncLoop>[0]),
 };

@@ -144,6 +144,11 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       onPollFailed: (error, retryInMs) => safeEmit(this, this.#log, 'pollFailed', { error, retryInMs }),
     });
     this.#poller = poller;
+    if (this.#opts.memorySyncIntervalMs !== null) {
+      // Leftovers of a worker that died on this host: entries with nothing to save are dropped,
+      // the others named (the next session of their store adopts them).
+      await this.#memory.sweep?.({ logger: this.#log, stateDir: this.#opts.stateDir });
+    }
     this.#log.info({ environmentId, concurrency: this.#opts.concurrency }, 'worker polling for work');
     try {
       for await (const work of poller.claims(this.#closeCtrl.signal)) {

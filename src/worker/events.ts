@@ -25,6 +25,7 @@ type WithIds<K extends keyof MemoryEventMap> = [MemoryEventMap[K][0] & ItemIds];
 /** Names of the memory events the worker forwards. */
 export const MEMORY_EVENT_NAMES = [
   'mounted',
+  'mountProgress',
   'downloaded',
   'uploaded',
   'conflict',
@@ -51,6 +52,7 @@ export interface WorkerEventMap {
   closing: [{}];
   closed: [{}];
   mounted: WithIds<'mounted'>;
+  mountProgress: WithIds<'mountProgress'>;
   downloaded: WithIds<'downloaded'>;
   uploaded: WithIds<'uploaded'>;
   conflict: WithIds<'conflict'>;

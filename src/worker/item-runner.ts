@@ -2,18 +2,17 @@ import { createHash } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
+import { context } from '@opentelemetry/api';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
 import { betaAgentToolset20260401, setupSkills, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
-import { statusOf, toRemoteApiError } from '../api/classify.js';
-import { APIError } from '@anthropic-ai/sdk';
+import { isApiError, statusOf, toRemoteApiError } from '../api/classify.js';
 import { ConfigError, coerceError, LeaseLostError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
 import { combineSignals, linkAbort } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
-import { slug } from '../memory/mounter.js';
 import type { MemoryEventMap } from '../memory/types.js';
 import { decodeWorkSecret } from './credentials.js';
 import { MEMORY_EVENT_NAMES, safeEmit, type ItemOutcome, type ItemStatus, type WorkerEventMap } from './events.js';
@@ -21,10 +20,12 @@ import { Lease, type HeartbeatApi } from './lease.js';
 import type { FinishReport, MemoryPort, MountedSessionView, SyncLoopView } from './memory-port.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
-import type { PathLocks } from './path-locks.js';
+import { mountPathsOf, type PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
 import { scopedClient } from './scoped-client.js';
 import { ToolGuard } from './tool-guard.js';
+import { MemorySpans } from './memory-spans.js';
+import { endWorkSpan, startWorkSpan, withSpan, workTracers } from './tracing.js';
 
 /** Bound on the final force-stop request (close() must stay bounded). */
 const STOP_CUT_OFF_MS = 15_000;
@@ -65,6 +66,15 @@ type EndCause = 'lease' | 'closed';
  * whatever happened before it, so an acknowledged item always ends stopped or left to its new owner.
  */
 export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemOutcome> {
+  // The work span: current for the whole item, so the SDK's request and tool spans are its children.
+  const tracers = workTracers(deps.options.client);
+  const workSpan = startWorkSpan(tracers, run.work, context.active());
+  const outcome = await withSpan(workSpan, () => serveItem(deps, run, new MemorySpans(tracers, workSpan)));
+  endWorkSpan(workSpan, outcome);
+  return outcome;
+}
+
+async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans): Promise<ItemOutcome> {
   const clock = deps.clock ?? monotonicClock;
   const { work } = run;
   const opts = deps.options;
@@ -208,18 +218,22 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
         // 5. Memory: exclusive paths, mount, sync loop.
         if (storeResources.length > 0 && memoryOn) {
           step = 'waiting for its mount paths';
-          const lockKeys = storeResources.map((r) => storeRoot(r, opts.workdir));
+          const lockKeys = mountPathsOf(storeResources, opts.workdir);
           releasePaths = await deps.pathLocks.acquire(lockKeys, { sessionId, workId: work.id }, {
             waitMs: opts.pathWaitMs,
             signal: itemCtrl.signal,
           });
-          const mounter = deps.memory.mounter({ client, logger: log, workdir: opts.workdir, stateDir: opts.stateDir });
-          // Both the mounter and the sync loop report `unmounted`; once the loop owns the mount, only its report counts.
-          detachMemoryEvents.push(
-            forwardMemoryEvents(mounter, deps, emit, work.id, sessionId, (name) => name === 'unmounted' && syncLoop !== undefined),
-          );
+          const mounter = deps.memory.mounter({
+            client,
+            logger: log,
+            workdir: opts.workdir,
+            stateDir: opts.stateDir,
+            deletions: opts.memorySyncDeletions,
+            deleteAfterMs: opts.memoryDeleteAfterMs,
+          });
+          detachMemoryEvents.push(forwardMemoryEvents(mounter, deps, emit, work.id, sessionId), spans.observe(mounter));
           step = `mounting the memory stores of session ${sessionId}`;
-          mounted = await mounter.mount(session, { signal: itemCtrl.signal });
+          mounted = await spans.mount(storeResources.length, (wrapStore) => mounter.mount(session, { signal: itemCtrl.signal, workId: work.id, wrapStore }));
           ctx.allowedRoots = [...mounted.roots];
           ctx.readOnlyRoots = [...mounted.readOnlyRoots];
           syncLoop = deps.memory.syncLoop({
@@ -228,10 +242,12 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
             intervalMs: opts.memorySyncIntervalMs as number,
             deletions: opts.memorySyncDeletions,
             finalFlushMs: opts.finalFlushMs,
+            deleteAfterMs: opts.memoryDeleteAfterMs,
             logger: log,
             stateDir: opts.stateDir,
+            wrapSync: (phase, sync) => spans.sync(phase, sync),
           });
-          detachMemoryEvents.push(forwardMemoryEvents(syncLoop, deps, emit, work.id, sessionId));
+          detachMemoryEvents.push(forwardMemoryEvents(syncLoop, deps, emit, work.id, sessionId), spans.observe(syncLoop));
         } else if (storeResources.length > 0) {
           log.debug('memory turned off (memorySyncIntervalMs: null); the session runs without its stores');
         }
@@ -261,7 +277,7 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
     }
   } catch (e) {
     // API failures become RemoteApiErrors naming the step (status, request id and retryable kept).
-    error = e instanceof APIError && !(e instanceof WorkerError) ? toRemoteApiError(e, `work item ${work.id}: ${step}`) : coerceError(e);
+    error = isApiError(e) && !(e instanceof WorkerError) ? toRemoteApiError(e, `work item ${work.id}: ${step}`) : coerceError(e);
   } finally {
     run.signal.removeEventListener('abort', onOuterAbort);
   }
@@ -294,7 +310,8 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
     await removeIfEmpty(toolWorkdir, log);
   }
   if (syncLoop) {
-    flush = await boundedFinish(syncLoop, cleanEnd, opts.finalFlushMs, log);
+    const loop = syncLoop;
+    flush = await spans.finish(cleanEnd, () => boundedFinish(loop, cleanEnd, opts.finalFlushMs, log));
   } else if (mounted) {
     await mounted.unmount().catch((e: unknown) => log.warn({ err: coerceError(e) }, 'unmount failed'));
   }
@@ -324,16 +341,6 @@ export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemO
     emit('sessionEnded', { workId: work.id, sessionId, outcome, ...(flush ? { flush } : {}) });
   }
   return outcome;
-}
-
-/**
- * The folder a store resource is mounted at, as the mounter decides it: its `mount_path`, or
- * `<workdir>/memory/<slug of name>` when the session gives none. Used as the path-lock key.
- */
-function storeRoot(r: { memory_store_id: string; mount_path?: string | null; name?: string | null }, workdir: string): string {
-  if (r.mount_path) return path.resolve(r.mount_path);
-  const name = r.name || r.memory_store_id;
-  return path.join(path.resolve(workdir), 'memory', slug(name) || slug(r.memory_store_id) || 'store');
 }
 
 /**
@@ -421,12 +428,10 @@ function forwardMemoryEvents(
   emit: <K extends keyof WorkerEventMap>(name: K, ...payload: WorkerEventMap[K]) => void,
   workId: string,
   sessionId: string,
-  skip: (name: (typeof MEMORY_EVENT_NAMES)[number]) => boolean = () => false,
 ): () => void {
   const handlers: Array<[string, (p: object) => void]> = [];
   for (const name of MEMORY_EVENT_NAMES) {
     const handler = (payload: object): void => {
-      if (skip(name)) return;
       countMemoryEvent(deps.metrics, name, payload);
       (emit as (n: string, p: object) => void)(name, { ...payload, workId, sessionId });
     };

@@ -1,6 +1,5 @@
 import type { BetaSelfHostedWorkHeartbeatResponse } from '@anthropic-ai/sdk/resources/beta/environments/work';
-import { APIError } from '@anthropic-ai/sdk';
-import { classifyFailure, statusOf } from '../api/classify.js';
+import { classifyFailure, isApiError, statusOf } from '../api/classify.js';
 import { sleepUnlessAborted } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
@@ -253,7 +252,7 @@ export class Lease {
 
 /** The server's view of the lease from a 412 body, for the log line only. */
 function serverLeaseState(e: unknown): Record<string, unknown> | undefined {
-  if (!(e instanceof APIError)) return undefined;
+  if (!isApiError(e)) return undefined;
   const body = e.error as { error?: { details?: { current_state?: unknown } } } | undefined;
   const state = body?.error?.details?.current_state;
   if (typeof state !== 'object' || state === null) return undefined;

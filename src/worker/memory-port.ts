@@ -7,6 +7,8 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryAccess, MemoryDeleteMode, MemoryEventMap, SyncReport } from '../memory/types.js';
+import type { StoreWrapper } from '../memory/mounter.js';
+import type { SyncWrapper } from '../memory/sync-loop.js';
 import type { ToolCallHooks } from './tool-guard.js';
 
 export type { FinishReport } from '../memory/index.js';
@@ -23,11 +25,11 @@ export interface MountedSessionView {
   stores: MountedStoreView[];
   roots: string[];
   readOnlyRoots: string[];
-  unmount(): Promise<void>;
+  unmount(): Promise<unknown>;
 }
 
 export interface MounterView extends EventEmitter<MemoryEventMap> {
-  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal }): Promise<MountedSessionView>;
+  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper }): Promise<MountedSessionView>;
 }
 
 export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHooks {
@@ -35,14 +37,28 @@ export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHook
 }
 
 export interface MemoryPort {
-  mounter(opts: { client: Anthropic; logger: Logger; workdir: string; stateDir?: string | undefined }): MounterView;
+  /**
+   * At `run()` start: drop journal entries of dead workers with nothing left to save and name each
+   * leftover folder still waiting (see `sweepJournal`). Optional: a port without journal skips it.
+   */
+  sweep?(opts: { logger: Logger; stateDir?: string | undefined }): Promise<unknown>;
+  mounter(opts: {
+    client: Anthropic;
+    logger: Logger;
+    workdir: string;
+    stateDir?: string | undefined;
+    deletions?: MemoryDeleteMode;
+    deleteAfterMs?: number;
+  }): MounterView;
   syncLoop(opts: {
     client: Anthropic;
     mounted: MountedSessionView;
     intervalMs: number;
     deletions: MemoryDeleteMode;
     finalFlushMs: number;
+    deleteAfterMs?: number;
     logger: Logger;
     stateDir?: string | undefined;
+    wrapSync?: SyncWrapper | undefined;
   }): SyncLoopView;
 }

@@ -8,12 +8,16 @@ import { ConfigError, PlatformError } from '../errors.js';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryDeleteMode } from '../memory/types.js';
 
-/** Default memory sync interval (requirement M11). */
-export const MEMORY_SYNC_INTERVAL_DEFAULT_MS = 15_000;
-/** Smallest accepted memory sync interval (requirement M11). */
-export const MEMORY_SYNC_INTERVAL_MIN_MS = 5_000;
-/** Default bound of the end-of-session final sync plus flush (requirement M7). */
-export const FINAL_FLUSH_DEFAULT_MS = 30_000;
+import {
+  FINAL_FLUSH_DEFAULT_MS,
+  MEMORY_DELETE_AFTER_DEFAULT_MS,
+  MEMORY_OPTION_EXPECTED,
+  MEMORY_SYNC_INTERVAL_DEFAULT_MS,
+  MEMORY_SYNC_INTERVAL_MIN_MS,
+  memoryOptionFields,
+} from '../memory/options.js';
+
+export { FINAL_FLUSH_DEFAULT_MS, MEMORY_SYNC_INTERVAL_DEFAULT_MS, MEMORY_SYNC_INTERVAL_MIN_MS };
 /** Default time a session waits for a mount path held by another session of this process. */
 export const PATH_WAIT_DEFAULT_MS = 60_000;
 /** Most sessions one worker serves at once. */
@@ -70,8 +74,13 @@ export interface EnvironmentWorkerOptions {
   concurrency?: number;
   /** Ours: a pino logger. Default: `warn` and above to stderr, with credentials redacted. */
   logger?: Logger;
-  /** Ours: milliseconds the end-of-session final sync plus flush may take in total. Default 30 000. */
+  /** Ours: milliseconds the end-of-session final sync plus flush may take in total, 1..600 000. Default 30 000. */
   finalFlushMs?: number;
+  /**
+   * Ours: milliseconds a file must have been gone (and a later sync must confirm it) before its
+   * memory is deleted in the store. Default 30 000, as the official worker. The final sync waives it.
+   */
+  memoryDeleteAfterMs?: number;
   /** Ours: where the memory core keeps sync state and conflict copies. Default: the memory core's own. */
   stateDir?: string;
   /** Ours: milliseconds a session waits for a mount path another running session holds, then fails. Default 60 000. */
@@ -100,6 +109,7 @@ export interface ResolvedWorkerOptions {
   concurrency: number;
   logger: Logger | undefined;
   finalFlushMs: number;
+  memoryDeleteAfterMs: number;
   stateDir: string | undefined;
   pathWaitMs: number;
 }
@@ -132,15 +142,12 @@ const schema = z
     tools: z.custom<EnvironmentWorkerTools>((v) => Array.isArray(v) || isFunction(v)).optional(),
     maxFileBytes: z.number().int().positive().nullable().optional(),
     maxIdleMs: z.number().int().optional(),
-    memorySyncIntervalMs: z.number().int().min(MEMORY_SYNC_INTERVAL_MIN_MS).nullable().optional(),
-    memorySyncDeletions: z.enum(['enabled', 'log_only', 'disabled']).optional(),
+    ...memoryOptionFields,
     workerId: nonEmpty.optional(),
     signal: z.custom<AbortSignal>(looksLikeSignal).optional(),
     requestOptions: z.custom<BetaToolRunnerRequestOptions>(isObject).optional(),
     concurrency: z.number().int().min(1).max(CONCURRENCY_MAX).optional(),
     logger: z.custom<Logger>(looksLikeLogger).optional(),
-    finalFlushMs: z.number().int().min(0).max(600_000).optional(),
-    stateDir: nonEmpty.optional(),
     pathWaitMs: z.number().int().min(0).optional(),
   })
   .strict();
@@ -154,15 +161,12 @@ const EXPECTED: Record<string, string> = {
   tools: 'an array of runnable tools or a function (ctx) => tools',
   maxFileBytes: 'a positive integer or null',
   maxIdleMs: 'an integer number of milliseconds',
-  memorySyncIntervalMs: `a number >= ${MEMORY_SYNC_INTERVAL_MIN_MS} or null`,
-  memorySyncDeletions: '"enabled", "log_only" or "disabled"',
+  ...MEMORY_OPTION_EXPECTED,
   workerId: 'a non-empty string',
   signal: 'an AbortSignal',
   requestOptions: 'an object of request options',
   concurrency: `an integer from 1 to ${CONCURRENCY_MAX}`,
   logger: 'a pino logger',
-  finalFlushMs: 'an integer number of milliseconds from 0 to 600000',
-  stateDir: 'a non-empty directory path',
   pathWaitMs: 'an integer number of milliseconds >= 0',
 };
 
@@ -240,6 +244,7 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     concurrency: o.concurrency ?? 1,
     logger: o.logger,
     finalFlushMs: o.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS,
+    memoryDeleteAfterMs: o.memoryDeleteAfterMs ?? MEMORY_DELETE_AFTER_DEFAULT_MS,
     stateDir: o.stateDir,
     pathWaitMs: o.pathWaitMs ?? PATH_WAIT_DEFAULT_MS,
   };

@@ -1,6 +1,12 @@
 import path from 'node:path';
 import { MemoryMountError } from '../errors.js';
 import { abortReason } from '../internal/abort.js';
+import { storeRoot, type StoreRootInput } from '../memory/store-root.js';
+
+/** The mount paths a session's stores take: the same folders the mounter creates. */
+export function mountPathsOf(resources: readonly StoreRootInput[], workdir: string): string[] {
+  return resources.map((r) => storeRoot(r, workdir));
+}
 
 /** Who holds a path: enough to name them in an error. */
 export interface PathHolder {

@@ -1,5 +1,5 @@
-// Pins the `demo` command's exit code (issue 5 §1: the demo "exits non-zero if any of those
-// outcomes is wrong"): a failing verdict exits 5, a passing one 0, a crash 1 — through runCli with
+// Pins the `demo` command's exit code (the demo exits non-zero if any of its outcomes is wrong):
+// a failing verdict exits 5, a passing one 0, a crash 1 — through runCli with
 // an injected runner, the same path the shipped command and `npm run demo` take. Then the real
 // command once end to end, spawned through the CLI entry: exit 0 and the summary table printed.
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,8 @@
 // Pins `managed-agents-worker handle`: one item served from the ANTHROPIC_* variables in a child
-// process (lease, session, stop), the exit code says how the session ended, and no credential
-// reaches the logs.
+// process (lease, session, stop), the exit code says how the session ended, no credential reaches
+// the logs, and an agent whose bash reads /proc/$PPID/environ, /proc/$PPID/cmdline and its own
+// environment finds neither the environment key nor the work secret, whether they came as
+// variables or in files.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -51,6 +53,38 @@ describe('managed-agents-worker handle', () => {
     expect(logs).not.toContain(emu.environmentKey);
     expect(logs).not.toContain(emu.sessionsToken(workId)!);
     expect(logs).not.toContain(env['ANTHROPIC_WORK_SECRET']!);
+  });
+
+  const SNOOP = 'tr "\\0" "\\n" < /proc/$PPID/environ; echo ---; tr "\\0" " " < /proc/$PPID/cmdline; echo ---; env';
+  const ways = [
+    { description: 'as variables', files: false },
+    { description: 'in --environment-key-file and --work-secret-file', files: true },
+  ];
+  it.each(ways)('keeps the key and the secret out of the agent\'s reach when they come $description', async ({ files }) => {
+    const { env, sessionId } = await claimedEnv({ script: [{ tool: 'bash', input: { command: SNOOP } }] });
+    const key = env['ANTHROPIC_ENVIRONMENT_KEY']!;
+    const secret = env['ANTHROPIC_WORK_SECRET']!;
+    const args = ['handle', '--workdir', dir, '--log-level', 'warn', '--max-idle', '1000'];
+    if (files) {
+      const keyFile = path.join(dir, 'environment-key');
+      const secretFile = path.join(dir, 'work-secret');
+      await fs.writeFile(keyFile, `${key}\n`, { mode: 0o600 });
+      await fs.writeFile(secretFile, secret, { mode: 0o600 });
+      delete env['ANTHROPIC_ENVIRONMENT_KEY'];
+      delete env['ANTHROPIC_WORK_SECRET'];
+      args.push('--environment-key-file', keyFile, '--work-secret-file', secretFile);
+    }
+    const cli = spawnCli(args, env);
+    expect((await cli.exited).code).toBe(0);
+    const seen = emu.session(sessionId).toolResults.map((r) => r.text).join('\n');
+    const [environ, cmdline, ownEnv] = seen.split('---\n');
+    // The agent did read the three places: its parent is this handle process.
+    expect(cmdline).toContain('handle');
+    expect(environ).toContain('PATH=');
+    expect(ownEnv).toContain('PATH=');
+    expect(seen).not.toContain(key);
+    expect(seen).not.toContain(secret);
+    expect(seen).not.toMatch(/ANTHROPIC_(ENVIRONMENT_KEY|WORK_SECRET)/);
   });
 
   it('exits 10 when the session fails: stores attached but no secret forwarded', async () => {

@@ -1,6 +1,6 @@
 // Pins one-sandbox-per-session: `launch --on-work` claims items and starts a child-process
 // "sandbox" per item with the item's ANTHROPIC_* variables (the work secret, no environment key
-// since the item has a secret); the sandbox's
+// since the item has a secret, and no other ANTHROPIC_* variable of the launcher); the sandbox's
 // `handle` owns the item (it stops it, with the sessions token); the launcher frees the slot only
 // when the sandbox exits, never stops an item itself, and a launch command that returns at once
 // does not get its session stopped. SIGTERM ends the launcher with exit 0. An item handed out
@@ -50,6 +50,8 @@ describe('launch: one sandbox per work item', () => {
       ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
       ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
       ANTHROPIC_BASE_URL: emu.baseURL,
+      // An operator credential in the launcher's environment: the sandbox must not inherit it.
+      ANTHROPIC_API_KEY: 'sk-operator-console-key',
     }));
     const { sessionId, workId } = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo in-sandbox' } }] });
     const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
@@ -57,7 +59,9 @@ describe('launch: one sandbox per work item', () => {
     expect(done.workStopped).toBe(true);
 
     const seen = JSON.parse(await fs.readFile(path.join(records, `${workId}.json`), 'utf8')) as { vars: Record<string, string> };
+    // Exactly the item's: no other ANTHROPIC_* variable of the launcher's environment reaches the sandbox.
     expect(Object.keys(seen.vars).sort()).toEqual(SANDBOX_ENV_VARS.filter((v) => v !== 'ANTHROPIC_ENVIRONMENT_KEY').sort());
+    expect(JSON.stringify(seen)).not.toContain('sk-operator-console-key');
     expect(seen.vars).toMatchObject({
       ANTHROPIC_WORK_ID: workId,
       ANTHROPIC_SESSION_ID: sessionId,

@@ -1,7 +1,8 @@
 // Pins `managed-agents-worker run` as a poll daemon in a child process: with `--concurrency 2` it
 // serves two sessions at once, its metrics endpoint is scraped once mid-session (claimed 2,
-// active 2, ready), a SIGTERM mid-session drains (both items stopped) and exits 0, and a second
-// signal during a long drain exits at once with 143.
+// active 2, ready), a SIGTERM mid-session drains (both items stopped) and exits 0, every line on
+// stderr is JSON (the metrics address included), and a second signal during a long drain exits at
+// once with 143.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,8 +37,9 @@ describe('managed-agents-worker run', () => {
 
   it('serves a session, exposes metrics, and drains on SIGTERM mid-session with exit 0', async () => {
     cli = spawnCli(['run', '--concurrency', '2', '--workdir', dir, '--metrics-port', '0', '--metrics-host', '127.0.0.1', '--max-idle', '2000'], env());
-    await cli.waitForStderr(/metrics: (http:\/\/\S+)\/metrics/);
-    const metricsUrl = /metrics: (http:\/\/\S+)\/metrics/.exec(cli.stderr())![1]!;
+    const metricsLine = /"url":"(http:\/\/[^"]+)\/metrics"/;
+    await cli.waitForStderr(metricsLine);
+    const metricsUrl = metricsLine.exec(cli.stderr())![1]!;
     const script = [{ tool: 'bash', input: { command: 'echo first' } }, { sleepMs: 60_000 }, { tool: 'bash', input: { command: 'echo never' } }];
     const { sessionId, workId } = await emu.createSession({ script });
     // A second session runs beside the first only because --concurrency 2 reached the worker.
@@ -59,6 +61,8 @@ describe('managed-agents-worker run', () => {
     expect(emu.workItem(other.workId).stopped).toBe(true);
     expect(emu.session(sessionId).toolResults.map((r) => r.text.trim())).toEqual(['first']);
     expect(cli.stderr()).toContain('shutting down');
+    const lines = cli.stderr().split('\n').filter((l) => l !== '');
+    for (const line of lines) expect(() => JSON.parse(line) as unknown, line).not.toThrow();
     expect(cli.stderr()).not.toContain(emu.environmentKey);
     expect(cli.stderr()).not.toContain(emu.sessionsToken(workId)!);
   });
@@ -79,6 +83,16 @@ describe('managed-agents-worker run', () => {
     const { code } = await cli.exited;
     expect(code).toBe(143);
     expect(Date.now() - t0).toBeLessThan(3_000);
+  });
+
+  it('logs an option the worker refuses as a JSON line and exits 3', async () => {
+    cli = spawnCli(['run', '--workdir', '', '--log-level', 'info'], env());
+    expect((await cli.exited).code).toBe(3);
+    const lines = cli.stderr().split('\n').filter((l) => l !== '');
+    expect(lines.length).toBeGreaterThan(0);
+    const parsed = lines.map((l) => JSON.parse(l) as { level: number; msg: string; issues?: string[] });
+    expect(parsed.some((l) => l.level === 60 && (l.issues ?? []).some((i) => i.startsWith('workdir')))).toBe(true);
+    expect(cli.stderr()).not.toContain(emu.environmentKey);
   });
 
   it('prints human-readable logs with --pretty (pino-pretty is installed here)', async () => {

@@ -15,35 +15,42 @@ export interface CliRun {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Resolves once stderr (JSON logs) contains `text`. */
   waitForStderr(text: string | RegExp, timeoutMs?: number): Promise<void>;
+  /** Resolves once stdout contains `text`. */
+  waitForStdout(text: string | RegExp, timeoutMs?: number): Promise<void>;
 }
 
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliRun {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI_MAIN, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, opts: { stdin?: 'ignore' | 'pipe' } = {}): CliRun {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI_MAIN, ...args], { cwd: REPO_ROOT, env, stdio: [opts.stdin ?? 'ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   const waiters: Array<() => void> = [];
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (const w of waiters.splice(0)) w();
+  });
   child.stderr!.on('data', (d: Buffer) => {
     err += d.toString();
     for (const w of waiters.splice(0)) w();
   });
+  async function waitFor(stream: string, current: () => string, text: string | RegExp, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const has = (): boolean => (typeof text === 'string' ? current().includes(text) : text.test(current()));
+    while (!has()) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`${stream} never contained ${String(text)}; got:\n${current()}\nstderr:\n${err}`);
+      await new Promise<void>((resolve) => {
+        waiters.push(resolve);
+        setTimeout(resolve, 200);
+      });
+    }
+  }
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   return {
     child,
     stdout: () => out,
     stderr: () => err,
     exited,
-    async waitForStderr(text, timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs;
-      const has = (): boolean => (typeof text === 'string' ? err.includes(text) : text.test(err));
-      while (!has()) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`stderr never contained ${String(text)}; got:\n${err}`);
-        await new Promise<void>((resolve) => {
-          waiters.push(resolve);
-          setTimeout(resolve, 200);
-        });
-      }
-    },
+    waitForStderr: (text, timeoutMs = 20_000) => waitFor('stderr', () => err, text, timeoutMs),
+    waitForStdout: (text, timeoutMs = 20_000) => waitFor('stdout', () => out, text, timeoutMs),
   };
 }
 

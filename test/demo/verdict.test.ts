@@ -21,7 +21,7 @@ function rightObservation(): DemoObservation {
   tally.stores.set(HANDBOOK, { ...emptyStoreTally(), root: HANDBOOK_DIR, downloaded: 2, refusedEvents: 1, syncs: 3, finalMs: 2, unmounted: true });
   tally.session = { finalMs: 6, flushMs: 1 };
   tally.outcomes = [{ workId: 'work_1', sessionId: 'sess_1', status: 'completed', durationMs: 16_000 }];
-  tally.finishes = [{ final: { ...report }, flush: { ...report }, cutOff: false, pendingUploads: 0, durationMs: 7, removed: [PREFS_DIR, HANDBOOK_DIR], kept: [] }];
+  tally.finishes = [{ final: { ...report }, flush: { ...report }, cutOff: false, pendingUploads: 0, unsavedCopies: [], uncopied: [], durationMs: 7, removed: [PREFS_DIR, HANDBOOK_DIR], kept: [] }];
   return {
     session: {
       status: 'terminated',

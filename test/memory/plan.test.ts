@@ -368,18 +368,18 @@ describe('planSync over several paths', () => {
       expect(plan.deleteCapped).toBe(74);
     });
 
-    it('caps the final sync as well', () => {
+    it('never caps the final sync: 12 of 14 files deleted in the last tool call are all deleted', () => {
       const baseline: Record<string, string> = {};
-      for (let i = 0; i < 12; i++) baseline[`f${i}.md`] = A;
+      for (let i = 0; i < 14; i++) baseline[`f${String(i).padStart(2, '0')}.md`] = A;
       const plan = planSync({
         state: stateWith(baseline),
-        local: fileMap({ 'keep.md': B }),
+        local: fileMap({ 'f12.md': A, 'f13.md': A }),
         remote: remoteMap(baseline),
         deletions: 'enabled',
         phase: 'final',
       });
-      expect(plan.actions.filter((a) => a.kind === 'delete-remote')).toHaveLength(8);
-      expect(plan.deleteCapped).toBe(4);
+      expect(plan.actions.filter((a) => a.kind === 'delete-remote')).toHaveLength(12);
+      expect(plan.deleteCapped).toBe(0);
     });
   });
 
@@ -413,4 +413,44 @@ describe('action helpers for the executor', () => {
       expect(isRemoteWrite(s.action)).toBe(s.write);
     });
   }
+});
+
+describe('how long a file must be gone before its memory is deleted', () => {
+  // Observed: a delete went out one sync (5 s) after the file was first seen gone, so a file an
+  // editor or a checkout replaced for a few seconds could be deleted from the store.
+  const AFTER = 30_000;
+  const rows: Array<{
+    description: string;
+    phase?: SyncPhase;
+    pending?: { sinceGeneration: number; baseSha: string; sinceMs?: number };
+    nowMs: number;
+    finalDeletes?: 'all' | 'corroborated';
+    expected: SyncAction['kind'];
+  }> = [
+    { description: 'first seen missing: waits, recording when', nowMs: 1_000, expected: 'await-delete' },
+    { description: 'a later sync 5 s after it was first seen gone: still waits', pending: { sinceGeneration: 2, baseSha: A, sinceMs: 1_000 }, nowMs: 6_000, expected: 'await-delete' },
+    { description: 'a later sync 29.999 s after: still waits', pending: { sinceGeneration: 2, baseSha: A, sinceMs: 1_000 }, nowMs: 30_999, expected: 'await-delete' },
+    { description: 'a later sync exactly 30 s after: deletes', pending: { sinceGeneration: 2, baseSha: A, sinceMs: 1_000 }, nowMs: 31_000, expected: 'delete-remote' },
+    { description: 'gone 60 s but seen only by this sync (same generation): waits for a later one', pending: { sinceGeneration: 3, baseSha: A, sinceMs: 1_000 }, nowMs: 61_000, expected: 'await-delete' },
+    { description: 'the final sync waives the wait: the session will not come back', phase: 'final', nowMs: 1_000, expected: 'delete-remote' },
+    { description: 'recovering a leftover, the final sync deletes a file an earlier sync saw gone', phase: 'final', finalDeletes: 'corroborated', pending: { sinceGeneration: 3, baseSha: A, sinceMs: 0 }, nowMs: 1, expected: 'delete-remote' },
+    { description: 'recovering a leftover, a file no sync saw gone is not deleted', phase: 'final', finalDeletes: 'corroborated', nowMs: 1_000, expected: 'await-delete' },
+  ];
+  it.each(rows)('$description', ({ phase, pending, nowMs, finalDeletes, expected }) => {
+    const state = createSyncState({ storeId: 'memstore_1', root: '/mnt/memory/x', access: 'read_write', baseline: { [P]: { id: ID, sha: A } } });
+    state.generation = 3;
+    if (pending) state.pendingDeletes[P] = pending;
+    const plan = planSync({
+      state,
+      local: new Map(),
+      remote: new Map([[P, { id: ID, sha: A }]]),
+      deletions: 'enabled',
+      phase: phase ?? 'sync',
+      nowMs,
+      deleteAfterMs: AFTER,
+      ...(finalDeletes ? { finalDeletes } : {}),
+    });
+    expect(plan.actions[0]!.kind).toBe(expected);
+    if (expected === 'await-delete' && pending === undefined) expect(plan.actions[0]).toMatchObject({ atMs: nowMs });
+  });
 });

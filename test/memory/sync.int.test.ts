@@ -35,26 +35,30 @@ interface Rig {
   loop: SyncLoop;
   log: ReturnType<typeof captureLogger>;
   file: (rel: string) => string;
+  clock: ReturnType<typeof manualClock>;
 }
 
 async function rig(
   memories: Record<string, string>,
-  opts: { access?: 'read_write' | 'read_only'; deletions?: MemoryDeleteMode; name?: string } = {},
+  opts: { access?: 'read_write' | 'read_only'; deletions?: MemoryDeleteMode; name?: string; deleteAfterMs?: number } = {},
 ): Promise<Rig> {
   const store = await h.emu.createMemoryStore({ name: opts.name ?? 'Notes', memories });
   const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id, ...(opts.access ? { access: opts.access } : {}) }]);
   const log = captureLogger();
-  const mounted = await new MemoryMounter({ client, logger: log.logger }).mount(session);
+  const mounted = await new MemoryMounter({ client, logger: log.logger, stateDir: h.stateDir }).mount(session);
+  const clock = manualClock();
   const loop = new SyncLoop({
     client,
     mounted,
     logger: log.logger,
     stateDir: h.stateDir,
-    clock: manualClock(),
+    clock,
+    // Most tests here pin other rules: a delete confirmed by a later sync goes out at once.
+    deleteAfterMs: opts.deleteAfterMs ?? 0,
     ...(opts.deletions ? { deletions: opts.deletions } : {}),
   });
   const root = mounted.roots[0]!;
-  return { storeId: store.id, sessionId: session.id, root, client, mounted, loop, log, file: (rel) => path.join(root, rel) };
+  return { storeId: store.id, sessionId: session.id, root, client, mounted, loop, log, file: (rel) => path.join(root, rel), clock };
 }
 
 function requestsSince(mark: number): string[] {
@@ -261,6 +265,39 @@ describe('deletions', () => {
     const second = await r.loop.syncNow();
     expect(second.deletes).toBe(1);
     expect(h.emu.memories(r.storeId)).toEqual({ '/b.md': 'b' });
+  });
+
+  it('enabled, default memoryDeleteAfterMs: a file gone for a few seconds is never deleted, one gone 30 s is', async () => {
+    const r = await rig({ '/a.md': 'a', '/b.md': 'b' }, { deleteAfterMs: 30_000 });
+    // An editor's replace: gone at one sync, gone still 5 s later, back after that.
+    await fsp.rename(r.file('a.md'), path.join(h.tmp, 'a.md.swap'));
+    await r.loop.syncNow();
+    r.clock.advance(5_000);
+    expect((await r.loop.syncNow()).deletes).toBe(0);
+    r.clock.advance(5_000);
+    expect((await r.loop.syncNow()).deletes).toBe(0);
+    expect(h.emu.memories(r.storeId)).toHaveProperty('/a.md', 'a');
+    await fsp.rename(path.join(h.tmp, 'a.md.swap'), r.file('a.md'));
+    await r.loop.syncNow();
+    // Now really deleted: gone at one sync, confirmed by a sync 30 s later.
+    await fsp.rm(r.file('b.md'));
+    await r.loop.syncNow();
+    r.clock.advance(29_000);
+    expect((await r.loop.syncNow()).deletes).toBe(0);
+    r.clock.advance(1_000);
+    expect((await r.loop.syncNow()).deletes).toBe(1);
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'a' });
+  });
+
+  it('the final sync sends every delete it confirms, beyond the per-sync cap (12 of 14 deleted in the last tool call)', async () => {
+    const memories: Record<string, string> = {};
+    for (let i = 0; i < 14; i++) memories[`/f${String(i).padStart(2, '0')}.md`] = `memory ${i}`;
+    const r = await rig(memories, { deleteAfterMs: 30_000 });
+    for (let i = 0; i < 12; i++) await fsp.rm(r.file(`f${String(i).padStart(2, '0')}.md`));
+    const report = await r.loop.finish({ clean: true });
+    expect(report.final?.deletes).toBe(12);
+    expect(Object.keys(h.emu.memories(r.storeId)).sort()).toEqual(['/f12.md', '/f13.md']);
+    expect(r.log.lines.some((l) => /later syncs/.test(l.msg))).toBe(false);
   });
 
   it('log_only: reports what it would delete and never deletes', async () => {

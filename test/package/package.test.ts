@@ -1,19 +1,37 @@
-// Pins the built package as a user installs it: from a folder whose node_modules links to this
-// repository, `managed-agents-worker` and `managed-agents-worker/testing` resolve through the
-// package's `exports` both as ESM (`import`) and CommonJS (`require`), the library entry exposes
-// the worker and the operator helpers, `startEmulator` starts a working emulator, and the `bin`
-// runs. Needs `npm run build` first (npm test does it).
+// Pins the package as a user installs it from the registry: `npm pack` ships the build, the README,
+// the licence and the manifest only (one ESM CLI build, no declaration file for it); the manifest
+// depends on exactly the packages the bundle loads; installed into a fresh app whose
+// @anthropic-ai/sdk is another 1.x version, it adds no second SDK copy and no pino-pretty; both
+// entries load with ESM `import` and CommonJS `require`; a client made with the app's SDK
+// type-checks in the worker's options; the bin prints its version, says how to get pino-pretty
+// for --pretty, and exits 4 when the API refuses the environment key.
+// Needs `npm run build` first (npm test does it); installs from the npm cache when it can.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import { builtinModules } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator } from '../../src/testing/index.js';
+import { copySdk } from '../api/sdk-copy.js';
 
-const run = promisify(execFile);
+const exec = promisify(execFile);
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+/** A version outside `~1.14.0`, as an app on a newer SDK has. */
+const APP_SDK_VERSION = '1.15.0';
+
+interface Manifest {
+  version: string;
+  scripts: Record<string, string>;
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  bin: Record<string, string>;
+}
 
 const PROBE = `
 const lib = LOAD('managed-agents-worker');
@@ -34,25 +52,95 @@ console.log(JSON.stringify({
 }));
 `;
 
-describe('the built package', () => {
-  let dir: string;
-  beforeAll(async () => {
-    if (!existsSync(path.join(REPO, 'dist/index.js'))) throw new Error('dist/ is missing: run `npm run build` before this test (npm test does)');
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-package-'));
-    await fs.mkdir(path.join(dir, 'node_modules'));
-    await fs.symlink(REPO, path.join(dir, 'node_modules', 'managed-agents-worker'), 'dir');
-    await fs.writeFile(path.join(dir, 'package.json'), '{"name":"consumer","private":true}');
-    await fs.writeFile(
-      path.join(dir, 'esm.mjs'),
-      `import * as L from 'managed-agents-worker';\nimport * as T from 'managed-agents-worker/testing';\nconst LOAD = (n) => (n.endsWith('/testing') ? T : L);\nconst MOUNT = ${JSON.stringify(dir)};\n${PROBE}`,
-    );
-    await fs.writeFile(
-      path.join(dir, 'cjs.cjs'),
-      `const LOAD = (n) => require(n);\nconst MOUNT = ${JSON.stringify(dir)};\n(async () => {\n${PROBE}\n})().catch((e) => { console.error(e); process.exit(1); });`,
-    );
+const TYPE_CHECK = `
+import Anthropic from '@anthropic-ai/sdk';
+import { EnvironmentWorker, type EnvironmentWorkerOptions } from 'managed-agents-worker';
+const client = new Anthropic({ apiKey: 'sk-ant-api-x' });
+const options: EnvironmentWorkerOptions = { client, environmentId: 'env_1', environmentKey: 'key' };
+export const worker = new EnvironmentWorker(options);
+`;
+
+let manifest: Manifest;
+let tmp: string;
+let app: string;
+let packed: { filename: string; files: Array<{ path: string }>; size: number; unpackedSize: number };
+const bin = (): string => path.join(app, 'node_modules', '.bin', 'managed-agents-worker');
+
+beforeAll(async () => {
+  if (!existsSync(path.join(REPO, 'dist/index.js'))) throw new Error('dist/ is missing: run `npm run build` before this test (npm test does)');
+  manifest = JSON.parse(await fs.readFile(path.join(REPO, 'package.json'), 'utf8')) as Manifest;
+  tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-package-'));
+  // The build is fresh (npm test builds first), so skip prepack's second build.
+  const { stdout } = await exec(NPM, ['pack', '--ignore-scripts', '--json', '--pack-destination', tmp], { cwd: REPO });
+  packed = (JSON.parse(stdout) as Array<typeof packed>)[0]!;
+
+  // The app's own SDK: a copy of ours under another version number, packed like a registry tarball.
+  const sdk = await copySdk({ version: APP_SDK_VERSION });
+  try {
+    await exec(NPM, ['pack', '--ignore-scripts', '--pack-destination', tmp], { cwd: sdk.dir });
+  } finally {
+    await sdk.remove();
+  }
+  app = path.join(tmp, 'app');
+  await fs.mkdir(app);
+  await fs.writeFile(
+    path.join(app, 'package.json'),
+    JSON.stringify({
+      name: 'app',
+      private: true,
+      dependencies: {
+        '@anthropic-ai/sdk': `file:../anthropic-ai-sdk-${APP_SDK_VERSION}.tgz`,
+        'managed-agents-worker': `file:../${packed.filename}`,
+      },
+    }),
+  );
+  await exec(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], { cwd: app });
+}, 300_000);
+
+afterAll(async () => {
+  if (tmp) await fs.rm(tmp, { recursive: true, force: true });
+});
+
+describe('the packed tarball', () => {
+  it('ships the build, the README, the licence and the manifest only', () => {
+    const lib = (base: string): string[] => ['js', 'js.map', 'cjs', 'cjs.map', 'd.ts', 'd.cts'].map((ext) => `dist/${base}.${ext}`);
+    const expected = ['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', ...lib('index'), ...lib('testing/index')];
+    expect(packed.files.map((f) => f.path).sort()).toEqual(expected.sort());
   });
-  afterAll(async () => {
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
+
+  it('builds before packing, so a pack from a fresh clone ships the build', () => {
+    expect(manifest.scripts['prepack']).toBe('npm run build');
+  });
+
+  it('depends on exactly the packages the bundle loads, and on the SDK as a peer', async () => {
+    const loaded = new Set<string>();
+    const dist = path.join(app, 'node_modules', 'managed-agents-worker', 'dist');
+    const builtins = new Set(builtinModules);
+    for (const file of await fs.readdir(dist, { recursive: true })) {
+      if (!/\.(c?js)$/.test(file)) continue;
+      const text = await fs.readFile(path.join(dist, file), 'utf8');
+      for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)["']([^"'./][^"']*)["']/g)) {
+        const spec = m[1]!;
+        if (!/^(@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*(\/[\w./-]*)?$/.test(spec)) continue; // not a module name (text in a template)
+        if (spec.startsWith('node:') || builtins.has(spec)) continue;
+        loaded.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+      }
+    }
+    const optionalPeers = Object.keys(manifest.peerDependenciesMeta ?? {}).filter((n) => manifest.peerDependenciesMeta?.[n]?.optional);
+    const required = [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies).filter((n) => !optionalPeers.includes(n))];
+    expect([...loaded].sort()).toEqual(required.sort());
+    expect(Object.keys(manifest.peerDependencies)).toContain('@anthropic-ai/sdk');
+    expect(optionalPeers).toEqual(['pino-pretty']);
+  });
+});
+
+describe('installed into an app on another SDK version', () => {
+  it("uses the app's SDK and adds neither a second copy nor pino-pretty", async () => {
+    const appSdk = JSON.parse(await fs.readFile(path.join(app, 'node_modules/@anthropic-ai/sdk/package.json'), 'utf8')) as { version: string };
+    expect(appSdk.version).toBe(APP_SDK_VERSION);
+    expect(existsSync(path.join(app, 'node_modules/managed-agents-worker/node_modules/@anthropic-ai/sdk'))).toBe(false);
+    expect(existsSync(path.join(app, 'node_modules/pino-pretty'))).toBe(false);
+    expect(existsSync(path.join(app, 'node_modules/p-limit'))).toBe(false);
   });
 
   const expected = {
@@ -68,31 +156,73 @@ describe('the built package', () => {
   };
 
   it.each([
-    { description: 'ESM import', file: 'esm.mjs' },
-    { description: 'CommonJS require', file: 'cjs.cjs' },
-  ])('resolves the library and the testing kit by $description', async ({ file }) => {
-    const { stdout } = await run(process.execPath, [file], { cwd: dir });
+    { description: 'ESM import', file: 'esm.mjs', wrap: (probe: string) => `import * as L from 'managed-agents-worker';\nimport * as T from 'managed-agents-worker/testing';\nconst LOAD = (n) => (n.endsWith('/testing') ? T : L);\n${probe}` },
+    { description: 'CommonJS require', file: 'cjs.cjs', wrap: (probe: string) => `const LOAD = (n) => require(n);\n(async () => {\n${probe}\n})().catch((e) => { console.error(e); process.exit(1); });` },
+  ])('loads the library and the testing kit with $description', async ({ file, wrap }) => {
+    await fs.writeFile(path.join(app, file), wrap(`const MOUNT = ${JSON.stringify(tmp)};\n${PROBE}`));
+    const { stdout } = await exec(process.execPath, [file], { cwd: app });
     expect(JSON.parse(stdout)).toEqual(expected);
   });
 
-  it('resolves each entry to the dist/ file its exports condition names', async () => {
-    const { stdout } = await run(
-      process.execPath,
-      ['-e', "console.log(JSON.stringify([require.resolve('managed-agents-worker'), require.resolve('managed-agents-worker/testing')]))"],
-      { cwd: dir },
+  it("type-checks a client made with the app's SDK in the worker's options (ESM and CommonJS)", async () => {
+    await fs.writeFile(path.join(app, 'check.mts'), TYPE_CHECK);
+    await fs.writeFile(path.join(app, 'check.cts'), TYPE_CHECK);
+    const tsconfig = {
+      compilerOptions: {
+        strict: true,
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        noEmit: true,
+        // The SDK's own declarations are large; the assignment under test is in our files.
+        skipLibCheck: true,
+        types: ['node'],
+        typeRoots: [path.join(REPO, 'node_modules/@types')],
+      },
+      files: ['check.mts', 'check.cts'],
+    };
+    await fs.writeFile(path.join(app, 'tsconfig.json'), JSON.stringify(tsconfig));
+    const tsc = path.join(REPO, 'node_modules/typescript/bin/tsc');
+    const result = await exec(process.execPath, [tsc, '-p', app], { cwd: app }).then(
+      () => '',
+      (e: { stdout?: string }) => e.stdout ?? String(e),
     );
-    const [main, testing] = JSON.parse(stdout) as [string, string];
-    // Node resolves the link to its real path: this repository.
-    expect(main).toBe(path.join(REPO, 'dist', 'index.cjs'));
-    expect(testing).toBe(path.join(REPO, 'dist', 'testing', 'index.cjs'));
+    expect(result).toBe('');
+  }, 120_000);
+});
+
+describe('the installed bin', () => {
+  const cleanEnv = { PATH: process.env['PATH'] ?? '', HOME: os.tmpdir() };
+
+  it('prints the package version', async () => {
+    const { stdout } = await exec(bin(), ['--version'], { cwd: app, env: cleanEnv });
+    expect(stdout.trim()).toBe(manifest.version);
   });
 
-  it('ships an executable bin that prints the help', async () => {
-    const pkg = JSON.parse(await fs.readFile(path.join(REPO, 'package.json'), 'utf8')) as { bin: Record<string, string> };
-    const bin = path.join(REPO, pkg.bin['managed-agents-worker']!);
-    expect((await fs.stat(bin)).mode & 0o111).not.toBe(0);
-    expect((await fs.readFile(bin, 'utf8')).startsWith('#!/usr/bin/env node')).toBe(true);
-    const { stdout } = await run(bin, ['--help']);
-    expect(stdout).toContain('Usage: managed-agents-worker <command>');
+  it('says how to install pino-pretty when --pretty is asked for without it', async () => {
+    const err = await exec(bin(), ['run', '--pretty'], { cwd: app, env: cleanEnv }).then(
+      () => undefined,
+      (e: { stderr: string }) => e.stderr,
+    );
+    expect(err).toContain('npm install pino-pretty');
   });
+
+  it('exits 4 when the API refuses the environment key on poll', async () => {
+    const emu = await startEmulator({ mountRoot: tmp, latencyMs: 0 });
+    try {
+      const env = {
+        ...cleanEnv,
+        ANTHROPIC_BASE_URL: emu.baseURL,
+        ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
+        ANTHROPIC_ENVIRONMENT_KEY: 'not-a-real-key',
+      };
+      const code = await exec(bin(), ['run', '--memory-sync-interval', 'off'], { cwd: app, env, timeout: 60_000 }).then(
+        () => 0,
+        (e: { code?: number }) => e.code,
+      );
+      expect(code).toBe(4);
+    } finally {
+      await emu.close();
+    }
+  }, 90_000);
 });

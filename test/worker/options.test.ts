@@ -27,6 +27,7 @@ describe('resolveWorkerOptions', () => {
     expect(o.memorySyncDeletions).toBe('enabled');
     expect(o.concurrency).toBe(1);
     expect(o.finalFlushMs).toBe(30_000);
+    expect(o.memoryDeleteAfterMs).toBe(30_000);
     expect(o.pathWaitMs).toBe(60_000);
     expect(o.workdir).toBe(process.cwd());
   });
@@ -41,7 +42,9 @@ describe('resolveWorkerOptions', () => {
     { description: 'concurrency zero', input: { concurrency: 0 }, line: 'concurrency: expected an integer from 1 to 64, got 0' },
     { description: 'concurrency above the cap', input: { concurrency: 65 }, line: 'concurrency: expected an integer from 1 to 64, got 65' },
     { description: 'a fractional concurrency', input: { concurrency: 1.5 }, line: 'concurrency: expected an integer from 1 to 64, got 1.5' },
-    { description: 'a negative final flush bound', input: { finalFlushMs: -1 }, line: 'finalFlushMs: expected an integer number of milliseconds from 0 to 600000, got -1' },
+    { description: 'a negative final flush bound', input: { finalFlushMs: -1 }, line: 'finalFlushMs: expected an integer number of milliseconds from 1 to 600000' },
+    { description: 'a final flush bound of 0, which would cut off every final sync', input: { finalFlushMs: 0 }, line: 'finalFlushMs: expected an integer number of milliseconds from 1 to 600000 (0 would cut off every final sync), got 0' },
+    { description: 'a negative delete wait', input: { memoryDeleteAfterMs: -5 }, line: 'memoryDeleteAfterMs: expected an integer number of milliseconds from 0 to 86400000, got -5' },
     { description: 'tools that are neither array nor function', input: { tools: 'bash' }, line: 'tools: expected an array of runnable tools or a function (ctx) => tools, got "bash"' },
     { description: 'a logger that is not pino-like', input: { logger: console }, line: 'logger: expected a pino logger, got an object' },
     { description: 'a client that is not an Anthropic client', input: { client: {} }, line: 'client: expected an Anthropic client (new Anthropic({ ... })), got an object' },

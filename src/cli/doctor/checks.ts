@@ -167,7 +167,7 @@ export function checkEnv(input: Pick<DoctorInput, 'environmentId' | 'environment
     fix:
       missing.length === 0
         ? ''
-        : 'Export them (or pass --environment-id / --environment-key); the key is shown once when you create it in the Console.',
+        : 'Export them (or pass --environment-id / --environment-key-file); the key is shown once when you create it in the Console.',
   };
 }
 

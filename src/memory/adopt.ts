@@ -1,0 +1,72 @@
+import type { OwnerVerdict } from './owner.js';
+
+/**
+ * Whether a mount may take over what it finds at its path. Pure: the caller observes the path,
+ * the marker and the journal, and this decides.
+ *
+ * Only one thing is taken over: a real folder carrying our marker for the same store, whose journal
+ * entry names the same store and an owner process that is gone (a worker that crashed). Anything
+ * else at the path is refused, and the message says whether it is a leftover `recover` can handle.
+ */
+export type FoundAtPath =
+  | { kind: 'nothing' }
+  | { kind: 'symlink' }
+  | { kind: 'file' }
+  | { kind: 'folder'; marker: { storeId: string } | 'missing' | 'invalid' };
+
+export type JournalFact =
+  | { kind: 'none' }
+  | { kind: 'unreadable'; error: string }
+  | { kind: 'entry'; storeId: string; owner: OwnerVerdict };
+
+export type AdoptVerdict =
+  | { action: 'create' }
+  | { action: 'adopt'; reason: string }
+  | { action: 'refuse'; recoverable: boolean; reason: string };
+
+export function adoptVerdict(storeId: string, found: FoundAtPath, journal: JournalFact): AdoptVerdict {
+  switch (found.kind) {
+    case 'nothing':
+      return { action: 'create' };
+    case 'symlink':
+      return { action: 'refuse', recoverable: false, reason: 'a symlink is there; not a leftover of this worker' };
+    case 'file':
+      return { action: 'refuse', recoverable: false, reason: 'a file (not a folder) is there; not a leftover of this worker' };
+    case 'folder':
+      break;
+  }
+  const marker = found.marker;
+  if (marker === 'missing') {
+    return { action: 'refuse', recoverable: false, reason: 'a folder without the .anthropic-memory-store marker is there; not a leftover of this worker' };
+  }
+  if (marker === 'invalid') {
+    return { action: 'refuse', recoverable: false, reason: 'a folder whose .anthropic-memory-store marker is malformed is there; not a leftover of this worker' };
+  }
+  if (marker.storeId !== storeId) {
+    return { action: 'refuse', recoverable: false, reason: `a folder of another memory store (${marker.storeId}) is there` };
+  }
+  switch (journal.kind) {
+    case 'none':
+      return {
+        action: 'refuse',
+        recoverable: false,
+        reason: 'a folder with this store\'s marker is there, but the state folder has no journal entry for it (another state folder, or copied by hand); not a recoverable leftover',
+      };
+    case 'unreadable':
+      return { action: 'refuse', recoverable: false, reason: `a folder with this store's marker is there, but its journal entry is unreadable (${journal.error})` };
+    case 'entry':
+      if (journal.storeId !== storeId) {
+        return { action: 'refuse', recoverable: false, reason: `a folder with this store's marker is there, but its journal entry names store ${journal.storeId}` };
+      }
+      if (journal.owner.alive) {
+        return {
+          action: 'refuse',
+          recoverable: true,
+          reason: `a recoverable leftover of this store is there, but its owner still runs (${journal.owner.reason}): another worker on this host is using it`,
+        };
+      }
+      return { action: 'adopt', reason: `leftover of a worker that is gone (${journal.owner.reason})` };
+    default:
+      return journal satisfies never;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Pins what a mount does with what it finds at its path: nothing → create; a real folder with our
+ * marker for the same store and a journal entry of the same store whose owner is dead → adopt;
+ * everything else → refuse, saying whether it is a recoverable leftover (only one whose owner still
+ * runs is).
+ */
+import { describe, expect, it } from 'vitest';
+import { adoptVerdict, type FoundAtPath, type JournalFact } from '../../src/memory/adopt.js';
+
+const STORE = 'memstore_a';
+const ours: FoundAtPath = { kind: 'folder', marker: { storeId: STORE } };
+const dead: JournalFact = { kind: 'entry', storeId: STORE, owner: { alive: false, reason: 'process 9 is gone' } };
+const alive: JournalFact = { kind: 'entry', storeId: STORE, owner: { alive: true, reason: 'process 9 still runs' } };
+const none: JournalFact = { kind: 'none' };
+
+const rows: Array<{ description: string; found: FoundAtPath; journal: JournalFact; action: string; recoverable?: boolean; says?: RegExp }> = [
+  { description: 'nothing at the path: create', found: { kind: 'nothing' }, journal: none, action: 'create' },
+  { description: 'our folder, same store, dead owner: adopt', found: ours, journal: dead, action: 'adopt', says: /gone/ },
+  { description: 'our folder, same store, owner alive: refuse as a recoverable leftover in use', found: ours, journal: alive, action: 'refuse', recoverable: true, says: /still runs/ },
+  { description: 'our folder without a journal entry: refuse, not recoverable', found: ours, journal: none, action: 'refuse', recoverable: false, says: /no journal entry/ },
+  {
+    description: 'our folder with an unreadable journal entry: refuse, not recoverable',
+    found: ours,
+    journal: { kind: 'unreadable', error: 'bad json' },
+    action: 'refuse',
+    recoverable: false,
+    says: /unreadable \(bad json\)/,
+  },
+  {
+    description: 'journal entry of another store: refuse',
+    found: ours,
+    journal: { kind: 'entry', storeId: 'memstore_b', owner: { alive: false, reason: 'gone' } },
+    action: 'refuse',
+    recoverable: false,
+    says: /memstore_b/,
+  },
+  {
+    description: 'a folder of another store (marker names it): refuse, even with a dead journal',
+    found: { kind: 'folder', marker: { storeId: 'memstore_b' } },
+    journal: dead,
+    action: 'refuse',
+    recoverable: false,
+    says: /another memory store \(memstore_b\)/,
+  },
+  { description: 'a folder without a marker: refuse', found: { kind: 'folder', marker: 'missing' }, journal: dead, action: 'refuse', recoverable: false, says: /without the .anthropic-memory-store marker/ },
+  { description: 'a folder with a malformed marker: refuse', found: { kind: 'folder', marker: 'invalid' }, journal: dead, action: 'refuse', recoverable: false, says: /malformed/ },
+  { description: 'a symlink: refuse', found: { kind: 'symlink' }, journal: dead, action: 'refuse', recoverable: false, says: /symlink/ },
+  { description: 'a file: refuse', found: { kind: 'file' }, journal: dead, action: 'refuse', recoverable: false, says: /a file/ },
+];
+
+describe('adoptVerdict', () => {
+  it.each(rows)('$description', ({ found, journal, action, recoverable, says }) => {
+    const v = adoptVerdict(STORE, found, journal);
+    expect(v.action).toBe(action);
+    if (v.action === 'refuse') expect(v.recoverable).toBe(recoverable);
+    if (says !== undefined && v.action !== 'create') expect(v.reason).toMatch(says);
+  });
+});
