@@ -23,7 +23,7 @@ import type { ResolvedWorkerOptions } from './options.js';
 import { mountPathsOf, type PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
 import { scopedClient } from './scoped-client.js';
-import { ToolGuard } from './tool-guard.js';
+import { type ToolCallRecord, ToolGuard } from './tool-guard.js';
 import { MemorySpans } from './memory-spans.js';
 import { endWorkSpan, startWorkSpan, withSpan, workTracers } from './tracing.js';
 
@@ -40,6 +40,8 @@ export interface ItemRunnerDeps {
   metrics: WorkerMetrics;
   pathLocks: PathLocks;
   memory: MemoryPort;
+  /** Tool outcomes of earlier runs of a session in this worker (a redelivered item answers from it). */
+  toolRecord?: ToolCallRecord;
   clock?: Clock;
 }
 
@@ -255,7 +257,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
 
         const tools: BetaRunnableTool[] =
           typeof opts.tools === 'function' ? opts.tools(ctx) : (opts.tools ?? betaAgentToolset20260401(ctx));
-        const guard = new ToolGuard({ hooks: syncLoop, logger: log });
+        const guard = new ToolGuard({ hooks: syncLoop, logger: log, ...(deps.toolRecord ? { outcomes: deps.toolRecord.forSession(sessionId) } : {}) });
         runner = new SessionToolRunner(sessionId, {
           client,
           tools: guard.wrapAll(tools),
