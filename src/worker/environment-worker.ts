@@ -66,6 +66,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #metrics = new WorkerMetrics();
   readonly #pathLocks = new PathLocks();
   readonly #toolRecord = new ToolCallRecord();
+  readonly #sessionFolders = new Map<string, number>();
   readonly #memory: MemoryPort;
   readonly #closeCtrl = new AbortController();
   readonly #active = new Set<Promise<ItemOutcome>>();
@@ -244,6 +245,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       pathLocks: this.#pathLocks,
       memory: this.#memory,
       toolRecord: this.#toolRecord,
+      sessionFolders: this.#sessionFolders,
     };
     const p: Promise<ItemOutcome> = runItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
       .catch((e: unknown) => {
