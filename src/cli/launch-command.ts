@@ -21,7 +21,8 @@ a usable secret. Of this process's environment, <command> gets only ${SANDBOX_BA
 and the variables named with --pass-env. Inside the sandbox, run "managed-agents-worker handle": it
 owns the item (heartbeats, session, memory, stop).
 
-Contract: the launcher never stops an item; the item is finished when the sandbox exits. <command>
+Contract: the launcher never stops a session's item (one that is not a session, such as a
+healthcheck, is stopped at once); the item is finished when the sandbox exits. <command>
 should return when the sandbox has exited (docker run without -d; kubectl create job + kubectl
 wait), so --concurrency bounds running sandboxes. A command that returns at once is safe (its
 session keeps running in its sandbox), but then it no longer counts against --concurrency.

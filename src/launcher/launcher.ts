@@ -1,11 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import type Anthropic from '@anthropic-ai/sdk';
 import { coerceError } from '../errors.js';
 import { linkAbort } from '../internal/abort.js';
 import { monotonicClock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
 import { defaultWorkerId, Poller, type ClaimedWork } from '../worker/poller.js';
 import { scopedClient } from '../worker/scoped-client.js';
+import { stopUnservedWork } from '../worker/stop-work.js';
 import { resolveLauncherOptions, type LauncherOptions, type ResolvedLauncherOptions } from './options.js';
 import { sandboxEnv } from './sandbox-env.js';
 
@@ -35,14 +37,17 @@ export interface LauncherEventMap {
  * yields no sessions token, and never on a command line.
  *
  * Contract: the sandbox owns the item. Its `handle` process heartbeats the lease, runs the session,
- * syncs memory and stops the item; the launcher never heartbeats or stops an item itself, so a
- * launch command that returns early cannot get its session stopped. An item counts as finished
+ * syncs memory and stops the item; the launcher never heartbeats or stops a session's item itself,
+ * so a launch command that returns early cannot get its session stopped. An item that is not a
+ * session (a healthcheck) gets no sandbox and is stopped at once. An item counts as finished
  * (its concurrency slot is freed) when the launch command exits, so make the command wait for
  * the sandbox (`docker run` without `-d`; `kubectl create job …` followed by `kubectl wait`).
  */
 export class Launcher extends EventEmitter<LauncherEventMap> {
   readonly workerId: string;
   readonly #o: ResolvedLauncherOptions;
+  /** Polls, acks and the stop of items nobody serves go through this copy keyed with the environment key. */
+  readonly #envClient: Anthropic;
   readonly #log: Logger;
   /**
    * Running sandbox commands, keyed per launch: the API may hand the same item out again (its lease
@@ -51,6 +56,8 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
    */
   readonly #children = new Map<number, { child: ChildProcess; exited: Promise<void> }>();
   #launches = 0;
+  /** Stops of items nobody serves still in flight; run() waits for them before it resolves. */
+  readonly #stops = new Set<Promise<boolean>>();
   readonly #closeCtrl = new AbortController();
   #slotFreed: (() => void) | undefined;
   #closing: Promise<void> | undefined;
@@ -60,6 +67,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
   constructor(options: LauncherOptions) {
     super();
     this.#o = resolveLauncherOptions(options);
+    this.#envClient = scopedClient(this.#o.client, this.#o.environmentKey);
     this.workerId = this.#o.workerId ?? defaultWorkerId();
     this.#log = resolveLogger(this.#o.logger).child({ component: 'launcher', worker_id: this.workerId });
   }
@@ -104,7 +112,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
   async #loop(signal: AbortSignal | undefined): Promise<void> {
     const unlink = linkAbort(signal, this.#closeCtrl);
     const poller = new Poller({
-      client: scopedClient(this.#o.client, this.#o.environmentKey),
+      client: this.#envClient,
       environmentId: this.#o.environmentId,
       workerId: this.workerId,
       logger: this.#log,
@@ -115,6 +123,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
     } finally {
       unlink();
       await Promise.all([...this.#children.values()].map((c) => c.exited));
+      await Promise.all([...this.#stops]);
     }
   }
 
@@ -135,7 +144,9 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
     const sessionId = work.data.type === 'session' ? work.data.id : undefined;
     const log = this.#log.child({ work_id: work.id, session_id: sessionId });
     if (sessionId === undefined) {
-      log.info({ type: work.data.type }, 'acknowledged a non-session work item; no sandbox needed');
+      log.info({ type: work.data.type }, 'acknowledged a work item that is not a session; stopping it, no sandbox needed');
+      const stop = stopUnservedWork(this.#envClient, { workId: work.id, environmentId: work.environmentId }, log).finally(() => this.#stops.delete(stop));
+      this.#stops.add(stop);
       return;
     }
     const { env, environmentKeyPassed } = sandboxEnv({

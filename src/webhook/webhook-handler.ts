@@ -7,6 +7,7 @@ import { sleepUnlessAborted } from '../internal/abort.js';
 import { resolveLogger } from '../internal/logger.js';
 import { decodeWorkSecret } from '../worker/credentials.js';
 import { scopedClient } from '../worker/scoped-client.js';
+import { stopUnservedWork } from '../worker/stop-work.js';
 import { DeliveryIds } from './delivery-ids.js';
 import { claimOne, type ClaimedItem } from './drain-queue.js';
 import { resolveWebhookHandlerOptions, type WebhookHandlerOptions } from './options.js';
@@ -66,7 +67,8 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
   function startItem(item: ClaimedItem): void {
     const ilog = log.child({ work_id: item.workId, session_id: item.sessionId });
     if (item.sessionId === undefined) {
-      ilog.info({ type: item.dataType }, 'acknowledged a non-session work item; nothing to run');
+      ilog.info({ type: item.dataType }, 'acknowledged a work item that is not a session; stopping it, nothing to run');
+      track(stopUnservedWork(envClient, item, ilog).then(() => undefined));
       return;
     }
     const run = o.worker
@@ -82,12 +84,17 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
       .then(
         (outcome) => ilog.info({ status: outcome.status, duration_ms: outcome.durationMs }, 'work item finished'),
         (err: unknown) => ilog.error({ err: coerceError(err), status: 'failed' }, 'work item failed'),
-      )
-      .finally(() => {
-        items.delete(run);
-        slotFreed?.();
-      });
-    items.add(run);
+      );
+    track(run);
+  }
+
+  /** Count `p` among the running items until it settles (idle() and close() wait for it). */
+  function track(p: Promise<void>): void {
+    const tracked: Promise<void> = p.finally(() => {
+      items.delete(tracked);
+      slotFreed?.();
+    });
+    items.add(tracked);
   }
 
   async function waitForSlot(): Promise<void> {

@@ -1,11 +1,13 @@
 // Pins least privilege for launched sandboxes, end to end: a real Launcher starts
 // `managed-agents-worker handle` (the CLI from source, in a child process) for an item that carries
 // a secret, against the emulator, while the launcher's own environment holds the environment key
-// and an operator secret. The agent's bash reads its parent's (handle's) /proc environ and cmdline
-// and its own environment: the environment key and the operator secret appear in none of the tool
-// results, none of the session's events and none of the sandbox's log lines, yet the session is
-// served, heartbeated, its memory store mounted and synced, and stopped with the sessions token alone. An item without a secret gets the
-// key in its sandbox's environment (never its command line), and the launcher says so.
+// and an operator secret. The agent's bash reads its parent's (handle's) /proc environ and cmdline,
+// its own environment and the environ of the sandbox command's shell (what the launcher handed
+// over): the environment key and the operator secret appear in none of the tool results, none of
+// the session's events and none of the sandbox's log lines, yet the session is served, heartbeated,
+// its memory store mounted and synced, and its item stopped with the sessions token alone. An item
+// without a secret gets the key in its sandbox's environment (never its command line), and the
+// launcher says so.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,7 +33,7 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  it('never lets the agent read the environment key from /proc/$PPID/environ, /proc/$PPID/cmdline or env', async () => {
+  it('never lets the agent read the environment key from /proc/$PPID/environ, /proc/$PPID/cmdline, env or the sandbox command\'s environ', async () => {
     const logFile = path.join(dir, 'sandbox.log');
     const workdir = path.join(dir, 'work');
     await fs.mkdir(workdir);
@@ -40,8 +42,10 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
       client: emu.client(),
       environmentId: emu.environmentId,
       environmentKey: emu.environmentKey,
-      // `handle` as an operator's sandbox command runs it; its logs (debug and up) go to a file.
-      command: `exec '${process.execPath}' --import tsx '${CLI_MAIN}' handle --workdir '${workdir}' --max-idle 2000 --log-level debug >> '${logFile}' 2>&1`,
+      // `handle` as an operator's sandbox command runs it; its logs (debug and up) go to a file. The
+      // shell stays as handle's parent (it has more to do after it), holding the environment exactly
+      // as the launcher passed it, whatever handle does with its own.
+      command: `'${process.execPath}' --import tsx '${CLI_MAIN}' handle --workdir '${workdir}' --max-idle 2000 --log-level debug >> '${logFile}' 2>&1; exit $?`,
       // The launcher's environment as an operator sets it: the key, the id and an unrelated secret.
       env: childEnv({
         ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
@@ -65,6 +69,7 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
           { tool: 'bash', input: { command: "tr '\\0' '\\n' < /proc/$PPID/environ" } },
           { tool: 'bash', input: { command: "tr '\\0' ' ' < /proc/$PPID/cmdline" } },
           { tool: 'bash', input: { command: 'env' } },
+          { tool: 'bash', input: { command: "tr '\\0' '\\n' < /proc/$(awk '{print $4}' /proc/$PPID/stat)/environ" } },
           { tool: 'bash', input: { command: `echo from-the-sandbox > '${storeDir}/b.md'` } },
         ],
       });
@@ -74,33 +79,38 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
         else launcher.once('exited', () => resolve());
       });
       expect(exits[0]?.code).toBe(0);
-      expect(launched).toEqual([false]);
 
-      const [environ, cmdline, ownEnv, write] = done.toolResults.map((r) => r.text);
+      const [environ, cmdline, ownEnv, sandboxEnviron, write] = done.toolResults.map((r) => r.text);
       expect(write?.trim()).toBe('(no output)');
       expect(emu.memories(store.id)).toEqual({ '/a.md': 'A', '/b.md': 'from-the-sandbox\n' });
       // The reads reached the right process: handle's environment and command line, as the agent sees them.
       expect(environ).toContain(`ANTHROPIC_WORK_ID=${workId}`);
       expect(environ).toContain(`ANTHROPIC_SESSION_ID=${sessionId}`);
       expect(cmdline).toContain(' handle ');
+      // And the sandbox command's shell, which holds what the launcher handed over.
+      expect(sandboxEnviron).toContain(`ANTHROPIC_WORK_SECRET=${emu.workSecret(workId)}`);
       expect(ownEnv).toContain('PATH=');
 
       const events = JSON.stringify(emu.events(sessionId));
       const logs = await fs.readFile(logFile, 'utf8');
       expect(logs.length).toBeGreaterThan(0);
-      for (const [where, text] of [
+      const places = [
         ['/proc/$PPID/environ', environ],
         ['/proc/$PPID/cmdline', cmdline],
         ['env', ownEnv],
+        ["the sandbox command's /proc/<pid>/environ", sandboxEnviron],
         ['session events', events],
         ['sandbox logs', logs],
-      ] as const) {
-        expect(text, where).toBeDefined();
-        expect(text!.includes(emu.environmentKey), `environment key found in ${where}`).toBe(false);
-        expect(text!.includes(OPERATOR_SECRET), `operator secret found in ${where}`).toBe(false);
+      ] as const;
+      for (const [what, secret] of [['environment key', emu.environmentKey], ['operator secret', OPERATOR_SECRET]] as const) {
+        for (const [where, text] of places) {
+          expect(text, where).toBeDefined();
+          expect(text!.includes(secret), `${what} found in ${where}`).toBe(false);
+        }
       }
       // No variable outside the allow-list reached the sandbox.
       expect(environ).not.toContain('OPERATOR_DB_PASSWORD=');
+      expect(launched).toEqual([false]);
 
       // Served with the sessions token alone: every item call the sandbox made used it.
       expect(done.workStopped).toBe(true);

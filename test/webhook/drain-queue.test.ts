@@ -40,11 +40,11 @@ describe('claimOne', () => {
     const { workId } = await emu.createSession({ script: [] });
     emu.faults.add({ route: /\/work\/poll$/, hang: true, times: 1 });
     const hung = claimOne(envClient(), emu.environmentId, { workerId: 'w', pollCutOffMs: 300 });
-    const err = await within(5_000, 'the hung poll', hung.then(() => undefined, (e: unknown) => e as Error));
+    const err = await within(20_000, 'the hung poll', hung.then(() => undefined, (e: unknown) => e as Error));
     expect(err).toBeInstanceOf(Error);
     expect(err!.message).toContain(emu.environmentId);
     expect(err!.message).toContain('300 ms');
-    const item = await within(5_000, 'the next claim', claimOne(envClient(), emu.environmentId, { workerId: 'w' }));
+    const item = await within(20_000, 'the next claim', claimOne(envClient(), emu.environmentId, { workerId: 'w' }));
     expect(item?.workId).toBe(workId);
   });
 
@@ -60,7 +60,7 @@ describe('claimOne', () => {
       },
     });
     const claiming = claimOne(client, emu.environmentId, { workerId: 'w', signal: ctrl.signal });
-    const item = await within(5_000, 'the claim', claiming);
+    const item = await within(20_000, 'the claim', claiming);
     expect(ctrl.signal.aborted).toBe(true);
     expect(item).toMatchObject({ workId, sessionId });
     expect(emu.workItem(workId).acknowledged).toBe(true);
