@@ -123,10 +123,16 @@ interface StoreEntry {
  *   counted in `errors` and retried next sync; `syncNow` rejects only when its own signal aborts;
  * - a store whose marker is missing or altered is skipped with a warning (M9); a folder wiped
  *   whole (marker gone, folder empty or removed) is downloaded again;
+ * - a local delete is sent once a later sync confirms the file is still gone and it has been gone
+ *   `deleteAfterMs`; the final sync waives both and is never capped; an entry the scan skipped
+ *   (FIFO, symlink, unreadable) is never taken for a deletion;
  * - `finish` runs the final sync (clean end) and a push-only flush, the whole bounded by
- *   `finalFlushMs`; when the bound expires the requests in flight are aborted, `flushCutOff` is
- *   emitted and the unsaved paths are logged; then the folders are unmounted and nothing touches
- *   them again;
+ *   `finalFlushMs`; when the bound expires the requests in flight are aborted and `flushCutOff`
+ *   is emitted; every file that still differs from the store is copied to the state folder
+ *   (a folder holding one that cannot be copied is kept), deletions a clean end could not send
+ *   are handed to the next session of the store, then the folders are unmounted and nothing
+ *   touches them again;
+ * - each sync commits its state to the mount, which rewrites the journal entry when it changed;
  * - every interval and bound reads the injected monotonic clock; a wall-clock jump changes nothing.
  */
 export class SyncLoop extends EventEmitter<MemoryEventMap> {

@@ -1,8 +1,7 @@
 /**
  * Pins that the memory options are validated in one place: the worker options, the SyncLoop and
- * the CLI flags (through the worker) refuse the same values with the same line. `finalFlushMs: 0`
- * used to pass the worker options and then fail every session with memory in the SyncLoop; it is
- * now refused up front everywhere.
+ * the CLI flags refuse the same values with the same bounds. `finalFlushMs: 0` (which would cut
+ * off every final sync) is refused up front everywhere, before any session runs.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';

@@ -416,8 +416,8 @@ describe('action helpers for the executor', () => {
 });
 
 describe('how long a file must be gone before its memory is deleted', () => {
-  // Observed: a delete went out one sync (5 s) after the file was first seen gone, so a file an
-  // editor or a checkout replaced for a few seconds could be deleted from the store.
+  // A delete must not go out one sync (5 s) after the file was first seen gone: a file an
+  // editor or a checkout replaces for a few seconds would be deleted from the store.
   const AFTER = 30_000;
   const rows: Array<{
     description: string;
