@@ -12,16 +12,26 @@ export type FoundAtPath =
   | { kind: 'nothing' }
   | { kind: 'symlink' }
   | { kind: 'file' }
-  | { kind: 'folder'; marker: { storeId: string } | 'missing' | 'invalid' };
+  | {
+      kind: 'folder';
+      marker: { storeId: string } | 'missing' | 'invalid';
+      /** Nothing in it but possibly the marker and our temp files. */
+      empty?: boolean;
+    };
 
 export type JournalFact =
   | { kind: 'none' }
   | { kind: 'unreadable'; error: string }
-  | { kind: 'entry'; storeId: string; owner: OwnerVerdict };
+  | { kind: 'entry'; storeId: string; owner: OwnerVerdict; unmounting?: boolean };
 
 export type AdoptVerdict =
   | { action: 'create' }
   | { action: 'adopt'; reason: string }
+  /**
+   * Remove what is there, then create: an empty folder a dead worker of this store created before
+   * its marker, or one it was removing at its session's end (everything in it already saved).
+   */
+  | { action: 'clear'; reason: string }
   | { action: 'refuse'; recoverable: boolean; reason: string };
 
 export function adoptVerdict(storeId: string, found: FoundAtPath, journal: JournalFact): AdoptVerdict {
@@ -36,6 +46,18 @@ export function adoptVerdict(storeId: string, found: FoundAtPath, journal: Journ
       break;
   }
   const marker = found.marker;
+  if (journal.kind === 'entry' && journal.storeId === storeId && !journal.owner.alive && journal.unmounting === true) {
+    return { action: 'clear', reason: `a folder a worker that is gone was removing at its session's end, everything in it saved (${journal.owner.reason})` };
+  }
+  if (
+    marker === 'missing' &&
+    found.empty === true &&
+    journal.kind === 'entry' &&
+    journal.storeId === storeId &&
+    !journal.owner.alive
+  ) {
+    return { action: 'clear', reason: `an empty folder a worker that is gone created for this store (${journal.owner.reason})` };
+  }
   if (marker === 'missing') {
     return { action: 'refuse', recoverable: false, reason: 'a folder without the .anthropic-memory-store marker is there; not a leftover of this worker' };
   }

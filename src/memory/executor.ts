@@ -140,6 +140,15 @@ async function runAction(ctx: ExecuteContext, state: StoreSyncState, action: Syn
     case 'delete-local':
       return deleteLocal(ctx, action, report);
     case 'delete-remote': {
+      // Re-check right before the request: a file that came back since the scan is not deleted
+      // (a folder at that path is not the memory's file: it stays gone).
+      const now = await ctx.dir.lstat(action.path).catch((e: unknown) =>
+        e instanceof LocalDirError && e.failure === 'not-directory' ? undefined : ('unknown' as const),
+      );
+      if (now !== undefined && (now === 'unknown' || !now.isDirectory())) {
+        ctx.log.info({ path: action.path }, 'the file is there again (or cannot be checked); its memory is not deleted');
+        return { ok: false, failure: 'precondition', reason: 'the file is there again' };
+      }
       const r = await ctx.remote.delete(action.id, action.expectedSha, ctx.signal);
       if (r.ok) {
         report.deletes++;

@@ -29,6 +29,11 @@ export interface JournalEntry {
    */
   state: StoreSyncState;
   writtenAt: string;
+  /**
+   * Set right before the folder is removed at the end of a session, once everything in it reached
+   * the store or was copied out: a crash during the removal leaves a folder that is only removed.
+   */
+  unmounting?: boolean;
 }
 
 const JOURNAL_FOLDER = 'journal';

@@ -53,9 +53,11 @@ export class MountedStore {
   readonly log: Logger;
   /** Paths already warned about as skipped, so each is warned once. */
   readonly warnedSkips = new Set<string>();
-  readonly #journal: JournalBinding | undefined;
+  #journal: JournalBinding | undefined;
   #state: StoreSyncState;
   #journaled: string | undefined;
+  /** Set once the folder is removed: the journal entry is never written again. */
+  #closed = false;
 
   constructor(init: MountedStoreInit) {
     this.storeId = init.storeId;
@@ -87,9 +89,10 @@ export class MountedStore {
   }
 
   /** Write the journal entry if the state changed since the last write. Throws on failure. */
-  async writeJournal(): Promise<void> {
+  async writeJournal(opts: { unmounting?: boolean } = {}): Promise<void> {
     const j = this.#journal;
-    if (j === undefined) return;
+    if (j === undefined || this.#closed) return;
+    if (opts.unmounting) this.#journaled = undefined;
     // The generation alone moves on every sync: not a change worth a write (a pending delete read
     // back from an older generation only waits one sync longer).
     const text = serializeSyncState({ ...this.#state, generation: 0 });
@@ -105,6 +108,7 @@ export class MountedStore {
       owner: j.owner,
       state: toJournalState(this.#state, j.clock.now()),
       writtenAt: new Date().toISOString(),
+      ...(opts.unmounting ? { unmounting: true } : {}),
     });
     this.#journaled = text;
   }
@@ -115,7 +119,26 @@ export class MountedStore {
   }
 
   async removeJournal(): Promise<void> {
+    this.#closed = true;
     await this.#journal?.journal.remove(this.root);
+  }
+
+  /**
+   * Give the folder up while it stays on disk (a failed adoption, a folder kept at the end): the
+   * entry is rewritten with no live owner, so the next mount of the store, in this process or
+   * another, may adopt it. Never throws.
+   */
+  async release(): Promise<void> {
+    const j = this.#journal;
+    if (j === undefined || this.#closed) return;
+    this.#journal = { ...j, owner: { pid: 0 } };
+    this.#journaled = undefined;
+    try {
+      await this.writeJournal();
+    } catch (err) {
+      this.log.warn({ err: coerceError(err) }, 'could not release the journal entry; the folder is adopted once this process is gone');
+    }
+    this.#closed = true;
   }
 
   /** Remove the folder unless its marker is missing or altered while it still holds files. */
@@ -136,6 +159,8 @@ export class MountedStore {
         log.warn({ root }, `${reason}. Inspect ${root} and remove it by hand`);
         return { removed: false, reason };
       }
+      // From here a crash leaves a half-removed folder: the entry says it is only to be removed.
+      await this.writeJournal({ unmounting: true }).catch(() => {});
       await dir.removeRoot();
       return { removed: true };
     } catch (err) {
@@ -194,6 +219,8 @@ export class MountedSession {
         const outcome = keepReason !== undefined ? { removed: false, reason: keepReason } : await store.removeFolder();
         if (outcome.removed) {
           await store.removeJournal().catch((err: unknown) => store.log.warn({ err: coerceError(err) }, 'could not remove the journal entry'));
+        } else {
+          await store.release();
         }
         (outcome.removed ? removed : kept).push(store.root);
         this.#emit({ storeId: store.storeId, root: store.root, ...outcome });

@@ -1,8 +1,4 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
-import { constants as fsc } from 'node:fs';
-import * as fsp from 'node:fs/promises';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import pLimit from 'p-limit';
@@ -13,8 +9,9 @@ import { resolveLogger, type Logger } from '../internal/logger.js';
 import { backdatedMtimeMs } from './executor.js';
 import { LocalDir, LocalDirError } from './local-dir.js';
 import { sha256Hex } from './local-scan.js';
-import { isValidMarker, markerContent } from './marker.js';
-import { adoptVerdict, type FoundAtPath, type JournalFact } from './adopt.js';
+import { markerContent } from './marker.js';
+import { adoptVerdict, type JournalFact } from './adopt.js';
+import { checkParent, createRoot, inspectPath, probeCaseInsensitive, validateSpecs, type StoreSpec } from './mount-checks.js';
 import { fromJournalState, Journal, type JournalEntry } from './journal.js';
 import { MountedSession, MountedStore, type JournalBinding } from './mounted.js';
 import { checkOwner, currentOwner, type OwnerIdentity } from './owner.js';
@@ -27,7 +24,6 @@ import { storeRoot } from './store-root.js';
 import { SyncLoop } from './sync-loop.js';
 import { createSyncState } from './sync-state.js';
 import type { BaselineEntry, MemoryAccess, MemoryDeleteMode, MemoryEventMap } from './types.js';
-import { parseMarker } from './marker.js';
 
 export { MountedSession, MountedStore } from './mounted.js';
 export { slug } from './store-root.js';
@@ -35,8 +31,7 @@ export { slug } from './store-root.js';
 /** Default interval of the progress line of a mount still downloading. */
 export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
 
-/** Most memory stores one session may attach (M1). */
-export const MAX_STORES_PER_SESSION = 8;
+export { MAX_STORES_PER_SESSION } from './mount-checks.js';
 
 export interface MemoryMounterOptions {
   /** Client whose credential may read the session's stores (the work item's sessions token). */
@@ -86,14 +81,6 @@ export type StoreWrapper = <T>(storeId: string, run: () => Promise<T>) => Promis
 
 type MemoryStoreResource = Extract<BetaManagedAgentsSession['resources'][number], { type: 'memory_store' }>;
 
-interface StoreSpec {
-  storeId: string;
-  name: string;
-  access: MemoryAccess;
-  root: string;
-  /** The journal entry of a leftover this mount takes over, when there is one. */
-  adopt?: JournalEntry;
-}
 
 /**
  * Materialises a session's memory stores as folders (M2, M5, X5).
@@ -192,6 +179,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       const failure = firstRealFailure(settled, ctrl.signal);
       if (failure !== undefined) {
         await removeAll(created, this.#journal, log);
+        // Leftovers adopted by the stores that did mount are handed back, never removed.
+        for (const r of settled) if (r.status === 'fulfilled' && !created.includes(r.value.root)) await r.value.release();
         throw failure;
       }
       const stores: MountedStore[] = [];
@@ -245,18 +234,24 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     if (found.kind === 'nothing') return;
     let journal: JournalFact = { kind: 'none' };
     let entry: JournalEntry | undefined;
-    if (found.kind === 'folder' && typeof found.marker === 'object') {
+    if (found.kind === 'folder') {
       const read = await this.#journal.read(spec.root);
       if (read === undefined) journal = { kind: 'none' };
       else if ('error' in read) journal = { kind: 'unreadable', error: read.error };
       else {
         entry = read;
-        journal = { kind: 'entry', storeId: read.storeId, owner: await checkOwner(read.owner) };
+        journal = { kind: 'entry', storeId: read.storeId, owner: await checkOwner(read.owner), unmounting: read.unmounting === true };
       }
     }
     const verdict = adoptVerdict(spec.storeId, found, journal);
     if (verdict.action === 'adopt' && entry !== undefined) {
       spec.adopt = entry;
+      return;
+    }
+    if (verdict.action === 'clear') {
+      this.#log.info({ root: spec.root, memory_store_id: spec.storeId, reason: verdict.reason }, 'removing a leftover folder with nothing to save before mounting');
+      await new LocalDir(spec.root).removeRoot();
+      await this.#journal.remove(spec.root);
       return;
     }
     const reason = verdict.action === 'refuse' ? verdict.reason : 'something is there';
@@ -313,7 +308,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     });
     const forward = <K extends keyof MemoryEventMap>(name: K) => (...args: MemoryEventMap[K]) => safeEmit(this, log, name, ...args);
     for (const name of ['uploaded', 'downloaded', 'conflict', 'deleted', 'refused'] as const) loop.on(name, forward(name) as never);
-    const report = await loop.syncNow({ signal });
+    let report;
+    try {
+      report = await loop.syncNow({ signal });
+    } catch (e) {
+      // Not adopted after all: hand the leftover back, so the next mount may try again.
+      await store.release();
+      throw e;
+    }
     const memories = Object.keys(store.state.baseline).length;
     const durationMs = this.#clock.now() - started;
     log.info({ root: spec.root, memories, ...report, durationMs }, 'leftover folder adopted and reconciled; memory store mounted');
@@ -477,122 +479,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
 
 }
 
-function validateSpecs(sessionId: string, specs: StoreSpec[]): void {
-  if (specs.length > MAX_STORES_PER_SESSION) {
-    const ids = specs.map((s) => s.storeId).join(', ');
-    const beyond = specs.slice(MAX_STORES_PER_SESSION).map((s) => `${s.storeId} at ${s.root}`).join(', ');
-    throw new MemoryMountError(
-      `session ${sessionId} attaches ${specs.length} memory stores (${ids}); at most ${MAX_STORES_PER_SESSION} can be mounted ` +
-        `per session (beyond the limit: ${beyond}). Detach ${specs.length - MAX_STORES_PER_SESSION} of them from the session.`,
-      { storeId: specs[MAX_STORES_PER_SESSION]?.storeId, path: specs[MAX_STORES_PER_SESSION]?.root },
-    );
-  }
-  for (let i = 0; i < specs.length; i++) {
-    for (let j = 0; j < i; j++) {
-      const a = specs[j]!;
-      const b = specs[i]!;
-      const nested = b.root.startsWith(`${a.root}/`) ? [b, a] : a.root.startsWith(`${b.root}/`) ? [a, b] : undefined;
-      if (a.root === b.root) {
-        throw new MemoryMountError(
-          `memory stores ${a.storeId} (${a.name}) and ${b.storeId} (${b.name}) are both attached at ${b.root}; one folder holds ` +
-            'one store. Attach one of them under another name so it gets its own mount_path.',
-          { storeId: b.storeId, path: b.root },
-        );
-      }
-      if (nested) {
-        const [inner, outer] = nested as [StoreSpec, StoreSpec];
-        throw new MemoryMountError(
-          `memory store ${inner.storeId} (${inner.name}) would be mounted at ${inner.root}, inside the folder of store ` +
-            `${outer.storeId} (${outer.name}) at ${outer.root}; its files would be synced into the other store. ` +
-            'Attach the stores at sibling mount paths.',
-          { storeId: inner.storeId, path: inner.root },
-        );
-      }
-    }
-  }
-}
 
-/** The parent folder must exist, be a folder and be writable: the worker never creates it. */
-async function checkParent(spec: StoreSpec): Promise<void> {
-  const parent = path.dirname(spec.root);
-  const who = `memory store ${spec.storeId} (${spec.name})`;
-  const user = currentUser();
-  const parentStat = await fsp.stat(parent).catch((e: unknown) => e as NodeJS.ErrnoException);
-  if (parentStat instanceof Error) {
-    throw new MemoryMountError(
-      `${who}: the parent folder ${parent} of ${spec.root} does not exist (${parentStat.code ?? parentStat.message}); the worker creates ` +
-        `only each store's own folder, never its parent. Prepare the host: mkdir -p ${parent} && chown ${user} ${parent}`,
-      { storeId: spec.storeId, path: spec.root },
-    );
-  }
-  if (!parentStat.isDirectory()) {
-    throw new MemoryMountError(
-      `${who}: the parent ${parent} of ${spec.root} is not a folder. Replace it with a folder writable by ${user}: ` +
-        `mkdir -p ${parent} && chown ${user} ${parent}`,
-      { storeId: spec.storeId, path: spec.root },
-    );
-  }
-  try {
-    await fsp.access(parent, fsc.W_OK | fsc.X_OK);
-  } catch {
-    throw new MemoryMountError(
-      `${who}: the parent folder ${parent} of ${spec.root} is not writable by this process (user ${user}); the worker must ` +
-        `create ${spec.root} in it. Prepare the host: chown ${user} ${parent} (or chmod u+wx ${parent})`,
-      { storeId: spec.storeId, path: spec.root },
-    );
-  }
-}
-
-/** What is at a mount path now: nothing, a symlink, a file, or a folder and its marker. */
-async function inspectPath(root: string): Promise<FoundAtPath> {
-  const st = await fsp.lstat(root).catch(() => undefined);
-  if (st === undefined) return { kind: 'nothing' };
-  if (st.isSymbolicLink()) return { kind: 'symlink' };
-  if (!st.isDirectory()) return { kind: 'file' };
-  const bytes = await new LocalDir(root).readMarker().catch(() => undefined);
-  if (bytes === undefined) return { kind: 'folder', marker: 'missing' };
-  const parsed = parseMarker(bytes);
-  return { kind: 'folder', marker: parsed === undefined ? 'invalid' : { storeId: parsed.storeId } };
-}
-
-function alreadyExists(spec: StoreSpec, what: string): MemoryMountError {
-  return new MemoryMountError(
-    `memory store ${spec.storeId} (${spec.name}): ${spec.root} already exists (${what}); the worker never mounts over ` +
-      'existing data. Remove it (after saving anything you need) or attach the store at another mount_path.',
-    { storeId: spec.storeId, path: spec.root },
-  );
-}
-
-async function createRoot(spec: StoreSpec): Promise<void> {
-  try {
-    await fsp.mkdir(spec.root, { mode: 0o755 });
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') throw alreadyExists(spec, 'created meanwhile by someone else');
-    throw new MemoryMountError(
-      `memory store ${spec.storeId} (${spec.name}): could not create ${spec.root} (${code ?? coerceError(e).message}). ` +
-        `Make its parent a folder writable by ${currentUser()}: mkdir -p ${path.dirname(spec.root)} && chown ${currentUser()} ${path.dirname(spec.root)}`,
-      { storeId: spec.storeId, path: spec.root },
-      { cause: e },
-    );
-  }
-}
-
-/** Create a lower-case probe file and look for its upper-case spelling. */
-async function probeCaseInsensitive(root: string): Promise<boolean> {
-  const name = `.maw-tmp-case-probe-${Math.random().toString(36).slice(2, 10)}`;
-  const probe = path.join(root, name);
-  const fh = await fsp.open(probe, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
-  await fh.close();
-  try {
-    await fsp.lstat(path.join(root, name.toUpperCase()));
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await fsp.unlink(probe).catch(() => {});
-  }
-}
 
 function toMountError(spec: StoreSpec, e: unknown, signal: AbortSignal): Error {
   if (e instanceof MemoryMountError) return e;
@@ -632,10 +519,3 @@ function isUnholdableName(e: unknown): boolean {
   return code === 'ENAMETOOLONG' || code === 'EILSEQ' || code === 'EINVAL';
 }
 
-function currentUser(): string {
-  try {
-    return os.userInfo().username;
-  } catch {
-    return String(process.getuid?.() ?? '<worker user>');
-  }
-}

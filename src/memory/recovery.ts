@@ -32,7 +32,7 @@ import type { MemoryDeleteMode } from './types.js';
  * Entries whose owner still runs are never touched.
  */
 
-export type LeftoverState = 'gone' | 'not-ours' | 'empty' | 'holds-files';
+export type LeftoverState = 'gone' | 'not-ours' | 'empty' | 'half-removed' | 'holds-files';
 
 export interface RecoverLine {
   root: string;
@@ -68,16 +68,21 @@ async function leftoverState(entry: JournalEntry): Promise<LeftoverState> {
   const st = await fsp.lstat(entry.root).catch(() => undefined);
   if (st === undefined) return 'gone';
   if (!st.isDirectory()) return 'not-ours';
+  // Being removed at its session's end, everything in it saved: only the removal is left to do.
+  if (entry.unmounting === true) return 'half-removed';
   const dir = new LocalDir(entry.root);
   const marker = await dir.readMarker().catch(() => undefined);
-  if (marker === undefined || !isValidMarker(marker, entry.storeId)) return 'not-ours';
-  return (await dir.isEmpty()) ? 'empty' : 'holds-files';
+  const empty = await dir.isEmpty().catch(() => false);
+  // A folder created before its marker was written (a crash right after the mkdir) is ours when empty.
+  if (marker === undefined) return empty ? 'empty' : 'not-ours';
+  if (!isValidMarker(marker, entry.storeId)) return 'not-ours';
+  return empty ? 'empty' : 'holds-files';
 }
 
 /** Remove the entry (and an empty leftover folder) when nothing is left to save. True when removed. */
 async function dropIfNothingToSave(journal: Journal, d: DeadEntry, log: Logger): Promise<boolean> {
   if (d.leftover === 'holds-files') return false;
-  if (d.leftover === 'empty') await new LocalDir(d.entry.root).removeRoot();
+  if (d.leftover === 'empty' || d.leftover === 'half-removed') await new LocalDir(d.entry.root).removeRoot();
   await journal.remove(d.entry.root);
   log.info({ root: d.entry.root, memory_store_id: d.entry.storeId, leftover: d.leftover }, 'journal entry of a worker that is gone removed; nothing was left to save');
   return true;
@@ -187,7 +192,7 @@ async function recoverOne(
     finalDeletes: 'corroborated',
     ...(opts.finalFlushMs !== undefined ? { finalFlushMs: opts.finalFlushMs } : {}),
   });
-  const report = await loop.finish({ clean: true });
+  const report = await loop.finish({ clean: true, keepIfIncomplete: true });
   const uploaded = (report.final?.uploads ?? 0) + report.flush.uploads;
   const conflicts = report.final?.conflicts ?? 0;
   const keptAsCopy = conflicts + report.unsavedCopies.length;
@@ -201,7 +206,7 @@ async function recoverOne(
     uploaded,
     keptAsCopy,
     removed,
-    text: `${entry.root}: ${parts.join(', ')}; ${removed ? 'removed' : 'kept (see the log)'}${copies}`,
+    text: `${entry.root}: ${parts.join(', ')}; ${removed ? 'removed' : 'kept: the store could not be reached for all of it; run recover again'}${copies}`,
   };
 }
 

@@ -231,7 +231,13 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     return this.#startSync(opts.signal);
   }
 
-  finish(opts: { clean: boolean; signal?: AbortSignal }): Promise<FinishReport> {
+  /**
+   * End the session: final sync (clean end), flush, copies of what differs, unmount.
+   * `keepIfIncomplete`: when the store could not be reached or the bound cut the end off, keep the
+   * folders (handed back in the journal) instead of removing them, so a later attempt uploads what
+   * is there (recovery uses it). @internal
+   */
+  finish(opts: { clean: boolean; signal?: AbortSignal; keepIfIncomplete?: boolean }): Promise<FinishReport> {
     this.#finishing ??= this.#finish(opts);
     return this.#finishing;
   }
@@ -385,7 +391,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       }
     }
     // The journal follows every sync that changed the state (a no-op write is skipped).
-    if (!this.#isDisposed() || e.state !== e.store.state) await e.store.commit(e.state);
+    await e.store.commit(e.state);
     report.durationMs = this.#clock.now() - started;
     if (changedSomething(report)) log.info({ phase, ...report }, 'memory sync changed this store');
     safeEmit(this, log, 'synced', { storeId: e.store.storeId, report: { ...report }, phase });
@@ -495,7 +501,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     return this.#disposed || this.#mounted.disposed;
   }
 
-  async #finish(opts: { clean: boolean; signal?: AbortSignal }): Promise<FinishReport> {
+  async #finish(opts: { clean: boolean; signal?: AbortSignal; keepIfIncomplete?: boolean }): Promise<FinishReport> {
     const started = this.#clock.now();
     if (this.#trailing) clearTimeout(this.#trailing);
     this.#trailing = undefined;
@@ -549,6 +555,9 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     this.#disposed = true;
     // A sync that outlived the unwind wait above can no longer write, create or remove anything.
     for (const e of this.#entries) e.store.dir.dispose();
+    if (opts.keepIfIncomplete && (cutOff || notSaved.length > 0 || (final?.errors ?? 1) > 0)) {
+      for (const e of this.#entries) if (!keep.has(e.store.root)) keep.set(e.store.root, 'the store could not be reached for all of it; kept for a later attempt');
+    }
     const { removed, kept } = await this.#mounted.unmount({ keep });
     return {
       ...(final ? { final } : {}),

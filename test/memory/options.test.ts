@@ -6,9 +6,11 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
-import { workerOptionsFromFlags } from '../../src/cli/worker-flags.js';
+import { runCli } from '../../src/cli/cli.js';
+import { commands } from '../../src/cli/commands.js';
+import { EXIT } from '../../src/cli/exit-codes.js';
 import { ConfigError } from '../../src/errors.js';
-import { checkMemoryOptions } from '../../src/memory/options.js';
+import { FINAL_FLUSH_MAX_MS, FINAL_FLUSH_MIN_MS, checkMemoryOptions } from '../../src/memory/options.js';
 import { resolveWorkerOptions } from '../../src/worker/options.js';
 
 const client = new Anthropic({ apiKey: 'sk-test', baseURL: 'http://127.0.0.1:1' });
@@ -38,10 +40,10 @@ describe('memory option validation', () => {
     expect(fromCore.find((l) => line.test(l))).toEqual(fromWorker.find((l) => line.test(l)));
   });
 
-  it('refuses --final-flush 0 from the CLI before any session runs, with the same bounds', () => {
-    const io = { env: {}, cwd: '/tmp' } as never;
-    expect(() => workerOptionsFromFlags({ 'final-flush': '0' } as never, io)).toThrow(/--final-flush: expected an integer from 1 to 600000, got "0"/);
-    expect(workerOptionsFromFlags({ 'final-flush': '1' } as never, io).finalFlushMs).toBe(1);
+  it('refuses --final-flush 0 from the CLI before any session runs (usage error, same bounds)', async () => {
+    const o = { out: '', err: '', env: {}, cwd: process.cwd(), stdout: (t: string) => void (o.out += t), stderr: (t: string) => void (o.err += t) };
+    expect(await runCli(['run', '--final-flush', '0'], o, commands())).toBe(EXIT.USAGE);
+    expect(o.err).toMatch(new RegExp(`${FINAL_FLUSH_MIN_MS}.*${FINAL_FLUSH_MAX_MS}`));
   });
 
   it('accepts the defaults and the bounds', () => {

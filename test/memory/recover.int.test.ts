@@ -150,3 +150,25 @@ describe('recover', () => {
     expect(o.err).toMatch(/ANTHROPIC_API_KEY/);
   });
 });
+
+describe('recover while the store cannot be reached', () => {
+  it('keeps the folder and its entry for a later run, which then saves the edit', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Far', memories: { '/a.md': 'a' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const mounted = await new MemoryMounter({ client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(session);
+    const root = mounted.roots[0]!;
+    await fsp.writeFile(path.join(root, 'a.md'), 'edited before the crash');
+    await killOwner(root);
+    const down = h.emu.faults.add({ route: /memories/, status: 503 });
+    const first = await recoverLeftovers({ client: h.emu.client({ maxRetries: 0 }), stateDir: h.stateDir, logger: captureLogger().logger });
+    expect(first).toHaveLength(1);
+    expect(first[0]!.removed).toBe(false);
+    expect(first[0]!.text).toMatch(/kept: the store could not be reached for all of it; run recover again/);
+    expect(await readTree(root)).toEqual({ 'a.md': 'edited before the crash' });
+    down.remove();
+    const second = await recoverLeftovers({ client: h.emu.client(), stateDir: h.stateDir, logger: captureLogger().logger });
+    expect(second.map((l) => l.removed)).toEqual([true]);
+    expect(h.emu.memories(store.id)).toEqual({ '/a.md': 'edited before the crash' });
+    expect(fs.existsSync(root)).toBe(false);
+  });
+});

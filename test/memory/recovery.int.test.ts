@@ -136,6 +136,54 @@ describe('a leftover of a worker that died', () => {
     });
   }
 
+  it('is handed back, not removed, when another store of the mount fails; the next mount in this process adopts it', async () => {
+    const s = await mountStore({ '/a.md': 'a' });
+    await new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(s.session);
+    await fsp.writeFile(path.join(s.root, 'a.md'), 'edited before the crash');
+    await killOwner(h.stateDir, s.root);
+    const broken = await h.emu.createMemoryStore({ name: 'Broken', memories: { '/x.md': 'x' } });
+    const fault = h.emu.faults.add({ route: new RegExp(`GET /v1/memory_stores/${broken.id}/memories`), status: 400 });
+    const both = await openSession(h.emu, [{ memoryStoreId: s.storeId }, { memoryStoreId: broken.id }]);
+    const err = await new MemoryMounter({ client: both.client, logger: captureLogger().logger, stateDir: h.stateDir })
+      .mount(both.session)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MemoryMountError);
+    expect(fs.existsSync(path.join(h.mountRoot, 'broken'))).toBe(false);
+    expect(fs.existsSync(s.root)).toBe(true);
+    fault.remove();
+    const next = await openSession(h.emu, [{ memoryStoreId: s.storeId }]);
+    const mounted = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    expect(h.emu.memories(s.storeId)).toEqual({ '/a.md': 'edited before the crash' });
+    await mounted.unmount();
+    expect(fs.existsSync(s.root)).toBe(false);
+  });
+
+  it('an empty folder it created before writing the marker is cleared, and the store mounts', async () => {
+    const s = await mountStore({ '/a.md': 'a' });
+    await new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(s.session);
+    // As if it died between the mkdir and the marker: an empty folder, a journal entry.
+    for (const name of await fsp.readdir(s.root)) await fsp.rm(path.join(s.root, name), { recursive: true });
+    await killOwner(h.stateDir, s.root);
+    const next = await openSession(h.emu, [{ memoryStoreId: s.storeId }]);
+    const mounted = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    expect(await readTree(s.root)).toEqual({ 'a.md': 'a' });
+    await mounted.unmount();
+  });
+
+  it('a folder half removed at its session end (killed during the unmount) is cleared, and the store mounts', async () => {
+    const s = await mountStore({ '/a.md': 'a', '/b.md': 'b' });
+    const mounted = await new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(s.session);
+    // Run the end up to the removal, then stop as a kill would: the entry says "unmounting".
+    await mounted.stores[0]!.writeJournal({ unmounting: true });
+    await fsp.rm(path.join(s.root, '.anthropic-memory-store'));
+    await killOwner(h.stateDir, s.root);
+    const next = await openSession(h.emu, [{ memoryStoreId: s.storeId }]);
+    const again = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    expect(await readTree(s.root)).toEqual({ 'a.md': 'a', 'b.md': 'b' });
+    expect(h.emu.memories(s.storeId)).toEqual({ '/a.md': 'a', '/b.md': 'b' });
+    await again.unmount();
+  });
+
   it('is refused while its owner still runs, as a recoverable leftover in use', async () => {
     const s = await mountStore({ '/a.md': 'a' });
     await new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(s.session);

@@ -289,6 +289,21 @@ describe('deletions', () => {
     expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'a' });
   });
 
+  it('never deletes a memory whose file came back after the scan (checked again right before the request)', async () => {
+    const r = await rig({ '/a.md': 'a', '/b.md': 'b' });
+    await fsp.rm(r.file('a.md'));
+    await r.loop.syncNow();
+    // The confirming sync scans (a.md gone), then lists slowly; the file comes back meanwhile.
+    const slow = h.emu.faults.add({ method: 'GET', route: /memories$|memories\?/, latencyMs: 400, times: 1 });
+    const syncing = r.loop.syncNow();
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await fsp.writeFile(r.file('a.md'), 'a');
+    const report = await syncing;
+    slow.remove();
+    expect(report.deletes).toBe(0);
+    expect(h.emu.memories(r.storeId)).toEqual({ '/a.md': 'a', '/b.md': 'b' });
+  });
+
   it('the final sync sends every delete it confirms, beyond the per-sync cap (12 of 14 deleted in the last tool call)', async () => {
     const memories: Record<string, string> = {};
     for (let i = 0; i < 14; i++) memories[`/f${String(i).padStart(2, '0')}.md`] = `memory ${i}`;

@@ -66,6 +66,14 @@ describe('status faults', () => {
     expect(emu.faults.list()).toHaveLength(0);
   });
 
+  it('let the first `skip` matching requests through, then fire (skipped ones are not hits)', async () => {
+    const handle = emu.faults.add({ route: /memories/, status: 503, skip: 2, times: 2 });
+    expect(await outcomes(6)).toBe('..xx..');
+    expect(handle.hits).toBe(2);
+    expect(() => emu.faults.add({ skip: -1 })).toThrow(RangeError);
+    expect(() => emu.faults.add({ skip: 1.5 })).toThrow(RangeError);
+  });
+
   it('match only the given method and route', async () => {
     emu.faults.add({ route: /\/memories$/, method: 'POST', status: 500 });
     await client.beta.memoryStores.memories.list(storeId);

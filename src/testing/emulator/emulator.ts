@@ -1,6 +1,7 @@
+import { setMaxListeners } from 'node:events';
 import Anthropic, { type ClientOptions } from '@anthropic-ai/sdk';
 import { Faults } from './faults.js';
-import type { MemoryObject, MemoryStoreObject } from './model/memory-store.js';
+import type { MemoryObject, MemoryStoreObject, MemoryWrite } from './model/memory-store.js';
 import type { AgentSkillReference, MemoryAccess, SessionEvent, SessionStatus, ToolResultRecord } from './model/session.js';
 import type { SkillFiles, SkillVersionObject } from './model/skill.js';
 import { encodeWorkSecret, type WorkItem, type WorkState } from './model/work-queue.js';
@@ -170,6 +171,8 @@ export class Emulator {
     this.environmentId = init.environmentId;
     this.environmentKey = init.state.environment(init.environmentId).key;
     this.apiKey = init.state.consoleKey;
+    // Every scripted agent waiting for a result listens here; dozens at once are no leak.
+    setMaxListeners(0, this.#stop.signal);
   }
 
   /** An SDK client on `baseURL` with the console credential (logging off unless overridden). */
@@ -245,6 +248,15 @@ export class Emulator {
   /** `{ '/path': content }` of every memory in the store now (the source of truth). */
   memories(storeId: string): Record<string, string> {
     return this.#state.store(storeId).snapshot();
+  }
+
+  /**
+   * Every write the store took, oldest first (API writes and Console edits alike): `{ seq, op, memoryId,
+   * path, content, sha256 }`, `content`/`sha256` null for a delete. Tells whether some bytes ever reached
+   * the store, even after a later write replaced them.
+   */
+  memoryHistory(storeId: string): MemoryWrite[] {
+    return this.#state.store(storeId).history();
   }
 
   /** The memory at `path` (full view), or `undefined`. */

@@ -12,6 +12,8 @@ export interface FaultRule {
   method?: string;
   /** Fraction of matching requests the rule fires on, 0..1 (default 1). */
   rate?: number;
+  /** Let the first `skip` matching requests through untouched (not counted in `hits`), then apply the rule. */
+  skip?: number;
   /** Fire at most this many times, then retire (default: unlimited). */
   times?: number;
   /** Delay the answer by this long (adds to the emulator's `latencyMs`). */
@@ -68,6 +70,7 @@ export interface FaultDecision {
 class Entry implements FaultHandle {
   readonly rule: Readonly<FaultRule>;
   hits = 0;
+  skipped = 0;
   active = true;
   readonly #owner: Faults;
 
@@ -95,6 +98,9 @@ export class Faults {
   add(rule: FaultRule): FaultHandle {
     if (rule.rate !== undefined && (rule.rate < 0 || rule.rate > 1)) {
       throw new RangeError(`fault rate must be between 0 and 1, got ${rule.rate}`);
+    }
+    if (rule.skip !== undefined && (!Number.isInteger(rule.skip) || rule.skip < 0)) {
+      throw new RangeError(`fault skip must be a non-negative integer, got ${rule.skip}`);
     }
     if (rule.times !== undefined && (!Number.isInteger(rule.times) || rule.times < 1)) {
       throw new RangeError(`fault times must be a positive integer, got ${rule.times}`);
@@ -138,6 +144,10 @@ export class Faults {
         if (!rule.route.test(target)) continue;
       }
       if ((rule.leaseLost || rule.stopWork) && !isHeartbeat) continue;
+      if (rule.skip !== undefined && entry.skipped < rule.skip) {
+        entry.skipped++;
+        continue;
+      }
       const rate = rule.rate ?? 1;
       if (rate < 1 && this.#random() >= rate) continue;
       entry.hits++;

@@ -27,6 +27,19 @@ export interface MemoryRecord {
   updatedAt: string;
 }
 
+/** One write a store took, in order: what a test reads to learn whether some bytes ever reached it. */
+export interface MemoryWrite {
+  /** 1, 2, 3… within the store. */
+  seq: number;
+  op: 'create' | 'update' | 'delete';
+  memoryId: string;
+  /** The memory's path after the write (before it, for a delete). */
+  path: string;
+  /** Content after the write; `null` for a delete. */
+  content: string | null;
+  sha256: string | null;
+}
+
 /** Wire shape `BetaManagedAgentsMemory`. */
 export interface MemoryObject {
   id: string;
@@ -80,6 +93,7 @@ export class MemoryStore {
   readonly #limits: MemoryLimits;
   readonly #byId = new Map<string, MemoryRecord>();
   readonly #byPath = new Map<string, MemoryRecord>();
+  readonly #writes: MemoryWrite[] = [];
 
   constructor(init: { name: string; description?: string; metadata?: Record<string, string>; limits: MemoryLimits }) {
     this.id = newId('memstore');
@@ -137,6 +151,23 @@ export class MemoryStore {
     return out;
   }
 
+  /** Every write the store took (API and Console alike), oldest first; a write that changed nothing is not one. */
+  history(): MemoryWrite[] {
+    return this.#writes.map((w) => ({ ...w }));
+  }
+
+  #recordWrite(op: MemoryWrite['op'], record: MemoryRecord): void {
+    const gone = op === 'delete';
+    this.#writes.push({
+      seq: this.#writes.length + 1,
+      op,
+      memoryId: record.id,
+      path: record.path,
+      content: gone ? null : record.content,
+      sha256: gone ? null : record.sha256,
+    });
+  }
+
   byPath(path: string): MemoryRecord | undefined {
     return this.#byPath.get(path);
   }
@@ -170,6 +201,7 @@ export class MemoryStore {
     };
     this.#byId.set(record.id, record);
     this.#byPath.set(path, record);
+    this.#recordWrite('create', record);
     return record;
   }
 
@@ -208,6 +240,7 @@ export class MemoryStore {
     }
     record.versionId = newId('memver');
     record.updatedAt = isoTime();
+    this.#recordWrite('update', record);
     return record;
   }
 
@@ -223,6 +256,7 @@ export class MemoryStore {
     }
     this.#byId.delete(record.id);
     this.#byPath.delete(record.path);
+    this.#recordWrite('delete', record);
   }
 
   /** Create, or overwrite unconditionally, the memory at `path` (a Console edit). */
