@@ -5,6 +5,7 @@
 // ANTHROPIC_* variable leaves the process environment at start; and a first signal calls the drain
 // while a second one exits at once with 130/143.
 import { EventEmitter } from 'node:events';
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
@@ -115,6 +116,20 @@ describe('the CLI surface', () => {
     const o = io({ ANTHROPIC_ENVIRONMENT_ID: 'env_1', ANTHROPIC_ENVIRONMENT_KEY: 'k', ...env });
     expect(await runCli(argv, o, commands())).toBe(EXIT.USAGE);
     expect(o.err).toMatch(/^managed-agents-worker: /);
+  });
+
+  it('refuses an emulator port that is in use with exit 2, naming the port', async () => {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    try {
+      const o = io();
+      expect(await runCli(['emulator', '--port', String(port)], o, commands())).toBe(EXIT.USAGE);
+      expect(o.err).toContain(`--port ${port}: already in use`);
+      expect(o.out).toBe('');
+    } finally {
+      server.close();
+    }
   });
 
   it('says that "off" turns memory off when the sync interval is too short', async () => {

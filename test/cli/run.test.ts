@@ -1,8 +1,8 @@
 // Pins `managed-agents-worker run` as a poll daemon in a child process: with `--concurrency 2` it
 // serves two sessions at once, its metrics endpoint is scraped once mid-session (claimed 2,
 // active 2, ready), a SIGTERM mid-session drains (both items stopped) and exits 0, every line on
-// stderr is JSON (the metrics address included), and a second signal during a long drain exits at
-// once with 143.
+// stderr is JSON (the metrics address included), a refused key exits 4 with one short fatal line,
+// and a second signal during a long drain exits at once with 143.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -83,6 +83,18 @@ describe('managed-agents-worker run', () => {
     const { code } = await cli.exited;
     expect(code).toBe(143);
     expect(Date.now() - t0).toBeLessThan(3_000);
+  });
+
+  it('exits 4 on a refused key with one short fatal line (no stack at info)', async () => {
+    cli = spawnCli(['run', '--workdir', dir, '--log-level', 'info'], childEnv({ ANTHROPIC_ENVIRONMENT_ID: emu.environmentId, ANTHROPIC_ENVIRONMENT_KEY: 'sk-wrong-key', ANTHROPIC_BASE_URL: emu.baseURL }));
+    expect((await cli.exited).code).toBe(4);
+    const fatal = cli.stderr().split('\n').filter((l) => l.includes('"level":60'));
+    expect(fatal).toHaveLength(1);
+    const line = JSON.parse(fatal[0]!) as { status: number; err: { type: string; message: string; stack?: string } };
+    expect(line.status).toBe(401);
+    expect(line.err.stack ?? '').toBe('');
+    expect(fatal[0]!.length).toBeLessThan(1_000);
+    expect(cli.stderr()).not.toContain('sk-wrong-key');
   });
 
   it('logs an option the worker refuses as a JSON line and exits 3', async () => {

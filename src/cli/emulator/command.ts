@@ -30,8 +30,8 @@ With --claim, each demo item is claimed here as a launcher would, and the variab
 "managed-agents-worker handle" are printed instead (do not run "run" at the same time).`,
   exitCodes: [
     [EXIT.OK, 'stopped by SIGINT/SIGTERM'],
-    [EXIT.UNEXPECTED, 'unexpected error, e.g. the port is in use'],
-    [EXIT.USAGE, 'usage error: unknown flag, bad flag value, a --mount-root that is not a folder'],
+    COMMON_EXIT_ROWS.unexpected,
+    [EXIT.USAGE, 'usage error: unknown flag, bad flag value, a --port in use, a --mount-root that is not a folder'],
     COMMON_EXIT_ROWS.secondSignal,
     COMMON_EXIT_ROWS.secondTerm,
   ],
@@ -54,6 +54,7 @@ With --claim, each demo item is claimed here as a launcher would, and the variab
       emu = await startEmulator({ mountRoot, ...(port !== undefined ? { port } : {}), ...(latencyMs !== undefined ? { latencyMs } : {}) });
     } catch (e) {
       if (ownRoot) await fs.rm(mountRoot, { recursive: true, force: true });
+      if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`--port ${port}: already in use on 127.0.0.1; pick another port or leave --port out`);
       throw e;
     }
     const claim = flags['claim'] === true;
