@@ -41,7 +41,7 @@ export function readiness(w: Pick<ObservedWorker, 'closing' | 'activeSessions' |
  */
 export async function serveMetrics(input: MetricsServerOptions): Promise<MetricsServer> {
   const options = parseMetricsServerOptions(input);
-  const log = resolveLogger(options.logger).child({ scope: 'metrics' });
+  const log = resolveLogger(options.logger).child({ component: 'metrics' });
   const clock = options.clock ?? monotonicClock;
   const readyWithinMs = options.readyWithinMs ?? 60_000;
   const registry = options.registry ?? new Registry();
