@@ -1,5 +1,6 @@
 import { Option } from 'commander';
 import { RemoteApiError } from '../errors.js';
+import { errorSummary } from '../internal/logger.js';
 import { Launcher } from '../launcher/launcher.js';
 import { SANDBOX_BASE_ENV_VARS } from '../launcher/sandbox-env.js';
 import { logError } from './cli.js';
@@ -96,7 +97,7 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
     } catch (e) {
       await launcher.close();
       if (e instanceof RemoteApiError && !e.retryable) {
-        logger.fatal({ err: e, status: e.status }, 'the API refused the launcher for good; check the environment id and key');
+        logger.fatal({ error: errorSummary(e) }, 'the API refused the launcher for good; check the environment id and key');
         return EXIT.FATAL_API;
       }
       return logError(e, logger);

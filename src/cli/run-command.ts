@@ -1,5 +1,6 @@
 import { Option } from 'commander';
 import { RemoteApiError } from '../errors.js';
+import { errorSummary } from '../internal/logger.js';
 import { serveMetrics, type MetricsServer } from '../metrics/index.js';
 import { EnvironmentWorker } from '../worker/environment-worker.js';
 import { logError } from './cli.js';
@@ -68,7 +69,7 @@ their final sync and flush (bounded), stop their items, exit 0. A second signal 
       return EXIT.OK;
     } catch (e) {
       if (e instanceof RemoteApiError && !e.retryable) {
-        logger.fatal({ err: e, status: e.status }, 'the API refused this worker for good; check the environment id and key');
+        logger.fatal({ error: errorSummary(e) }, 'the API refused this worker for good; check the environment id and key');
         await worker.close();
         return EXIT.FATAL_API;
       }
