@@ -9,6 +9,7 @@ import { defaultMemoryPort } from './default-memory-port.js';
 import type { MemoryPort } from './memory-port.js';
 import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
 import { assertPosixPlatform, resolveWorkerOptions, type EnvironmentWorkerOptions, type ResolvedWorkerOptions } from './options.js';
+import { ToolCallRecord } from './tool-guard.js';
 import { PathLocks } from './path-locks.js';
 import { defaultWorkerId, Poller, type ClaimedWork } from './poller.js';
 import { scopedClient } from './scoped-client.js';
@@ -64,6 +65,8 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #log: Logger;
   readonly #metrics = new WorkerMetrics();
   readonly #pathLocks = new PathLocks();
+  readonly #toolRecord = new ToolCallRecord();
+  readonly #sessionFolders = new Map<string, number>();
   readonly #memory: MemoryPort;
   readonly #closeCtrl = new AbortController();
   readonly #active = new Set<Promise<ItemOutcome>>();
@@ -241,6 +244,8 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       metrics: this.#metrics,
       pathLocks: this.#pathLocks,
       memory: this.#memory,
+      toolRecord: this.#toolRecord,
+      sessionFolders: this.#sessionFolders,
     };
     const p: Promise<ItemOutcome> = runItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
       .catch((e: unknown) => {

@@ -23,7 +23,7 @@ import type { ResolvedWorkerOptions } from './options.js';
 import { mountPathsOf, type PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
 import { scopedClient } from './scoped-client.js';
-import { ToolGuard } from './tool-guard.js';
+import { type ToolCallRecord, ToolGuard } from './tool-guard.js';
 import { MemorySpans } from './memory-spans.js';
 import { endWorkSpan, startWorkSpan, withSpan, workTracers } from './tracing.js';
 
@@ -40,6 +40,13 @@ export interface ItemRunnerDeps {
   metrics: WorkerMetrics;
   pathLocks: PathLocks;
   memory: MemoryPort;
+  /** Tool outcomes of earlier runs of a session in this worker (a redelivered item answers from it). */
+  toolRecord?: ToolCallRecord;
+  /**
+   * Runs under way per session tool folder in this worker. A session's item can come back while its
+   * previous run is still tearing down; only the last run out cleans the folder and its skills.
+   */
+  sessionFolders?: Map<string, number>;
   clock?: Clock;
 }
 
@@ -158,6 +165,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
   let cleanEnd = false;
   let cleanupSkills: () => Promise<void> = async () => {};
   let toolWorkdir: string | undefined;
+  let holdsFolder = false;
   let releasePaths: () => void = () => {};
   let mounted: MountedSessionView | undefined;
   let syncLoop: SyncLoopView | undefined;
@@ -193,6 +201,8 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
         // the `<workdir>/skills/<name>` folders setupSkills writes and its cleanup removes.
         if (opts.concurrency > 1) {
           toolWorkdir = sessionWorkdir(opts.workdir, sessionId);
+          deps.sessionFolders?.set(toolWorkdir, (deps.sessionFolders.get(toolWorkdir) ?? 0) + 1);
+          holdsFolder = true;
           await fsp.mkdir(toolWorkdir, { recursive: true, mode: 0o700 }).catch((e: unknown) => {
             throw new ConfigError(
               `work item ${work.id}: cannot create the tool folder ${toolWorkdir} of session ${sessionId} ` +
@@ -255,7 +265,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
 
         const tools: BetaRunnableTool[] =
           typeof opts.tools === 'function' ? opts.tools(ctx) : (opts.tools ?? betaAgentToolset20260401(ctx));
-        const guard = new ToolGuard({ hooks: syncLoop, logger: log });
+        const guard = new ToolGuard({ hooks: syncLoop, logger: log, ...(deps.toolRecord ? { outcomes: deps.toolRecord.forSession(sessionId) } : {}) });
         runner = new SessionToolRunner(sessionId, {
           client,
           tools: guard.wrapAll(tools),
@@ -298,12 +308,14 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
   cleanEnd = error === undefined && (endCause === undefined || endCause === 'closed' || lease.reason === 'server_stop');
 
   // 6. Teardown, always. The lease keeps heartbeating until it is done.
+  // Another run of this session still works in the folder: leave it and its skills to that run.
+  const folderShared = holdsFolder && toolWorkdir !== undefined && releaseFolder(deps.sessionFolders, toolWorkdir) > 0;
   try {
-    await cleanupSkills();
+    if (!folderShared) await cleanupSkills();
   } catch (e) {
     log.warn({ error: errorSummary(coerceError(e)) }, 'skill cleanup failed');
   }
-  if (toolWorkdir !== undefined) {
+  if (toolWorkdir !== undefined && !folderShared) {
     // The skills cleanup removes `skills/<name>` but leaves `skills/` itself: without this, every
     // session with a skill left `<workdir>/sessions/<id>/skills/` behind, and its folder never went.
     await removeIfEmpty(path.join(toolWorkdir, 'skills'), log);
@@ -353,6 +365,15 @@ export function sessionWorkdir(workdir: string, sessionId: string): string {
     ? sessionId
     : `session-${createHash('sha256').update(sessionId).digest('hex').slice(0, 32)}`;
   return path.join(path.resolve(workdir), 'sessions', name);
+}
+
+/** Count one run out of a session folder; returns how many runs still use it. */
+function releaseFolder(folders: Map<string, number> | undefined, dir: string): number {
+  if (!folders) return 0;
+  const left = (folders.get(dir) ?? 1) - 1;
+  if (left > 0) folders.set(dir, left);
+  else folders.delete(dir);
+  return left;
 }
 
 /** Remove a session's tool folder if the session left it empty; files in it are kept for a later turn. */

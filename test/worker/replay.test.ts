@@ -2,7 +2,9 @@
 // event stream drops right after, the SDK runner reconnects, reads the history, sees the call
 // unanswered and dispatches it again. Our worker answers the replay from its record (the bash
 // command that appends a line ran once); the official worker, under the same fault, runs it twice —
-// the control that shows the fault really replays the call.
+// the control that shows the fault really replays the call. The record outlives the item: when the
+// lease is lost after a tool ran but before its result was posted, and the server delivers the item
+// anew to the same worker, the new run answers that call from the record too.
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -11,6 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { harness, type Harness } from './helpers.js';
 
 const RESULT_POST = /^POST \/v1\/sessions\/[^/]+\/events$/;
+const HEARTBEAT = /\/heartbeat$/;
 
 async function appendScenario(h: Harness) {
   const logFile = path.join(h.workdir, 'appended.log');
@@ -63,4 +66,27 @@ describe('a tool call replayed after a failed result post', () => {
     }
     expect(await fsp.readFile(logFile, 'utf8')).toBe('ran\nran\n');
   });
+
+  it('runs once when the item is delivered anew after the lease was lost before the result was posted', async () => {
+    const logFile = path.join(h.workdir, 'appended.log');
+    const { sessionId } = await h.emu.createSession({
+      script: [{ tool: 'bash', input: { command: `echo ran >> ${JSON.stringify(logFile)}` } }],
+    });
+    // The first result post hangs; once the tool has run, the next heartbeat answers 412.
+    h.emu.faults.add({ route: RESULT_POST, hang: true, times: 1 });
+    const worker = h.worker();
+    const running = worker.run();
+    const deadline = Date.now() + 20_000;
+    while (!(await fsp.stat(logFile).catch(() => undefined)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    h.emu.faults.add({ route: HEARTBEAT, leaseLost: true, times: 1 });
+    const done = await h.emu.waitForSession(sessionId, { timeoutMs: 40_000 });
+    await worker.close();
+    await running;
+
+    expect(await fsp.readFile(logFile, 'utf8')).toBe('ran\n');
+    expect(done.toolResults.map((r) => r.name)).toEqual(['bash']);
+    const claims = h.emu.requests.filter((r) => r.method === 'POST' && /\/ack$/.test(r.path));
+    expect(claims.length).toBeGreaterThanOrEqual(2);
+    expect(h.capture.lines.some((l) => /replayed; answering with the recorded result/.test(l.msg))).toBe(true);
+  }, 60_000);
 });

@@ -4,7 +4,7 @@
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { ToolGuard } from '../../src/worker/tool-guard.js';
+import { ToolCallRecord, ToolGuard } from '../../src/worker/tool-guard.js';
 
 const logger = pino({ level: 'silent' });
 const ctx = (id: string) => ({ toolUse: { id, name: 't', input: {}, type: 'agent.tool_use' }, toolUseBlock: { id } }) as never;
@@ -114,5 +114,34 @@ describe('ToolGuard', () => {
     expect(await guarded.run({}, ctx('tu_1'))).toBe('open');
     await guarded.close?.();
     expect(await shell.run()).toBe('closed');
+  });
+});
+
+describe('ToolCallRecord', () => {
+  it('answers a later guard of the same session from the record, and a guard of another session not', async () => {
+    const { tool, calls } = countingTool((n) => `result ${n}`);
+    const record = new ToolCallRecord();
+    expect(await new ToolGuard({ logger, outcomes: record.forSession('s1') }).wrap(tool).run({}, ctx('tu_1'))).toBe('result 1');
+    expect(await new ToolGuard({ logger, outcomes: record.forSession('s1') }).wrap(tool).run({}, ctx('tu_1'))).toBe('result 1');
+    expect(await new ToolGuard({ logger, outcomes: record.forSession('s2') }).wrap(tool).run({}, ctx('tu_1'))).toBe('result 2');
+    expect(calls()).toBe(2);
+  });
+
+  it.each([
+    { description: 'drops the least recently served session beyond maxSessions', maxSessions: 2, maxCallsPerSession: 10, sessions: ['a', 'b', 'a', 'c'], ids: ['tu'], rerun: { session: 'b', id: 'tu' }, runsAgain: true },
+    { description: 'keeps a session served again recently', maxSessions: 2, maxCallsPerSession: 10, sessions: ['a', 'b', 'a', 'c'], ids: ['tu'], rerun: { session: 'a', id: 'tu' }, runsAgain: false },
+    { description: 'drops the oldest call beyond maxCallsPerSession', maxSessions: 5, maxCallsPerSession: 2, sessions: ['a'], ids: ['t1', 't2', 't3'], rerun: { session: 'a', id: 't1' }, runsAgain: true },
+    { description: 'keeps the newest calls of a session', maxSessions: 5, maxCallsPerSession: 2, sessions: ['a'], ids: ['t1', 't2', 't3'], rerun: { session: 'a', id: 't3' }, runsAgain: false },
+  ])('$description', async ({ maxSessions, maxCallsPerSession, sessions, ids, rerun, runsAgain }) => {
+    const { tool, calls } = countingTool((n) => `result ${n}`);
+    const record = new ToolCallRecord({ maxSessions, maxCallsPerSession });
+    for (const s of sessions) {
+      const wrapped = new ToolGuard({ logger, outcomes: record.forSession(s) }).wrap(tool);
+      for (const id of ids) await wrapped.run({}, ctx(id));
+    }
+    const before = calls();
+    await new ToolGuard({ logger, outcomes: record.forSession(rerun.session) }).wrap(tool).run({}, ctx(rerun.id));
+    expect(calls() - before).toBe(runsAgain ? 1 : 0);
+    expect(record.sessions).toBeLessThanOrEqual(maxSessions);
   });
 });
