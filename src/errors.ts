@@ -13,6 +13,7 @@
  * | `MAW_MEMORY_UNAVAILABLE`     | {@link MemoryUnavailableError} | forward the work secret or turn memory off      |
  * | `MAW_MISSING_INPUT`          | {@link MissingInputError} | pass the named value or set its environment variable |
  * | `MAW_WORK_FAILED`            | {@link WorkItemFailedError} | read `cause` (the typed reason) and `outcome`; the item is already stopped |
+ * | `MAW_REMOTE_LIMIT`           | {@link RemoteLimitError} | check the base URL points at the API; the answer broke a documented bound |
  */
 export type WorkerErrorCode =
   | 'MAW_CONFIG'
@@ -23,7 +24,8 @@ export type WorkerErrorCode =
   | 'MAW_MARKER_MISMATCH'
   | 'MAW_MEMORY_UNAVAILABLE'
   | 'MAW_MISSING_INPUT'
-  | 'MAW_WORK_FAILED';
+  | 'MAW_WORK_FAILED'
+  | 'MAW_REMOTE_LIMIT';
 
 /** Base class of every error thrown by this library. */
 export class WorkerError extends Error {
@@ -184,6 +186,24 @@ export class WorkItemFailedError extends WorkerError {
     this.workId = outcome.workId;
     this.sessionId = outcome.sessionId;
     this.outcome = outcome;
+  }
+}
+
+/** Which bound a server answer broke (see {@link RemoteLimitError}). */
+export type RemoteLimit = 'memory-count' | 'page-count' | 'repeated-cursor' | 'malformed' | 'duplicate-path' | 'body-size';
+
+/**
+ * A server answer broke a documented bound (a listing past the store's memory cap, a cursor seen
+ * twice, a body larger than its content can be, a malformed page); the worker stopped reading it.
+ */
+export class RemoteLimitError extends WorkerError {
+  readonly limit: RemoteLimit;
+  readonly storeId: string | undefined;
+
+  constructor(limit: RemoteLimit, message: string, fields: { storeId?: string | undefined } = {}, options?: { cause?: unknown }) {
+    super('MAW_REMOTE_LIMIT', message, options);
+    this.limit = limit;
+    this.storeId = fields.storeId;
   }
 }
 

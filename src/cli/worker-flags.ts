@@ -1,10 +1,11 @@
+import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { InvalidArgumentError, Option, type Command as CommanderCommand, type OptionValues } from 'commander';
 import { FINAL_FLUSH_MAX_MS, FINAL_FLUSH_MIN_MS, MEMORY_DELETE_AFTER_MAX_MS, MEMORY_SYNC_INTERVAL_MIN_MS } from '../memory/options.js';
 import type { EnvironmentWorkerOptions } from '../worker/environment-worker.js';
 import { addLogFlags, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import { addEnvironmentKeyFlags, ENVIRONMENT_KEY_VARIABLE, environmentKeyFrom } from './credential-flags.js';
-import { firstSet, intArg } from './flags.js';
+import { collect, firstSet, intArg } from './flags.js';
 import type { CommandIo } from './io.js';
 
 const MEMORY_SYNC_INTERVAL_MAX_MS = 86_400_000;
@@ -51,6 +52,7 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
       new Option('--final-flush <ms>', 'bound of the end-of-session final sync and flush (default 30000)').argParser(intArg(FINAL_FLUSH_MIN_MS, FINAL_FLUSH_MAX_MS)),
     )
     .option('--state-dir <dir>', 'journal, conflict and unsaved copies (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)')
+    .addOption(new Option('--allowed-mount-root <dir>', 'mount memory stores only inside <dir> (repeatable; default: anywhere)').argParser(collect))
     .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <HOSTNAME>-<uuid>)');
   addLogFlags(cmd);
 }
@@ -93,6 +95,8 @@ export function workerOptionsFromFlags(flags: OptionValues, io: Pick<CommandIo, 
   if (flags['maxIdle'] !== undefined) opts.maxIdleMs = flags['maxIdle'] as number;
   if (flags['finalFlush'] !== undefined) opts.finalFlushMs = flags['finalFlush'] as number;
   if (flags['stateDir'] !== undefined) opts.stateDir = flags['stateDir'] as string;
+  const roots = flags['allowedMountRoot'] as string[] | undefined;
+  if (roots !== undefined) opts.allowedMountRoots = roots.map((r) => path.resolve(io.cwd, r));
   if (flags['workerId'] !== undefined) opts.workerId = flags['workerId'] as string;
   return opts;
 }

@@ -264,9 +264,10 @@ async function push(
   report: SyncReport,
 ): Promise<ActionOutcome | undefined> {
   const log = ctx.log.child({ path: action.path });
-  let bytes: Buffer;
+  // The scan's own bytes when it kept them (they hash to action.sha); else read the file again.
+  let bytes: Buffer | undefined = ctx.scan.contents.get(action.path);
   try {
-    ({ bytes } = await ctx.dir.readFile(action.path));
+    bytes ??= (await ctx.dir.readFile(action.path)).bytes;
   } catch (e) {
     if (e instanceof LocalDirError) {
       // Gone, swapped or grown since the scan: the next sync sees what is there now.

@@ -1,75 +1,66 @@
 import { randomBytes } from 'node:crypto';
-import { constants as fsc, type BigIntStats } from 'node:fs';
+import { constants as fsc, createWriteStream, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
-import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
+import { LocalDirError, errCode } from './local-dir-error.js';
 import { MARKER_FILE_NAME } from './marker.js';
-import { TEMP_FILE_PREFIX } from './paths.js';
+import { MAX_PATH_SEGMENTS, TEMP_FILE_PREFIX } from './paths.js';
+import { PinnedChain, type DirIdentity } from './pinned-dir.js';
+
+export { LocalDirError, type LocalDirFailure } from './local-dir-error.js';
 
 /**
- * Hardened access to one mounted store folder (requirement X6).
+ * Hardened access to one mounted store folder (requirements X6, X11).
  *
  * Rules every method follows:
  * - paths are store-relative POSIX paths (`notes/todo.md`); `..`, `.`, empty segments and NUL are
  *   refused before anything touches the disk, so nothing is ever read or written outside the root;
- * - before a file is opened, the root and every folder between it and the file are `lstat`ed and
- *   must be real directories (a symlink anywhere in the chain is refused);
+ * - the root and every folder down to the file are opened one by one with `O_DIRECTORY|O_NOFOLLOW`
+ *   and pinned by device + inode ({@link PinnedChain}); the root must stay the folder first seen
+ *   (or created) at the mount path. The file is then opened, written, renamed or removed inside the
+ *   pinned folder (on Linux through `/proc/self/fd`, so a folder swapped for a symlink meanwhile
+ *   cannot redirect it), and the chain is re-checked right before every rename and removal;
  * - every open carries `O_NOFOLLOW` (a symlink as the last component fails with ELOOP) and reads
  *   also carry `O_NONBLOCK` followed by an `fstat` check, so a FIFO or device is never read from;
  * - writes are atomic: a temp file `.maw-tmp-<random>` created with `O_CREAT|O_EXCL|O_NOFOLLOW` in
  *   the target's own folder, written, then renamed over the target; the agent never sees half a file;
- * - missing folders are created one component at a time, each checked after creation;
+ * - the scan never throws for one entry: what it cannot read is returned in `skipped` with a reason;
+ * - the unmount's recursive removal walks the same pinned folders and unlinks symlinks without
+ *   following them;
  * - once {@link LocalDir.dispose} ran (the unmount), every mkdir, create, rename and unlink is
  *   refused, checked right before the call: a sync that outlives the unmount touches nothing.
- *
- * Node has no `openat`, so a check-then-open window remains between the parent-chain check and the
- * open; `O_NOFOLLOW` still guarantees the final component is never followed.
  */
 
-/** File name of the marker that binds a folder to its store (api-contract §8). */
+/** File name of the marker that binds a folder to its store. */
 const MARKER_FILE = MARKER_FILE_NAME;
 /** Prefix of our own temp files; reserved, never synced in either direction. */
 const TEMP_PREFIX = TEMP_FILE_PREFIX;
-/** The server refuses content larger than this many bytes (api-contract §7.4). */
+/** The server refuses content larger than this many bytes. */
 export const MAX_MEMORY_BYTES = 102_400;
+/** Largest file {@link LocalDir.copyOut} copies out of a mount (conflict and unsaved copies). */
+export const COPY_OUT_MAX_BYTES = 64 * 1024 * 1024;
+/**
+ * Deepest folder the scan walks, in folders below the root. A memory path has at most 20
+ * segments, so nothing deeper can be a memory; deeper folders are reported, not walked.
+ */
+export const MAX_SCAN_DEPTH = MAX_PATH_SEGMENTS - 1;
+/** Past this depth the removal moves a folder up to the root before emptying it (bounded open folders). */
+const REMOVE_FLATTEN_DEPTH = 32;
+/** Entries the removal unlinks at once in one folder. */
+const REMOVE_BATCH = 16;
+/** Most passes the removal makes over the root before giving up (an agent refilling it). */
+const REMOVE_MAX_PASSES = 64;
 
-export type LocalDirFailure =
-  /** a path component (or the file itself) is a symlink */
-  | 'symlink'
-  /** a path component exists but is not a directory */
-  | 'not-directory'
-  /** the target exists but is not a regular file (FIFO, socket, device, directory) */
-  | 'not-regular'
-  /** the relative path is not a clean store-relative path */
-  | 'bad-path'
-  /** the file is larger than the caller's limit */
-  | 'too-large'
-  /** the file is not there */
-  | 'missing'
-  /** the mount was unmounted: nothing is created, written, renamed or removed any more */
-  | 'disposed';
-
-/** A refusal of the hardened layer. Internal: callers turn it into a warning or a refusal. */
-export class LocalDirError extends Error {
-  readonly failure: LocalDirFailure;
-  readonly relPath: string;
-
-  constructor(failure: LocalDirFailure, relPath: string, message: string, options?: { cause?: unknown }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'LocalDirError';
-    this.failure = failure;
-    this.relPath = relPath;
-  }
-}
-
-/** What a scan skipped without opening it. */
+/** What a scan skipped without opening it, and why. */
 export interface SkippedEntry {
   /** Store-relative path; `''` for the root itself. A skipped folder stands for everything below it. */
   rel: string;
-  kind: 'symlink' | 'fifo' | 'socket' | 'device' | 'unreadable-name' | 'unreadable' | 'too-long' | 'vanished';
+  kind: 'symlink' | 'fifo' | 'socket' | 'device' | 'unreadable-name' | 'unreadable' | 'too-long' | 'too-deep' | 'vanished';
   /** The errno code behind an `unreadable`, `too-long` or `vanished` entry. */
   code?: string | undefined;
+  /** One sentence for the warning: what the entry is and why it is not synced. */
+  reason?: string | undefined;
 }
 
 export interface ScanResult {
@@ -77,7 +68,8 @@ export interface ScanResult {
   files: Map<string, BigIntStats>;
   /**
    * Entries that are not regular files or folders (never opened), and entries that could not be
-   * read (permission, over-long path, vanished mid-walk). One bad entry never fails the scan.
+   * read (permission, vanished mid-walk, deeper than a memory path reaches). One bad entry never
+   * fails the scan.
    */
   skipped: SkippedEntry[];
   /** Regular files with our reserved temp prefix (not synced; kept aside at the end). */
@@ -105,17 +97,21 @@ export function splitRelPath(rel: string): string[] {
 const READ_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
 const CREATE_FLAGS = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW;
 
-function errCode(e: unknown): string | undefined {
-  return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : undefined;
+const SKIP_REASON: Record<'symlink' | 'fifo' | 'socket' | 'device', string> = {
+  symlink: 'a symlink; never followed and never synced',
+  fifo: 'a FIFO; never opened and never synced',
+  socket: 'a socket; never opened and never synced',
+  device: 'a device; never opened and never synced',
+};
+
+function specialKind(st: { isSymbolicLink(): boolean; isFIFO(): boolean; isSocket(): boolean }): 'symlink' | 'fifo' | 'socket' | 'device' {
+  return st.isSymbolicLink() ? 'symlink' : st.isFIFO() ? 'fifo' : st.isSocket() ? 'socket' : 'device';
 }
 
 export class LocalDir {
   readonly root: string;
-  /**
-   * Folders verified (or created) by writes flagged `freshTree`: the download into a folder this
-   * process just created, before any tool runs, so they need no re-check for every file.
-   */
-  readonly #verifiedDirs = new Set<string>();
+  /** Identity of the root folder, taken the first time it was opened (or when it was created). */
+  #rootId: DirIdentity | undefined;
   #disposed = false;
 
   constructor(root: string) {
@@ -136,7 +132,10 @@ export class LocalDir {
     if (this.#disposed) throw new LocalDirError('disposed', rel, `${this.root} is unmounted; ${rel} left untouched`);
   }
 
-  /** Create the root folder itself (its parent must exist); a folder already there is fine. */
+  /**
+   * Create the root folder itself (its parent must exist); a folder already there is fine. The
+   * folder found (or made) becomes the one every later operation must find at the root.
+   */
   async createRoot(): Promise<void> {
     this.#assertLive('.');
     try {
@@ -144,7 +143,9 @@ export class LocalDir {
     } catch (e) {
       if (errCode(e) !== 'EEXIST') throw e;
     }
-    await this.checkRoot();
+    const chain = await PinnedChain.openRoot(this.root, undefined);
+    this.#rootId = chain.rootIdentity;
+    await chain.close();
   }
 
   /** Absolute path of a store-relative path (validated, never outside the root). */
@@ -152,9 +153,9 @@ export class LocalDir {
     return path.join(this.root, ...splitRelPath(rel));
   }
 
-  /** Throw unless the root itself is a real directory (not a symlink to one). */
+  /** Throw unless the root itself is a real directory (not a symlink to one), the one first seen. */
   async checkRoot(): Promise<void> {
-    await this.#checkDir(this.root, '.');
+    await (await this.#pin([], '.')).close();
   }
 
   /** True when the root is a real directory. */
@@ -168,12 +169,40 @@ export class LocalDir {
   }
 
   /**
+   * Open and pin the root and the folders `segments` below it. With `create`, missing folders are
+   * made one by one (each refused once disposed, reserved names refused).
+   */
+  async #pin(segments: readonly string[], rel: string, create = false): Promise<PinnedChain> {
+    const chain = await PinnedChain.openRoot(this.root, this.#rootId);
+    this.#rootId ??= chain.rootIdentity;
+    try {
+      for (let i = 0; i < segments.length; i++) {
+        const seg = segments[i]!;
+        if (create && isReservedName(seg, i === 0)) {
+          throw new LocalDirError('bad-path', rel, `refused ${rel}: ${seg} is a reserved name`);
+        }
+        await chain.descend(seg, create ? { create: true, beforeCreate: () => this.#assertLive(rel) } : {});
+      }
+      return chain;
+    } catch (e) {
+      await chain.close();
+      throw e;
+    }
+  }
+
+  /** Pin the parent folders of `rel`; returns the chain and the file's own name. */
+  async #pinParent(rel: string, create = false): Promise<{ chain: PinnedChain; name: string }> {
+    const segments = splitRelPath(rel);
+    const chain = await this.#pin(segments.slice(0, -1), rel, create);
+    return { chain, name: segments[segments.length - 1]! };
+  }
+
+  /**
    * Read a regular file whole, refusing it when larger than `maxBytes` (the size is checked with
    * `fstat` first, so an oversized file is never read into memory).
    */
   async readFile(rel: string, maxBytes: number = MAX_MEMORY_BYTES): Promise<{ bytes: Buffer; stat: BigIntStats }> {
-    const abs = await this.#checkParents(rel);
-    const fh = await this.#openForRead(abs, rel);
+    const fh = await this.#openForRead(rel);
     try {
       const stat = await fh.stat({ bigint: true });
       if (!stat.isFile()) throw new LocalDirError('not-regular', rel, `${rel} is not a regular file; not opened for reading`);
@@ -200,28 +229,31 @@ export class LocalDir {
     }
   }
 
-  /** `lstat` a store-relative path after checking its parent chain; undefined when missing. */
+  /** `lstat` a store-relative path inside its pinned parent; undefined when missing. */
   async lstat(rel: string): Promise<BigIntStats | undefined> {
-    let abs: string;
+    let pinned: { chain: PinnedChain; name: string };
     try {
-      abs = await this.#checkParents(rel);
+      pinned = await this.#pinParent(rel);
     } catch (e) {
       if (e instanceof LocalDirError && e.failure === 'missing') return undefined;
       throw e;
     }
     try {
-      return await fsp.lstat(abs, { bigint: true });
+      return await fsp.lstat(pinned.chain.entry(pinned.name), { bigint: true });
     } catch (e) {
       if (errCode(e) === 'ENOENT') return undefined;
       throw e;
+    } finally {
+      await pinned.chain.close();
     }
   }
 
   /**
-   * Write `bytes` to `rel` atomically (temp file + rename), creating missing folders one by one.
-   * `mtimeMs` backdates the file's modification time (see StatCache: a file whose mtime is safely
-   * older than the moment its hash was recorded can be trusted without re-reading it).
-   * Returns the stat of the written inode, taken through the still-open handle after the rename.
+   * Write `bytes` to `rel` atomically (temp file + rename) inside its pinned folder, creating
+   * missing folders one by one. `mtimeMs` backdates the file's modification time (see StatCache:
+   * a file whose mtime is safely older than the moment its hash was recorded can be trusted
+   * without re-reading it). Returns the stat of the written inode, taken through the still-open
+   * handle after the rename. `freshTree` is accepted for callers that write a just-created tree.
    */
   async writeFileAtomic(rel: string, bytes: Uint8Array, opts: { mtimeMs?: number; freshTree?: boolean } = {}): Promise<BigIntStats> {
     const segments = splitRelPath(rel);
@@ -229,29 +261,31 @@ export class LocalDir {
     if (isReservedName(name, segments.length === 1)) {
       throw new LocalDirError('bad-path', rel, `refused to write ${rel}: the name is reserved`);
     }
-    const dirSegments = segments.slice(0, -1);
-    const parentAbs = path.join(this.root, ...dirSegments);
-    let dir: string;
-    if (opts.freshTree && this.#verifiedDirs.has(parentAbs)) {
-      dir = parentAbs;
-    } else {
-      dir = await this.#ensureDirs(rel, dirSegments);
-      if (opts.freshTree) this.#verifiedDirs.add(dir);
+    this.#assertLive(rel);
+    const { chain } = await this.#pinParent(rel, true);
+    try {
+      return await this.#writeIn(chain, name, rel, bytes, opts.mtimeMs);
+    } finally {
+      await chain.close();
     }
-    // A folder at the target makes the rename fail (EISDIR), mapped below: no separate check needed.
-    const target = path.join(dir, name);
-    const tmp = path.join(dir, TEMP_PREFIX + randomBytes(8).toString('hex'));
+  }
+
+  /** Temp file + rename inside the pinned folder; the chain is re-checked right before the rename. */
+  async #writeIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array | string, mtimeMs?: number): Promise<BigIntStats> {
+    const tmp = chain.entry(TEMP_PREFIX + randomBytes(8).toString('hex'));
     this.#assertLive(rel);
     const fh = await fsp.open(tmp, CREATE_FLAGS, 0o644);
     let renamed = false;
     try {
       await fh.writeFile(bytes);
-      if (opts.mtimeMs !== undefined) {
-        const t = new Date(opts.mtimeMs);
+      if (mtimeMs !== undefined) {
+        const t = new Date(mtimeMs);
         await fh.utimes(t, t);
       }
       this.#assertLive(rel);
-      await fsp.rename(tmp, target);
+      await chain.verify();
+      // A folder at the target makes the rename fail (EISDIR), mapped below: no separate check needed.
+      await fsp.rename(tmp, chain.entry(name));
       renamed = true;
       return await fh.stat({ bigint: true });
     } catch (e) {
@@ -270,28 +304,58 @@ export class LocalDir {
    * Refuses symlinks and non-regular files. Returns false when nothing was there.
    */
   async removeFile(rel: string): Promise<boolean> {
-    const st = await this.lstat(rel);
-    if (!st) return false;
-    if (st.isSymbolicLink()) throw new LocalDirError('symlink', rel, `${rel} is a symlink; not removed`);
-    if (!st.isFile()) throw new LocalDirError('not-regular', rel, `${rel} is not a regular file; not removed`);
-    this.#assertLive(rel);
-    await fsp.unlink(this.resolve(rel));
-    await this.#pruneEmptyParents(rel);
-    return true;
+    let pinned: { chain: PinnedChain; name: string };
+    try {
+      pinned = await this.#pinParent(rel);
+    } catch (e) {
+      if (e instanceof LocalDirError && e.failure === 'missing') return false;
+      throw e;
+    }
+    const { chain, name } = pinned;
+    try {
+      const st = await fsp.lstat(chain.entry(name)).catch((e: unknown) => {
+        if (errCode(e) === 'ENOENT') return undefined;
+        throw e;
+      });
+      if (!st) return false;
+      if (st.isSymbolicLink()) throw new LocalDirError('symlink', rel, `${rel} is a symlink; not removed`);
+      if (!st.isFile()) throw new LocalDirError('not-regular', rel, `${rel} is not a regular file; not removed`);
+      this.#assertLive(rel);
+      await chain.verify();
+      await fsp.unlink(chain.entry(name));
+      // Prune the folders left empty, deepest first; rmdir removes only empty real folders.
+      while (chain.depth > 0 && !this.#disposed) {
+        const folder = path.posix.basename(chain.rel);
+        await chain.ascend();
+        try {
+          await chain.verify();
+          await fsp.rmdir(chain.entry(folder));
+        } catch {
+          break;
+        }
+      }
+      return true;
+    } finally {
+      await chain.close();
+    }
   }
 
   /**
-   * Copy the regular file at `rel` to `destAbs` (outside the mount) by streaming, whatever its
-   * size. The source is opened with the same hardening as {@link readFile}; the destination must
-   * not exist yet.
+   * Copy the regular file at `rel` to `destAbs` (outside the mount) by streaming. The source is
+   * opened with the same hardening as {@link readFile}; the destination must not exist yet. A file
+   * larger than `maxBytes` (default {@link COPY_OUT_MAX_BYTES}) is refused from its size before a
+   * byte is copied, so a planted giant (or sparse) file cannot fill the disk it is copied to.
    */
-  async copyOut(rel: string, destAbs: string): Promise<void> {
-    const abs = await this.#checkParents(rel);
-    const fh = await this.#openForRead(abs, rel);
+  async copyOut(rel: string, destAbs: string, opts: { maxBytes?: number } = {}): Promise<void> {
+    const maxBytes = opts.maxBytes ?? COPY_OUT_MAX_BYTES;
+    const fh = await this.#openForRead(rel);
     try {
       const stat = await fh.stat();
       if (!stat.isFile()) throw new LocalDirError('not-regular', rel, `${rel} is not a regular file; not copied`);
-      await pipeline(fh.createReadStream({ autoClose: false }), createWriteStream(destAbs, { flags: 'wx', mode: 0o600 }));
+      if (stat.size > maxBytes) {
+        throw new LocalDirError('too-large', rel, `${rel} holds ${stat.size} bytes, over the ${maxBytes} bytes a copy may take; not copied`);
+      }
+      await pipeline(fh.createReadStream({ autoClose: false, end: maxBytes }), createWriteStream(destAbs, { flags: 'wx', mode: 0o600 }));
     } finally {
       await fh.close().catch(() => {});
     }
@@ -309,61 +373,45 @@ export class LocalDir {
 
   /** Write the marker atomically (the reserved-name guard does not apply to this one call). */
   async writeMarker(content: string): Promise<void> {
-    await this.checkRoot();
-    const tmp = path.join(this.root, TEMP_PREFIX + randomBytes(8).toString('hex'));
     this.#assertLive(MARKER_FILE);
-    const fh = await fsp.open(tmp, CREATE_FLAGS, 0o644);
-    let renamed = false;
+    const chain = await this.#pin([], MARKER_FILE);
     try {
-      await fh.writeFile(content, 'utf8');
-      this.#assertLive(MARKER_FILE);
-      await fsp.rename(tmp, path.join(this.root, MARKER_FILE));
-      renamed = true;
+      await this.#writeIn(chain, MARKER_FILE, MARKER_FILE, content);
     } finally {
-      await fh.close().catch(() => {});
-      if (!renamed) await fsp.unlink(tmp).catch(() => {});
+      await chain.close();
     }
   }
 
   /**
-   * Walk the root without following symlinks. Regular files are returned with their lstat;
-   * symlinks, FIFOs, sockets and devices are listed as skipped and never opened.
+   * Walk the root without following symlinks, each folder opened inside its pinned parent.
+   * Regular files are returned with their lstat. Nothing below the root makes the scan throw:
+   * symlinks, FIFOs, sockets and devices, entries that cannot be read, entries that vanish while
+   * being scanned, names that are not UTF-8 and folders deeper than a memory path can reach are
+   * returned in `skipped` with a reason, and never opened. Only a root that is missing, not a real
+   * folder or not the folder first seen there throws.
    */
   async scan(): Promise<ScanResult> {
-    await this.checkRoot();
     const files = new Map<string, BigIntStats>();
     const skipped: SkippedEntry[] = [];
     const reserved: string[] = [];
     let markerPresent = false;
-    const pending: string[] = [''];
-    const unreadable = (rel: string, e: unknown): void => {
-      const code = errCode(e);
-      const kind = code === 'ENAMETOOLONG' ? 'too-long' : code === 'ENOENT' || code === 'ENOTDIR' ? 'vanished' : 'unreadable';
-      skipped.push({ rel, kind, code });
+    const vanished = (rel: string, code?: string): void =>
+      void skipped.push({ rel, kind: 'vanished', code, reason: 'vanished while the folder was scanned; looked at again next sync' });
+    const unreadable = (rel: string, e: unknown, what: string): void => {
+      const code = e instanceof LocalDirError ? e.failure : errCode(e);
+      const kind = code === 'ENAMETOOLONG' ? 'too-long' : 'unreadable';
+      skipped.push({ rel, kind, code, reason: `${what} (${code ?? String(e)})` });
     };
-    while (pending.length > 0) {
-      const relDir = pending.pop()!;
-      const absDir = relDir === '' ? this.root : path.join(this.root, relDir);
-      if (relDir !== '') {
-        // The folder may have been swapped for a symlink since its parent was read.
-        let st: BigIntStats | undefined;
-        try {
-          st = await lstatOrUndefined(absDir);
-        } catch (e) {
-          unreadable(relDir, e);
-          continue;
-        }
-        if (!st || !st.isDirectory()) {
-          skipped.push({ rel: relDir, kind: st?.isSymbolicLink() ? 'symlink' : 'vanished' });
-          continue;
-        }
-      }
-      let entries;
+    const chain = await this.#pin([], '.');
+    const walk = async (depth: number): Promise<void> => {
+      const relDir = chain.rel;
+      let entries: import('node:fs').Dirent[];
       try {
-        entries = await fsp.readdir(absDir, { withFileTypes: true });
+        entries = await fsp.readdir(chain.self(), { withFileTypes: true });
       } catch (e) {
-        unreadable(relDir, e);
-        continue;
+        if (errCode(e) === 'ENOENT' || errCode(e) === 'ENOTDIR') vanished(relDir, errCode(e));
+        else unreadable(relDir, e, 'folder could not be listed; its files are left as they are');
+        return;
       }
       for (const ent of entries) {
         const name = ent.name;
@@ -377,32 +425,51 @@ export class LocalDir {
           continue;
         }
         if (name.includes('\uFFFD')) {
-          // Not valid UTF-8 on disk: no memory path can name it.
-          skipped.push({ rel, kind: 'unreadable-name' });
+          skipped.push({ rel, kind: 'unreadable-name', reason: 'the name is not valid UTF-8, so no memory path can name it' });
           continue;
         }
-        if (ent.isDirectory()) {
-          pending.push(rel);
-        } else if (ent.isFile()) {
-          let st: BigIntStats | undefined;
-          try {
-            st = await lstatOrUndefined(path.join(absDir, name));
-          } catch (e) {
-            unreadable(rel, e);
+        let st: BigIntStats;
+        try {
+          st = await fsp.lstat(chain.entry(name), { bigint: true });
+        } catch (e) {
+          if (errCode(e) === 'ENOENT' || errCode(e) === 'ENOTDIR') vanished(rel, errCode(e));
+          else unreadable(rel, e, 'could not be examined');
+          continue;
+        }
+        if (st.isFile()) {
+          files.set(rel, st);
+        } else if (st.isDirectory()) {
+          if (depth >= MAX_SCAN_DEPTH) {
+            skipped.push({
+              rel,
+              kind: 'too-deep',
+              reason: `folder ${depth + 1} levels deep; a memory path has at most ${MAX_PATH_SEGMENTS} segments, so nothing below it is synced`,
+            });
             continue;
           }
-          if (st?.isFile()) files.set(rel, st);
-          else skipped.push({ rel, kind: st?.isSymbolicLink() ? 'symlink' : 'vanished' });
-        } else if (ent.isSymbolicLink()) {
-          skipped.push({ rel, kind: 'symlink' });
-        } else if (ent.isFIFO()) {
-          skipped.push({ rel, kind: 'fifo' });
-        } else if (ent.isSocket()) {
-          skipped.push({ rel, kind: 'socket' });
+          try {
+            await chain.descend(name);
+          } catch (e) {
+            if (e instanceof LocalDirError && e.failure === 'symlink') skipped.push({ rel, kind: 'symlink', reason: SKIP_REASON.symlink });
+            else if (e instanceof LocalDirError && (e.failure === 'missing' || e.failure === 'not-directory')) vanished(rel, e.failure);
+            else unreadable(rel, e, 'folder could not be opened');
+            continue;
+          }
+          try {
+            await walk(depth + 1);
+          } finally {
+            await chain.ascend();
+          }
         } else {
-          skipped.push({ rel, kind: 'device' });
+          const kind = specialKind(st);
+          skipped.push({ rel, kind, reason: SKIP_REASON[kind] });
         }
       }
+    };
+    try {
+      await walk(0);
+    } finally {
+      await chain.close();
     }
     return { files, skipped, reserved, markerPresent };
   }
@@ -412,30 +479,127 @@ export class LocalDir {
    * a regular file (a folder, which may hold files, a symlink, a FIFO) is something, not a marker.
    */
   async isEmpty(): Promise<boolean> {
-    let names: string[];
+    let chain: PinnedChain;
     try {
-      names = await fsp.readdir(this.root);
+      chain = await this.#pin([], '.');
     } catch (e) {
-      if (errCode(e) === 'ENOENT') return true;
+      if (e instanceof LocalDirError && e.failure === 'missing') return true;
       throw e;
     }
-    if (!names.every((n) => n === MARKER_FILE || n.startsWith(TEMP_PREFIX))) return false;
-    if (!names.includes(MARKER_FILE)) return true;
-    const marker = await lstatOrUndefined(path.join(this.root, MARKER_FILE));
-    return marker === undefined || marker.isFile();
-  }
-
-  /** Remove the whole root (symlinks inside are unlinked, never followed). */
-  async removeRoot(): Promise<void> {
-    const st = await lstatOrUndefined(this.root);
-    if (!st) return;
-    if (!st.isDirectory()) throw new LocalDirError('not-directory', '.', `${this.root} is no longer a real folder; not removed`);
-    await fsp.rm(this.root, { recursive: true, force: true });
-  }
-
-  async #openForRead(abs: string, rel: string): Promise<fsp.FileHandle> {
     try {
-      return await fsp.open(abs, READ_FLAGS);
+      const names = await fsp.readdir(chain.self());
+      if (!names.every((n) => n === MARKER_FILE || n.startsWith(TEMP_PREFIX))) return false;
+      if (!names.includes(MARKER_FILE)) return true;
+      const marker = await fsp.lstat(chain.entry(MARKER_FILE)).catch(() => undefined);
+      return marker === undefined || marker.isFile();
+    } finally {
+      await chain.close();
+    }
+  }
+
+  /**
+   * Remove the whole root. Every folder is emptied inside its pinned self, re-checked before each
+   * removal; symlinks are unlinked, never followed; a folder swapped for a symlink meanwhile is
+   * unlinked as a symlink. The root goes last, only if it is still the folder first seen there.
+   */
+  async removeRoot(): Promise<void> {
+    let chain: PinnedChain;
+    try {
+      chain = await this.#pin([], '.');
+    } catch (e) {
+      if (e instanceof LocalDirError && e.failure === 'missing') return;
+      if (e instanceof LocalDirError) {
+        throw new LocalDirError(e.failure, '.', `${this.root} is no longer a real folder; not removed`, { cause: e });
+      }
+      throw e;
+    }
+    try {
+      for (let pass = 0; ; pass++) {
+        const moved = await this.#emptyFolder(chain, 0);
+        if (!moved) break;
+        if (pass >= REMOVE_MAX_PASSES) {
+          throw new LocalDirError('not-directory', '.', `${this.root} kept filling up while being removed; remove it by hand`);
+        }
+      }
+      await chain.verify();
+      await fsp.rmdir(this.root);
+    } finally {
+      await chain.close();
+    }
+  }
+
+  /**
+   * Remove everything inside the pinned folder. Returns true when a folder too deep to descend
+   * into was moved up to the root instead (the caller empties the root again).
+   */
+  async #emptyFolder(chain: PinnedChain, depth: number): Promise<boolean> {
+    let movedUp = false;
+    const entries = await fsp.readdir(chain.self(), { withFileTypes: true });
+    // Files, symlinks and special files first, a batch at a time; the folder is re-checked before
+    // each unlink. An entry that became a folder since the listing is handled with the folders.
+    const folders = entries.filter((e) => e.isDirectory()).map((e) => e.name);
+    const others = entries.filter((e) => !e.isDirectory()).map((e) => e.name);
+    for (let i = 0; i < others.length; i += REMOVE_BATCH) {
+      await Promise.all(
+        others.slice(i, i + REMOVE_BATCH).map(async (name) => {
+          await chain.verify();
+          await unlinkIfThere(chain.entry(name)).catch((e: unknown) => {
+            if (errCode(e) !== 'EISDIR' && errCode(e) !== 'EPERM') throw e;
+            folders.push(name);
+          });
+        }),
+      );
+    }
+    for (const name of folders) {
+      const entry = chain.entry(name);
+      const st = await fsp.lstat(entry).catch((e: unknown) => {
+        if (errCode(e) === 'ENOENT') return undefined;
+        throw e;
+      });
+      if (st === undefined) continue;
+      if (!st.isDirectory()) {
+        await chain.verify();
+        await unlinkIfThere(entry);
+        continue;
+      }
+      if (depth >= REMOVE_FLATTEN_DEPTH) {
+        await chain.verify();
+        await fsp.rename(entry, chain.rootEntry(`${TEMP_PREFIX}rm-${randomBytes(8).toString('hex')}`));
+        movedUp = true;
+        continue;
+      }
+      try {
+        await chain.descend(name);
+      } catch (e) {
+        // Swapped for a symlink or a file since the lstat: it is not a folder to walk into.
+        if (e instanceof LocalDirError && (e.failure === 'symlink' || e.failure === 'not-directory')) {
+          await chain.verify();
+          await unlinkIfThere(entry);
+          continue;
+        }
+        if (e instanceof LocalDirError && e.failure === 'missing') continue;
+        throw e;
+      }
+      try {
+        movedUp = (await this.#emptyFolder(chain, depth + 1)) || movedUp;
+      } finally {
+        await chain.ascend();
+      }
+      await chain.verify();
+      await fsp.rmdir(entry).catch(async (e: unknown) => {
+        // A symlink put in its place after it was emptied: unlinked, never followed.
+        if (errCode(e) === 'ENOTDIR') return unlinkIfThere(entry);
+        if (errCode(e) !== 'ENOENT') throw e;
+      });
+    }
+    return movedUp;
+  }
+
+  /** Open `rel` for reading inside its pinned parent folder; never follows, never blocks. */
+  async #openForRead(rel: string): Promise<fsp.FileHandle> {
+    const { chain, name } = await this.#pinParent(rel);
+    try {
+      return await fsp.open(chain.entry(name), READ_FLAGS);
     } catch (e) {
       const code = errCode(e);
       if (code === 'ELOOP' || code === 'EMLINK') {
@@ -446,81 +610,16 @@ export class LocalDir {
         throw new LocalDirError('not-regular', rel, `${rel} is not a regular file; not opened for reading`, { cause: e });
       }
       throw e;
-    }
-  }
-
-  async #checkDir(abs: string, rel: string): Promise<void> {
-    const st = await lstatOrUndefined(abs);
-    if (!st) throw new LocalDirError('missing', rel, `${abs} does not exist`);
-    if (st.isSymbolicLink()) throw new LocalDirError('symlink', rel, `${abs} is a symlink; never followed`);
-    if (!st.isDirectory()) throw new LocalDirError('not-directory', rel, `${abs} is not a folder`);
-  }
-
-  /** Check the root and every folder between it and `rel`; return the absolute path of `rel`. */
-  async #checkParents(rel: string): Promise<string> {
-    const segments = splitRelPath(rel);
-    await this.#checkDir(this.root, '.');
-    let abs = this.root;
-    for (let i = 0; i < segments.length - 1; i++) {
-      abs = path.join(abs, segments[i]!);
-      await this.#checkDir(abs, segments.slice(0, i + 1).join('/'));
-    }
-    return path.join(abs, segments[segments.length - 1]!);
-  }
-
-  /** Create missing folders one component at a time; every existing one must be a real folder. */
-  async #ensureDirs(rel: string, dirSegments: string[]): Promise<string> {
-    await this.#checkDir(this.root, '.');
-    let abs = this.root;
-    for (let i = 0; i < dirSegments.length; i++) {
-      const seg = dirSegments[i]!;
-      if (i === 0 && seg === MARKER_FILE) {
-        throw new LocalDirError('bad-path', rel, `refused ${rel}: the marker name is reserved`);
-      }
-      if (seg.startsWith(TEMP_PREFIX)) throw new LocalDirError('bad-path', rel, `refused ${rel}: the temp prefix is reserved`);
-      abs = path.join(abs, seg);
-      const partial = dirSegments.slice(0, i + 1).join('/');
-      let st = await lstatOrUndefined(abs);
-      if (!st) {
-        this.#assertLive(rel);
-        try {
-          await fsp.mkdir(abs, { mode: 0o755 });
-        } catch (e) {
-          if (errCode(e) !== 'EEXIST') throw e;
-        }
-        st = await lstatOrUndefined(abs);
-      }
-      if (!st) throw new LocalDirError('missing', partial, `${abs} vanished while being created`);
-      if (st.isSymbolicLink()) throw new LocalDirError('symlink', partial, `${partial} is a symlink; never followed`);
-      if (!st.isDirectory()) {
-        throw new LocalDirError('not-directory', partial, `${partial} is a file here, so ${rel} cannot be created below it`);
-      }
-    }
-    return abs;
-  }
-
-  async #pruneEmptyParents(rel: string): Promise<void> {
-    const segments = splitRelPath(rel).slice(0, -1);
-    while (segments.length > 0) {
-      const abs = path.join(this.root, ...segments);
-      try {
-        const st = await fsp.lstat(abs);
-        if (!st.isDirectory() || this.#disposed) return;
-        await fsp.rmdir(abs);
-      } catch {
-        return;
-      }
-      segments.pop();
+    } finally {
+      await chain.close();
     }
   }
 }
 
-async function lstatOrUndefined(abs: string): Promise<BigIntStats | undefined> {
+async function unlinkIfThere(abs: string): Promise<void> {
   try {
-    return await fsp.lstat(abs, { bigint: true });
+    await fsp.unlink(abs);
   } catch (e) {
-    const code = errCode(e);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-    throw e;
+    if (errCode(e) !== 'ENOENT') throw e;
   }
 }

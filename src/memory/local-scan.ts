@@ -27,7 +27,15 @@ export interface LocalScan {
   markerPresent: boolean;
   /** How many files had to be read (0 on an idle sync). */
   filesRead: number;
+  /**
+   * The bytes of files this scan read, up to {@link KEPT_BYTES_BUDGET} in all, so an upload sends
+   * them without reading the file again.
+   */
+  contents: Map<string, Buffer>;
 }
+
+/** Most bytes one scan keeps for the uploads that follow it. */
+export const KEPT_BYTES_BUDGET = 16 * 1024 * 1024;
 
 export interface ScanOptions {
   /** Paths deliberately not synced (case-collision losers…): left out of the scan. */
@@ -35,6 +43,8 @@ export interface ScanOptions {
   /** Reads in flight. Default 16. */
   concurrency?: number;
   maxBytes?: number;
+  /** Most bytes of read files kept in `contents`. Default {@link KEPT_BYTES_BUDGET}. */
+  keptBytesBudget?: number;
 }
 
 export function sha256Hex(bytes: Uint8Array): string {
@@ -54,6 +64,9 @@ export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptio
   const stats = new Map<string, BigIntStats>();
   const limit = pLimit(opts.concurrency ?? 16);
   let filesRead = 0;
+  const contents = new Map<string, Buffer>();
+  let keptBytes = 0;
+  const keptBytesBudget = opts.keptBytesBudget ?? KEPT_BYTES_BUDGET;
   const jobs: Promise<void>[] = [];
   for (const [rel, st] of raw.files) {
     if (opts.exclude?.has(rel)) continue;
@@ -87,6 +100,10 @@ export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptio
           cache.record(rel, stat, sha, utf8, hashedAtNs);
           stats.set(rel, stat);
           entries.set(rel, toEntry(sha, utf8, bytes.length));
+          if (utf8 && keptBytes + bytes.length <= keptBytesBudget) {
+            keptBytes += bytes.length;
+            contents.set(rel, bytes);
+          }
         } catch (e) {
           if (e instanceof LocalDirError && e.failure === 'too-large') {
             entries.set(rel, { kind: 'unsyncable', reason: e.message, fingerprint: statFingerprint(st) });
@@ -103,7 +120,7 @@ export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptio
   }
   await Promise.all(jobs);
   cache.retain(stats);
-  return { entries, stats, skipped, reserved: raw.reserved, markerPresent: raw.markerPresent, filesRead };
+  return { entries, stats, skipped, reserved: raw.reserved, markerPresent: raw.markerPresent, filesRead, contents };
 }
 
 function skippedFor(rel: string, e: unknown): SkippedEntry {

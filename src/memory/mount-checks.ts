@@ -7,6 +7,7 @@ import type { FoundAtPath } from './adopt.js';
 import type { JournalEntry } from './journal.js';
 import { LocalDir } from './local-dir.js';
 import { parseMarker } from './marker.js';
+import { findParentSymlink } from './mount-path-guard.js';
 import type { MemoryAccess } from './types.js';
 
 /**
@@ -63,11 +64,24 @@ export function validateSpecs(sessionId: string, specs: StoreSpec[]): void {
   }
 }
 
-/** The parent folder must exist, be a folder and be writable: the worker never creates it. */
+/**
+ * The parent folder must exist, be a folder and be writable: the worker never creates it. No folder
+ * of its existing chain may be a symlink: whoever could change the link would choose where the
+ * worker writes.
+ */
 export async function checkParent(spec: StoreSpec): Promise<void> {
   const parent = path.dirname(spec.root);
   const who = `memory store ${spec.storeId} (${spec.name})`;
   const user = currentUser();
+  const link = await findParentSymlink(spec.root);
+  if (link !== undefined) {
+    throw new MemoryMountError(
+      `${who}: the mount path ${spec.root} goes through the symlink ${link.link} (-> ${link.target}); the worker never ` +
+        `mounts through a symlinked folder, since whoever can change the link chooses where it writes. Replace ${link.link} ` +
+        'with a real folder (or bind-mount the target there), or attach the store at a path without symlinks.',
+      { storeId: spec.storeId, path: spec.root },
+    );
+  }
   const parentStat = await fsp.stat(parent).catch((e: unknown) => e as NodeJS.ErrnoException);
   if (parentStat instanceof Error) {
     throw new MemoryMountError(

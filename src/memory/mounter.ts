@@ -1,4 +1,5 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
+import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import pLimit from 'p-limit';
@@ -14,6 +15,7 @@ import { adoptVerdict, type JournalFact } from './adopt.js';
 import { checkParent, createRoot, inspectPath, probeCaseInsensitive, validateSpecs, type StoreSpec } from './mount-checks.js';
 import { fromJournalState, Journal, type JournalEntry } from './journal.js';
 import { MountedSession, MountedStore, type JournalBinding } from './mounted.js';
+import { isInsideAllowedRoots, normalizeAllowedRoots } from './mount-path-guard.js';
 import { checkOwner, currentOwner, type OwnerIdentity } from './owner.js';
 import { groupCaseCollisions, remotePathToRel } from './paths.js';
 import { RemoteStore, type RemoteMemoryWithContent } from './remote-store.js';
@@ -31,7 +33,13 @@ export { slug } from './store-root.js';
 /** Default interval of the progress line of a mount still downloading. */
 export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
 
+/** Writes queued per mount, as a multiple of `concurrency`, past which the listing waits. */
+const WRITE_QUEUE_HIGH_WATER_FACTOR = 4;
+
 export { MAX_STORES_PER_SESSION } from './mount-checks.js';
+
+/** Default bound on a whole mount (every store's listing and download), in ms. */
+const MOUNT_TIMEOUT_DEFAULT_MS = 300_000;
 
 export interface MemoryMounterOptions {
   /** Client whose credential may read the session's stores (the work item's sessions token). */
@@ -59,7 +67,8 @@ export interface MemoryMounterOptions {
   /** Per-request timeout in ms. Default 60 000. */
   requestTimeoutMs?: number;
   /**
-   * How contents are downloaded: `list-full` pages the full view (20 memories per request);
+   * How contents are downloaded: `list-full` pages the full view (20 memories per request), one
+   * cursor per top-level folder;
    * `retrieve` lists the basic view and fetches each memory (bounded by `concurrency`).
    * Default `list-full`, the faster of the two on the emulator for 8 × 250 memories.
    * @internal
@@ -67,6 +76,13 @@ export interface MemoryMounterOptions {
   downloadVia?: 'list-full' | 'retrieve';
   /** How often a mount still downloading logs its progress and emits `mountProgress`, in ms. Default 5 000. */
   progressIntervalMs?: number;
+  /**
+   * Folders a store may be mounted in: a mount path not strictly inside one of them is refused.
+   * Default: empty, no restriction.
+   */
+  allowedMountRoots?: readonly string[];
+  /** Milliseconds the whole mount (every store's download) may take before it fails. Default 300 000. */
+  mountTimeoutMs?: number;
   /** @internal */
   clock?: Clock;
   /**
@@ -110,11 +126,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #downloadVia: 'list-full' | 'retrieve';
   readonly #clock: Clock;
   readonly #assumeCaseInsensitive: boolean;
+  /** Listing pages in flight across all stores of this mounter's mounts. */
   readonly #journal: Journal;
   readonly #stateDir: string;
   readonly #deletions: MemoryDeleteMode;
   readonly #deleteAfterMs: number | undefined;
   readonly #progressIntervalMs: number;
+  readonly #allowedRoots: string[];
+  readonly #mountTimeoutMs: number;
   #owner: Promise<OwnerIdentity> | undefined;
 
   constructor(opts: MemoryMounterOptions) {
@@ -133,6 +152,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#deletions = opts.deletions ?? 'enabled';
     this.#deleteAfterMs = opts.deleteAfterMs;
     this.#progressIntervalMs = Math.max(100, opts.progressIntervalMs ?? MOUNT_PROGRESS_INTERVAL_DEFAULT_MS);
+    this.#allowedRoots = normalizeAllowedRoots(opts.allowedMountRoots ?? []);
+    this.#mountTimeoutMs = opts.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS;
   }
 
   /**
@@ -145,14 +166,17 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const resources = (session.resources ?? []).filter((r): r is MemoryStoreResource => r.type === 'memory_store');
     const specs = resources.map((r) => this.#specFor(r));
     validateSpecs(session.id, specs);
+    for (const spec of specs) checkAllowedRoot(spec, this.#allowedRoots);
     await Promise.all(specs.map((s) => this.#checkPath(s)));
     this.#owner ??= currentOwner();
     const binding = { journal: this.#journal, sessionId: session.id, workId: opts.workId, owner: await this.#owner, clock: this.#clock };
 
-    const { signal, dispose } = combineSignals([this.#signal, opts.signal]);
+    const deadline = mountDeadline(session.id, specs, this.#mountTimeoutMs);
+    const { signal, dispose } = combineSignals([this.#signal, opts.signal, deadline.signal]);
     if (signal.aborted) {
       // An 'abort' listener added now would never fire: the mount would run to the end.
       dispose();
+      deadline.clear();
       throw abortReason(signal);
     }
     const created: string[] = [];
@@ -181,7 +205,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         await removeAll(created, this.#journal, log);
         // Leftovers adopted by the stores that did mount are handed back, never removed.
         for (const r of settled) if (r.status === 'fulfilled' && !created.includes(r.value.root)) await r.value.release();
-        throw failure;
+        throw deadline.signal.aborted ? deadline.signal.reason : failure;
       }
       const stores: MountedStore[] = [];
       for (const r of settled) if (r.status === 'fulfilled') stores.push(r.value);
@@ -189,6 +213,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     } finally {
       signal.removeEventListener('abort', onAbort);
       dispose();
+      deadline.clear();
     }
   }
 
@@ -377,9 +402,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       shadowed[p] = { reason };
       log.warn({ path: p, reason }, 'memory not materialised; it is never synced from this folder');
     };
-    const write = async (m: RemoteMemoryWithContent, rel: string): Promise<void> => {
+    const write = async (m: Omit<RemoteMemoryWithContent, 'content'>, bytes: Buffer, rel: string): Promise<void> => {
       if (signal.aborted) return;
-      const bytes = Buffer.from(m.content, 'utf8');
       try {
         const st = await dir.writeFileAtomic(rel, bytes, { mtimeMs: backdatedMtimeMs(m.updatedAt), freshTree: true });
         const sha = sha256Hex(bytes);
@@ -400,21 +424,28 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     };
 
     const pending: Array<{ m: RemoteMemoryWithContent; rel: string }> = [];
-    const schedule = (m: RemoteMemoryWithContent, rel: string): void => {
-      const p = limit(() => write(m, rel));
+    const schedule = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined => {
+      // Only the bytes wait in the queue, not the listed page's string: the page can be collected.
+      const bytes = Buffer.from(m.content, 'utf8');
+      const meta = { id: m.id, path: m.path, sha: m.sha, sizeBytes: m.sizeBytes, updatedAt: m.updatedAt };
+      const p = limit(() => write(meta, bytes, rel));
       // Observed at once (so a failure during the listing is never an unhandled rejection) and
       // again by Promise.all below, which reports it.
-      p.catch(() => {});
+      const settled = p.catch(() => {});
       writes.push(p);
+      // With this many writes queued the listing waits for this one: downloaded contents held in
+      // memory stay bounded however fast pages arrive.
+      return limit.pendingCount >= WRITE_QUEUE_HIGH_WATER_FACTOR * this.#concurrency ? settled : undefined;
     };
-    const accept = (m: RemoteMemoryWithContent): void => {
+    const accept = (m: RemoteMemoryWithContent): Promise<void> | undefined => {
       const check = remotePathToRel(m.path);
       if (!check.ok) {
         shadow(m.path, check.reason);
         return;
       }
       if (caseInsensitive) pending.push({ m, rel: check.rel });
-      else schedule(m, check.rel);
+      else return schedule(m, check.rel);
+      return undefined;
     };
 
     // A long download says how far it got every few seconds, so a slow mount is not a silent one.
@@ -432,12 +463,13 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           listed.map((item) =>
             limit(async () => {
               if (signal.aborted) return;
-              accept(await remote.retrieve(item.id, signal));
+              // Not waiting on the write queue: this job holds a slot of the limiter the writes need.
+              void accept(await remote.retrieve(item.id, signal));
             }),
           ),
         );
       } else {
-        await remote.listFull(signal, accept);
+        await remote.listFull(signal, accept, (m, reason) => shadow(m.path, reason));
       }
       if (caseInsensitive) {
         const groups = groupCaseCollisions(pending.map((p) => p.rel));
@@ -479,6 +511,35 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
 
 }
 
+
+/** Refuse a store outside every allowed mount root (when some are configured). */
+function checkAllowedRoot(spec: StoreSpec, roots: readonly string[]): void {
+  if (isInsideAllowedRoots(spec.root, roots)) return;
+  throw new MemoryMountError(
+    `memory store ${spec.storeId} (${spec.name}): mount path ${spec.root} is outside the allowed mount roots ` +
+      `(${roots.join(', ')}); nothing was created. Attach the store at a mount_path inside one of them, or add its ` +
+      `parent to allowedMountRoots (--allowed-mount-root ${path.dirname(spec.root)}).`,
+    { storeId: spec.storeId, path: spec.root },
+  );
+}
+
+/** A timer that aborts the mount with a clear error once `timeoutMs` has passed. */
+function mountDeadline(sessionId: string, specs: StoreSpec[], timeoutMs: number): { signal: AbortSignal; clear(): void } {
+  const ctrl = new AbortController();
+  const timer = setTimeout(() => {
+    const first = specs[0];
+    ctrl.abort(
+      new MemoryMountError(
+        `session ${sessionId}: mounting its memory stores (${specs.map((s) => s.storeId).join(', ')}) did not finish within ` +
+          `${timeoutMs} ms; the folders it created were removed and the work item fails. Check the API's latency and the ` +
+          'size of the stores, or raise mountTimeoutMs.',
+        { storeId: first?.storeId, path: first?.root },
+      ),
+    );
+  }, timeoutMs);
+  timer.unref?.();
+  return { signal: ctrl.signal, clear: () => clearTimeout(timer) };
+}
 
 
 function toMountError(spec: StoreSpec, e: unknown, signal: AbortSignal): Error {

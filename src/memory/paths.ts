@@ -41,6 +41,32 @@ function utf8Length(text: string): number {
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/u;
 
+/**
+ * Unicode format characters (general category Cf: bidi overrides such as U+202E, zero-width
+ * joiners, the BOM, ...). The API refuses memory paths holding one, since they make a path read
+ * differently from what it is.
+ */
+const FORMAT_CHARS = /\p{Cf}/u;
+
+function codePointName(ch: string): string {
+  return `U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/**
+ * Why `text` breaks the API's Unicode rules for a memory path (a format character, or not in NFC),
+ * or undefined. The reason names the character and the fix.
+ */
+export function unicodeProblem(text: string): string | undefined {
+  const format = FORMAT_CHARS.exec(text);
+  if (format !== null) {
+    return `contains the invisible format character ${codePointName(format[0])}, which the API refuses in a memory path; rename it without that character`;
+  }
+  if (text.normalize('NFC') !== text) {
+    return `is not in Unicode NFC form, which the API requires of a memory path; rename it to its composed spelling ${JSON.stringify(text.normalize('NFC'))}`;
+  }
+  return undefined;
+}
+
 function describeChar(text: string): string {
   const found = CONTROL_CHARS.exec(text);
   if (found === null) return 'a control character';
@@ -63,7 +89,8 @@ export function isTempFileName(name: string): boolean {
 /**
  * Check a store-relative path (`notes/todo.md`, no leading slash) as found locally or kept in the
  * sync state. Accepts it only when it is safe to join below the mount root and uploadable:
- * 1–20 non-empty segments, none `.` or `..`, no NUL/control characters/backslash, each segment
+ * 1–20 non-empty segments, none `.` or `..`, no NUL/control/format characters/backslash, in
+ * Unicode NFC (as the API requires), each segment
  * ≤ 255 bytes, the whole server path (`/` + rel) ≤ 1024 bytes, and not reserved.
  */
 export function checkRelPath(rel: string): PathCheck {
@@ -73,6 +100,8 @@ export function checkRelPath(rel: string): PathCheck {
   if (CONTROL_CHARS.test(rel)) {
     return { ok: false, reason: `path ${JSON.stringify(rel)} contains ${describeChar(rel)}` };
   }
+  const unicode = unicodeProblem(rel);
+  if (unicode !== undefined) return { ok: false, reason: `path ${JSON.stringify(rel)} ${unicode}` };
   const segments = rel.split('/');
   if (segments.length > MAX_PATH_SEGMENTS) {
     return { ok: false, reason: `path "${rel}" has ${segments.length} segments; at most ${MAX_PATH_SEGMENTS} are allowed` };

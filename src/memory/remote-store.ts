@@ -1,7 +1,10 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/memory-stores/memories';
 import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../api/classify.js';
+import { RemoteLimitError } from '../errors.js';
 import { abortReason, isAbortError } from '../internal/abort.js';
+import { readBodyCapped } from './bounded-body.js';
+import { MAX_MEMORY_BYTES } from './local-dir.js';
 
 /**
  * The memory endpoints of one store, as the sync needs them, with a per-request retry policy:
@@ -12,7 +15,26 @@ import { abortReason, isAbortError } from '../internal/abort.js';
  * Every call carries the caller's signal, so aborting really cancels the request in flight.
  * Write failures come back as values (never thrown), classified for the planner's `applyOutcome`;
  * only an abort is thrown.
+ *
+ * Reads are bounded by our side, whatever the server answers: a listing stops with a
+ * {@link RemoteLimitError} past the store's memory cap (plus slack), past the pages that many
+ * memories can fill, at a cursor seen before, at a duplicate path or a malformed page; each body
+ * is read up to what its content can weigh and no further; a memory whose content is over the
+ * size limit is refused (reported through `onRefused`), never kept.
  */
+
+/** Most memories a store may hold. */
+export const MAX_MEMORIES_PER_STORE = 2_000;
+/** Memories a listing may return before it is cut off: the cap plus 10 % slack. */
+export const MAX_LISTED_MEMORIES = MAX_MEMORIES_PER_STORE + MAX_MEMORIES_PER_STORE / 10;
+/**
+ * Most bytes one memory can weigh in a JSON answer: its content with every byte escaped as
+ * `\u00XX`, its path escaped the same way, and the other fields.
+ */
+const MAX_MEMORY_JSON_BYTES = 6 * MAX_MEMORY_BYTES + 6 * 1024 + 2048;
+/** Same for the basic view, where content is null. */
+const MAX_BASIC_MEMORY_JSON_BYTES = 6 * 1024 + 2048;
+const SHA256_HEX = /^[0-9a-f]{64}$/u;
 
 /** One memory as listed; `path` is the server path (leading `/`). */
 export interface RemoteMemory {
@@ -66,18 +88,33 @@ export class RemoteStore {
     return out;
   }
 
-  /** Every memory with its content, full view: one request per 20 memories. */
-  async listFull(signal: AbortSignal | undefined, onMemory: (m: RemoteMemoryWithContent) => Promise<void> | void): Promise<void> {
-    await this.#eachPage('full', FULL_PAGE_LIMIT, signal, (m) => onMemory({ ...toRemote(m), content: m.content ?? '' }));
+  /**
+   * Every memory with its content, full view: one request per 20 memories. A memory whose content
+   * is over the size limit goes to `onRefused` (with the reason) instead of `onMemory`.
+   */
+  async listFull(
+    signal: AbortSignal | undefined,
+    onMemory: (m: RemoteMemoryWithContent) => Promise<void> | void,
+    onRefused?: (m: RemoteMemory, reason: string) => void,
+  ): Promise<void> {
+    await this.#eachPage('full', FULL_PAGE_LIMIT, signal, (m) => {
+      const tooLarge = oversizeReason(m);
+      if (tooLarge !== undefined) return onRefused?.(toRemote(m), tooLarge);
+      return onMemory({ ...toRemote(m), content: m.content ?? '' });
+    });
   }
 
-  /** One memory with its content. Throws (classified by the caller) on failure. */
+  /** One memory with its content. Throws (classified by the caller) on failure, and for content over the size limit. */
   async retrieve(id: string, signal?: AbortSignal): Promise<RemoteMemoryWithContent> {
-    const m = await this.#client.beta.memoryStores.memories.retrieve(
-      id,
-      { memory_store_id: this.storeId, view: 'full' },
-      { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
-    );
+    const res = await this.#client.beta.memoryStores.memories
+      .retrieve(id, { memory_store_id: this.storeId, view: 'full' }, { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs })
+      .asResponse();
+    const body = await this.#readJson(res, MAX_MEMORY_JSON_BYTES, `memory ${id}`, signal);
+    const m = checkMemory(body, this.storeId, `memory ${id}`);
+    const tooLarge = oversizeReason(m);
+    if (tooLarge !== undefined) {
+      throw new RemoteLimitError('body-size', `memory store ${this.storeId}: ${m.path} refused: ${tooLarge}`, { storeId: this.storeId });
+    }
     return { ...toRemote(m), content: m.content ?? '' };
   }
 
@@ -138,19 +175,111 @@ export class RemoteStore {
     signal: AbortSignal | undefined,
     onItem: (m: BetaManagedAgentsMemory) => unknown,
   ): Promise<void> {
-    let page = await this.#client.beta.memoryStores.memories.list(
-      this.storeId,
-      { view, limit },
-      { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
-    );
-    for (;;) {
-      for (const item of page.data) {
-        if (item.type === 'memory') await onItem(item);
+    const maxPages = Math.ceil(MAX_LISTED_MEMORIES / limit) * 2 + 10;
+    const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
+    const cursors = new Set<string>();
+    const paths = new Set<string>();
+    const what = `the ${view} listing of memory store ${this.storeId}`;
+    let cursor: string | undefined;
+    let memories = 0;
+    for (let pages = 1; ; pages++) {
+      const res = await this.#client.beta.memoryStores.memories
+        .list(
+          this.storeId,
+          { view, limit, ...(cursor !== undefined ? { page: cursor } : {}) },
+          { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
+        )
+        .asResponse();
+      const body = await this.#readJson(res, pageCap, what, signal);
+      const { data, next } = checkPage(body, this.storeId, what);
+      for (const raw of data) {
+        if (typeof raw === 'object' && raw !== null && (raw as { type?: unknown }).type !== 'memory') continue;
+        const item = checkMemory(raw, this.storeId, what);
+        if (++memories > MAX_LISTED_MEMORIES) {
+          throw this.#limit('memory-count', `${what} passed ${MAX_LISTED_MEMORIES} memories (a store holds at most ${MAX_MEMORIES_PER_STORE}); stopped reading it`);
+        }
+        if (paths.has(item.path)) {
+          throw this.#limit('duplicate-path', `${what} lists ${JSON.stringify(item.path)} twice; a path names one memory, so the listing cannot be trusted`);
+        }
+        paths.add(item.path);
+        await onItem(item);
       }
-      if (!page.hasNextPage()) return;
-      page = await page.getNextPage();
+      if (next === undefined) return;
+      if (cursors.has(next)) throw this.#limit('repeated-cursor', `${what} returned a next_page cursor it had returned before (page ${pages}); stopped reading it`);
+      if (pages >= maxPages) {
+        throw this.#limit('page-count', `${what} kept paging past ${maxPages} pages (${memories} memories so far); stopped reading it`);
+      }
+      cursors.add(next);
+      cursor = next;
     }
   }
+
+  async #readJson(res: Response, cap: number, what: string, signal: AbortSignal | undefined): Promise<unknown> {
+    const text = await readBodyCapped(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch((e: unknown) => {
+      if (e instanceof RangeError) throw this.#limit('body-size', `${what}: ${e.message}`);
+      throw e;
+    });
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw this.#limit('malformed', `${what} is not valid JSON (${text.length} bytes)`);
+    }
+  }
+
+  #limit(limit: ConstructorParameters<typeof RemoteLimitError>[0], detail: string): RemoteLimitError {
+    return new RemoteLimitError(
+      limit,
+      `${detail}. The server's answer broke a documented bound; check that the client's base URL points at the Anthropic API ` +
+        '(or a faithful proxy) and retry later. Nothing was written from it.',
+      { storeId: this.storeId },
+    );
+  }
+}
+
+/** The `data` and `next_page` of a listing page, or a `malformed` error. */
+function checkPage(body: unknown, storeId: string, what: string): { data: unknown[]; next: string | undefined } {
+  const b = body as { data?: unknown; next_page?: unknown } | null;
+  if (typeof b !== 'object' || b === null || !Array.isArray(b.data)) {
+    throw malformed(storeId, `${what}: a page without a \`data\` array`);
+  }
+  const next = b.next_page;
+  if (next !== undefined && next !== null && typeof next !== 'string') throw malformed(storeId, `${what}: next_page is neither a string nor null`);
+  return { data: b.data, next: typeof next === 'string' && next !== '' ? next : undefined };
+}
+
+/** A memory object with the fields the sync relies on, or a `malformed` error. */
+function checkMemory(raw: unknown, storeId: string, what: string): BetaManagedAgentsMemory {
+  const m = raw as Partial<Record<keyof BetaManagedAgentsMemory, unknown>> | null;
+  const ok =
+    typeof m === 'object' &&
+    m !== null &&
+    m.type === 'memory' &&
+    typeof m.id === 'string' &&
+    m.id !== '' &&
+    typeof m.path === 'string' &&
+    typeof m.content_sha256 === 'string' &&
+    SHA256_HEX.test(m.content_sha256) &&
+    (m.content === null || m.content === undefined || typeof m.content === 'string');
+  if (!ok) throw malformed(storeId, `${what}: an item is not a memory object with id, path and content_sha256`);
+  return m as BetaManagedAgentsMemory;
+}
+
+function malformed(storeId: string, detail: string): RemoteLimitError {
+  return new RemoteLimitError(
+    'malformed',
+    `${detail}. The server's answer is malformed; check that the client's base URL points at the Anthropic API and retry later. ` +
+      'Nothing was written from it.',
+    { storeId },
+  );
+}
+
+/** Why a memory's content is over the size limit, or undefined. */
+function oversizeReason(m: BetaManagedAgentsMemory): string | undefined {
+  const bytes = typeof m.content === 'string' ? Buffer.byteLength(m.content, 'utf8') : 0;
+  if (bytes > MAX_MEMORY_BYTES) {
+    return `its content is ${bytes} bytes, over the ${MAX_MEMORY_BYTES}-byte limit a memory can have; not written (shorten it in the Console)`;
+  }
+  return undefined;
 }
 
 function toRemote(m: BetaManagedAgentsMemory): RemoteMemory {

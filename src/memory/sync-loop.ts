@@ -327,13 +327,17 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         // downloaded again and nothing is deleted in the store, whatever the baseline's size.
         e.state = { ...e.state, baseline: {}, pendingDeletes: {}, refused: {} };
       }
+      // The listing does not depend on the scan, so both run at once (a flush lists only when
+      // the scan found local changes).
+      const listing = phase === 'flush' ? undefined : e.remote.listBasic(signal);
+      listing?.catch(() => {});
       const scan = await scanLocal(e.store.dir, e.store.cache, { exclude: new Set(Object.keys(e.state.shadowed)), concurrency: this.#concurrency });
       log.debug({ phase, files: scan.entries.size, files_read: scan.filesRead }, 'local scan done');
       this.#warnSkipped(e, scan);
       if (phase === 'flush' && !hasLocalChanges(e.state, scan)) return report;
       if (signal.aborted) throw coerceError(signal.reason);
 
-      const listed = await e.remote.listBasic(signal);
+      const listed = await (listing ?? e.remote.listBasic(signal));
       const { remote, byRel } = this.#remoteView(e, listed);
       e.state = releaseResolvedPathConflicts(e.state, remote);
       const plan = planSync({
@@ -621,7 +625,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         }
         for (const rel of scan.reserved) out.push({ e, rel, upload: false, copyable: true });
         for (const s of scan.skipped) {
-          if (s.kind === 'unreadable' || s.kind === 'too-long') out.push({ e, rel: s.rel, upload: false, copyable: false });
+          if (s.kind === 'unreadable' || s.kind === 'too-long' || s.kind === 'too-deep') out.push({ e, rel: s.rel, upload: false, copyable: false });
         }
       } catch {
         out.push(...e.notSaved.map((rel) => ({ e, rel, upload: true, copyable: true })));
@@ -678,6 +682,8 @@ function skipFix(kind: SkippedEntry['kind'], where: string): string {
       return `make ${where} readable by the worker's user (chmod u+rX)`;
     case 'too-long':
       return `shorten the path of ${where} (it is longer than this system allows)`;
+    case 'too-deep':
+      return `move ${where} closer to the store root: a memory path has at most 20 segments`;
     case 'unreadable-name':
       return `rename ${where} to a valid UTF-8 name`;
     case 'vanished':

@@ -238,6 +238,8 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
             logger: log,
             workdir: opts.workdir,
             stateDir: opts.stateDir,
+            allowedMountRoots: opts.allowedMountRoots,
+            mountTimeoutMs: opts.mountTimeoutMs,
             deletions: opts.memorySyncDeletions,
             deleteAfterMs: opts.memoryDeleteAfterMs,
           });

@@ -47,6 +47,8 @@ export interface MemoryPort {
     logger: Logger;
     workdir: string;
     stateDir?: string | undefined;
+    allowedMountRoots?: readonly string[];
+    mountTimeoutMs?: number;
     deletions?: MemoryDeleteMode;
     deleteAfterMs?: number;
   }): MounterView;

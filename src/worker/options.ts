@@ -20,6 +20,8 @@ import {
 export { FINAL_FLUSH_DEFAULT_MS, MEMORY_SYNC_INTERVAL_DEFAULT_MS, MEMORY_SYNC_INTERVAL_MIN_MS };
 /** Default time a session waits for a mount path held by another session of this process. */
 export const PATH_WAIT_DEFAULT_MS = 60_000;
+/** Default bound on a session's whole mount (listing and downloading every store). */
+export const MOUNT_TIMEOUT_DEFAULT_MS = 300_000;
 /** Most sessions one worker serves at once. */
 export const CONCURRENCY_MAX = 64;
 
@@ -86,6 +88,17 @@ export interface EnvironmentWorkerOptions {
   /** Ours: milliseconds a session waits for a mount path another running session holds, then fails. Default 60 000. */
   pathWaitMs?: number;
   /**
+   * Ours: folders memory stores may be mounted in. A store whose mount path is not strictly inside
+   * one of them is refused (the work item fails with a message naming the path). Default: no
+   * restriction (`undefined` or an empty list).
+   */
+  allowedMountRoots?: string[];
+  /**
+   * Ours: milliseconds a session's whole mount (listing and downloading every store) may take; past it
+   * the folders are removed and the work item fails cleanly. Default 300 000.
+   */
+  mountTimeoutMs?: number;
+  /**
    * Removed official option. Passing it throws a {@link ConfigError} explaining the migration.
    * @deprecated
    */
@@ -112,6 +125,8 @@ export interface ResolvedWorkerOptions {
   memoryDeleteAfterMs: number;
   stateDir: string | undefined;
   pathWaitMs: number;
+  allowedMountRoots: string[];
+  mountTimeoutMs: number;
 }
 
 const isFunction = (v: unknown): boolean => typeof v === 'function';
@@ -149,6 +164,8 @@ const schema = z
     concurrency: z.number().int().min(1).max(CONCURRENCY_MAX).optional(),
     logger: z.custom<Logger>(looksLikeLogger).optional(),
     pathWaitMs: z.number().int().min(0).optional(),
+    allowedMountRoots: z.array(z.string().startsWith('/')).optional(),
+    mountTimeoutMs: z.number().int().min(1_000).max(3_600_000).optional(),
   })
   .strict();
 
@@ -168,6 +185,8 @@ const EXPECTED: Record<string, string> = {
   concurrency: `an integer from 1 to ${CONCURRENCY_MAX}`,
   logger: 'a pino logger',
   pathWaitMs: 'an integer number of milliseconds >= 0',
+  allowedMountRoots: 'an array of absolute folder paths',
+  mountTimeoutMs: 'an integer number of milliseconds from 1000 to 3600000',
 };
 
 /** Options whose value must never appear in a message, even when it is wrong. */
@@ -247,5 +266,7 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     memoryDeleteAfterMs: o.memoryDeleteAfterMs ?? MEMORY_DELETE_AFTER_DEFAULT_MS,
     stateDir: o.stateDir,
     pathWaitMs: o.pathWaitMs ?? PATH_WAIT_DEFAULT_MS,
+    allowedMountRoots: o.allowedMountRoots ?? [],
+    mountTimeoutMs: o.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS,
   };
 }

@@ -1,8 +1,8 @@
 // Pins how the flags of `run` and `handle` become worker options: each ANTHROPIC_* variable is the
 // default and its flag overrides it, the key comes from a file named by --environment-key-file (the
 // key itself is never a flag), `--memory-sync-interval` takes milliseconds or `off` (memory off,
-// `null`), `--memory-sync-deletions`, `--memory-delete-after`, `--workdir`, `--max-idle`, `--final-flush`, `--state-dir`
-// and `--worker-id` reach the option of the same meaning, and an option not given stays unset (so
+// `null`), `--memory-sync-deletions`, `--memory-delete-after`, `--workdir`, `--max-idle`, `--final-flush`, `--state-dir`,
+// `--allowed-mount-root` (repeatable) and `--worker-id` reach the option of the same meaning, and an option not given stays unset (so
 // the library's default applies).
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -76,10 +76,16 @@ describe('workerOptionsFromFlags', () => {
       expected: { memoryDeleteAfterMs: 0 },
     },
     {
+      description: '--allowed-mount-root is repeatable; a relative folder is taken from the current folder',
+      argv: () => ['--allowed-mount-root', '/mnt/memory', '--allowed-mount-root', 'mem'],
+      env: ENV,
+      expected: { allowedMountRoots: ['/mnt/memory', '/srv/cwd/mem'] },
+    },
+    {
       description: 'options not given stay unset, so the library defaults apply',
       argv: () => [],
       env: ENV,
-      expected: { memorySyncIntervalMs: undefined, memorySyncDeletions: undefined, memoryDeleteAfterMs: undefined, maxIdleMs: undefined, finalFlushMs: undefined, stateDir: undefined, workerId: undefined },
+      expected: { memorySyncIntervalMs: undefined, memorySyncDeletions: undefined, memoryDeleteAfterMs: undefined, maxIdleMs: undefined, finalFlushMs: undefined, stateDir: undefined, workerId: undefined, allowedMountRoots: undefined },
     },
   ];
 

@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -220,5 +221,130 @@ describe('after dispose (the unmount)', () => {
     expect((await dir.readFile('kept.md')).bytes.toString()).toBe('kept');
     await dir.removeRoot();
     expect(fs.existsSync(root)).toBe(false);
+  });
+});
+
+/** Make a folder chain `depth` levels deep below `base` whatever its total length (fd-relative). */
+async function deepTree(base: string, depth: number, seg: string): Promise<void> {
+  let fh = await fsp.open(base, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+  for (let i = 0; i < depth; i++) {
+    const next = `/proc/self/fd/${fh.fd}/${seg}`;
+    await fsp.mkdir(next);
+    if (i === depth - 1) await fsp.writeFile(`/proc/self/fd/${fh.fd}/${seg}/leaf.md`, 'deep');
+    const child = await fsp.open(next, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+    await fh.close();
+    fh = child;
+  }
+  await fh.close();
+}
+
+describe('scan tolerance', () => {
+  it('returns sockets, devices, FIFOs and symlinks in skipped with a reason, and never throws for them', async () => {
+    await dir.writeFileAtomic('keep.md', Buffer.from('k'));
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(path.join(root, 'agent.sock'), resolve));
+    try {
+      execFileSync('mkfifo', [path.join(root, 'pipe.md')]);
+      execFileSync('mknod', [path.join(root, 'null.md'), 'c', '1', '3']);
+      await fsp.symlink('/etc/passwd', path.join(root, 'passwd.md'));
+      const scan = await dir.scan();
+      expect([...scan.files.keys()]).toEqual(['keep.md']);
+      const byRel = Object.fromEntries(scan.skipped.map((s) => [s.rel, s]));
+      expect(byRel['agent.sock']?.kind).toBe('socket');
+      expect(byRel['pipe.md']?.kind).toBe('fifo');
+      expect(byRel['null.md']?.kind).toBe('device');
+      expect(byRel['passwd.md']?.kind).toBe('symlink');
+      for (const s of scan.skipped) expect(s.reason).toMatch(/never (opened|followed)/);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('reports a folder deeper than a memory path can reach instead of walking it, and keeps the rest', async () => {
+    await dir.writeFileAtomic('keep.md', Buffer.from('k'));
+    await deepTree(root, 30, 'd');
+    const scan = await dir.scan();
+    expect([...scan.files.keys()]).toEqual(['keep.md']);
+    expect(scan.skipped).toHaveLength(1);
+    expect(scan.skipped[0]!.kind).toBe('too-deep');
+    expect(scan.skipped[0]!.rel.split('/')).toHaveLength(20);
+    expect(scan.skipped[0]!.reason).toContain('at most 20 segments');
+  });
+
+  it('scans a tree deeper than PATH_MAX without ENAMETOOLONG', async () => {
+    await deepTree(root, 350, 'x'.repeat(12));
+    await dir.writeFileAtomic('keep.md', Buffer.from('k'));
+    const scan = await dir.scan();
+    expect([...scan.files.keys()]).toEqual(['keep.md']);
+    expect(scan.skipped.map((s) => s.kind)).toEqual(['too-deep']);
+    await dir.removeRoot();
+  });
+
+  it('returns a folder it may not list as unreadable, and the other files (as an unprivileged user)', async () => {
+    await fsp.chmod(tmp, 0o755);
+    await dir.writeFileAtomic('keep.md', Buffer.from('k'));
+    await dir.writeFileAtomic('locked/inner.md', Buffer.from('i'));
+    await fsp.chmod(path.join(root, 'locked'), 0o000);
+    const script = path.join(tmp, 'scan.mts');
+    const localDir = path.resolve('src/memory/local-dir.ts');
+    await fsp.writeFile(
+      script,
+      `import { LocalDir } from ${JSON.stringify(localDir)};\n` +
+        `const scan = await new LocalDir(${JSON.stringify(root)}).scan();\n` +
+        'console.log(JSON.stringify({ files: [...scan.files.keys()], skipped: scan.skipped }));\n',
+    );
+    await fsp.chmod(script, 0o644);
+    const out = execFileSync(process.execPath, ['--import', 'tsx', script], { uid: 65534, gid: 65534, encoding: 'utf8' });
+    const result = JSON.parse(out) as { files: string[]; skipped: Array<{ rel: string; kind: string; reason: string }> };
+    expect(result.files).toEqual(['keep.md']);
+    expect(result.skipped).toEqual([{ rel: 'locked', kind: 'unreadable', code: 'EACCES', reason: expect.stringContaining('EACCES') }]);
+  }, 30_000);
+});
+
+describe('removing the root (the unmount)', () => {
+  it('removes a tree deeper than PATH_MAX', async () => {
+    await deepTree(root, 350, 'y'.repeat(12));
+    await dir.removeRoot();
+    expect(fs.existsSync(root)).toBe(false);
+  });
+
+  it('unlinks planted symlinks without following them and leaves their targets alone', async () => {
+    await fsp.symlink(outside, path.join(root, 'sub'));
+    await fsp.symlink(path.join(outside, 'secret.md'), path.join(root, 'secret.md'));
+    await dir.writeFileAtomic('real/inner.md', Buffer.from('x'));
+    await fsp.symlink(outside, path.join(root, 'real', 'nested-link'));
+    await dir.removeRoot();
+    expect(fs.existsSync(root)).toBe(false);
+    expect(await fsp.readFile(path.join(outside, 'secret.md'), 'utf8')).toBe('outside bytes');
+  });
+
+  it('refuses to remove a root that was replaced by another folder since it was first opened', async () => {
+    await dir.writeFileAtomic('a.md', Buffer.from('a'));
+    await fsp.rename(root, path.join(tmp, 'moved'));
+    await fsp.mkdir(root);
+    await fsp.writeFile(path.join(root, 'foreign.md'), 'foreign');
+    expect(await failureOf(dir.removeRoot())).toBe('replaced');
+    expect(await fsp.readFile(path.join(root, 'foreign.md'), 'utf8')).toBe('foreign');
+  });
+});
+
+describe('pinned folders', () => {
+  it('refuses to write into a folder moved out of the mount after it was opened', async () => {
+    await dir.writeFileAtomic('sub/a.md', Buffer.from('a'));
+    await fsp.rename(path.join(root, 'sub'), path.join(outside, 'sub'));
+    await fsp.symlink(path.join(outside, 'sub'), path.join(root, 'sub'));
+    expect(await failureOf(dir.writeFileAtomic('sub/b.md', Buffer.from('b')))).toBe('symlink');
+    expect(await fsp.readdir(path.join(outside, 'sub'))).toEqual(['a.md']);
+  });
+});
+
+describe('copying out a planted giant', () => {
+  it('refuses a file over the copy limit from its size, without copying a byte', async () => {
+    const fh = await fsp.open(path.join(root, 'sparse.md'), 'w');
+    await fh.truncate(1024 ** 3);
+    await fh.close();
+    const dest = path.join(tmp, 'copy.md');
+    expect(await failureOf(dir.copyOut('sparse.md', dest))).toBe('too-large');
+    expect(fs.existsSync(dest)).toBe(false);
   });
 });

@@ -17,6 +17,7 @@ import {
   remotePathToRel,
 } from '../../src/memory/paths.js';
 import { MARKER_FILE_NAME } from '../../src/memory/marker.js';
+import { memoryPathProblem } from '../../src/testing/emulator/model/memory-paths.js';
 
 describe('remotePathToRel', () => {
   const accepted = [
@@ -49,6 +50,10 @@ describe('remotePathToRel', () => {
     { description: 'a DEL', input: '/a\u007fb', reason: 'U+007F' },
     { description: 'a C1 control', input: '/a\u0085b', reason: 'U+0085' },
     { description: 'a line separator', input: '/a\u2028b', reason: 'U+2028' },
+    { description: 'a right-to-left override', input: '/invoice-\u202Egpj.exe', reason: 'format character U+202E' },
+    { description: 'a zero-width joiner', input: '/a\u200Db.md', reason: 'format character U+200D' },
+    { description: 'a byte-order mark', input: '/\uFEFFnotes.md', reason: 'format character U+FEFF' },
+    { description: 'a decomposed (NFD) name', input: '/cafe\u0301.md', reason: 'not in Unicode NFC' },
     { description: 'a segment over 255 bytes', input: `/${'x'.repeat(MAX_SEGMENT_BYTES + 1)}`, reason: '256-byte name' },
     { description: 'a segment over 255 bytes counted in UTF-8', input: `/${'é'.repeat(128)}`, reason: '256-byte name' },
     { description: `a path over ${MAX_PATH_BYTES} bytes`, input: longPath, reason: `at most ${MAX_PATH_BYTES}` },
@@ -81,9 +86,24 @@ describe('checkRelPath (local side)', () => {
     { description: 'refuses our temp files (never uploaded)', input: `dir/${TEMP_FILE_PREFIX}abc`, ok: false },
     { description: 'refuses an empty path', input: '', ok: false },
     { description: 'refuses a path escaping the root', input: 'a/../../b', ok: false },
+    { description: 'refuses a local name with a format character (the API would)', input: 'a\u202Eb.md', ok: false },
+    { description: 'refuses a local name not in NFC (the API would)', input: 'cafe\u0301.md', ok: false },
+    { description: 'accepts a composed (NFC) accented name', input: 'caf\u00e9.md', ok: true },
   ];
   for (const row of rows) {
     it(row.description, () => expect(checkRelPath(row.input).ok).toBe(row.ok));
+  }
+});
+
+describe('agreement with the emulator (which enforces the API rules)', () => {
+  const samples = [
+    '/ok.md', '/a\u202Eb.md', '/a\u200Bb.md', '/\uFEFFx', '/cafe\u0301.md', '/caf\u00e9.md', '/a\u0007b', '/a\u2029b',
+    '/a/../b', '/a//b', `/${Array(21).fill('d').join('/')}`, '/x\u00ADy.md',
+  ];
+  for (const sample of samples) {
+    it(`${JSON.stringify(sample)}: refused here exactly when the emulator refuses it`, () => {
+      expect(remotePathToRel(sample).ok).toBe(memoryPathProblem(sample) === null);
+    });
   }
 });
 

@@ -2,7 +2,7 @@
 // environment's queue depth, pending count and oldest item age read from the work stats endpoint
 // with the environment key, labelled by environment; several scrapes within maxAgeMs cost one API
 // call; a failed read leaves the gauges without a sample (an autoscaler sees no data, not an empty
-// queue) and counts the failure, and the next successful read restores them.
+// queue) and counts the failure (one warning, repeats at debug, lines tagged component "metrics").
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -110,5 +110,9 @@ describe('the work queue gauges', () => {
     // The first failure is a warning; a repeat is debug only.
     expect(lines.filter((l) => l.level === 40 && l.msg.startsWith('reading the work queue stats failed'))).toHaveLength(1);
     expect(JSON.stringify(lines)).not.toContain('not-a-real-key');
+    // One field style: the endpoint's lines carry `component`, ids in snake_case.
+    const warn = lines.find((l) => l.level === 40) as Record<string, unknown>;
+    expect(warn).toMatchObject({ component: 'metrics', environment_id: env });
+    expect(lines.every((l) => !('scope' in l))).toBe(true);
   });
 });

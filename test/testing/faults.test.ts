@@ -2,7 +2,7 @@
  * Pins the emulator's fault injection and request log: status faults (by route, method, seeded
  * rate, times), latency, hang (never answered until the client gives up), dropResponse (applied,
  * then the connection is cut), leaseLost and stopWork on heartbeats, handles that retire and
- * remove rules, plus the 404 for unknown routes and the per-request log fields.
+ * remove rules, body rewrites (a wrong server), plus the 404 for unknown routes and the per-request log fields.
  */
 import { APIConnectionError, APIConnectionTimeoutError } from '@anthropic-ai/sdk';
 import type Anthropic from '@anthropic-ai/sdk';
@@ -195,5 +195,25 @@ describe('routing and the request log', () => {
     expect(list!.startedAt).toBeGreaterThanOrEqual(before);
     expect(list!.ms).toBeGreaterThanOrEqual(0);
     expect(create).toMatchObject({ route: 'POST /v1/memory_stores/:id/memories', body: { path: '/c.md', content: 'c' } });
+  });
+});
+
+describe('body rewrites', () => {
+  it('answer with the rewritten JSON after the request was handled, and log the fault', async () => {
+    emu.faults.add({
+      route: /memories$/,
+      rewrite: (body) => ({ ...(body as object), next_page: 'same-cursor-forever' }),
+      times: 1,
+    });
+    const page = await client.beta.memoryStores.memories.list(storeId);
+    expect(page.next_page).toBe('same-cursor-forever');
+    expect(page.data.map((m) => m.path)).toEqual(['/a.md']);
+    expect(emu.requests.at(-1)?.fault).toBe('rewrite');
+  });
+
+  it('send a string as the raw body, so a malformed answer reaches the client', async () => {
+    emu.faults.add({ route: /memories$/, rewrite: () => '{"data": [', times: 1 });
+    const res = await client.beta.memoryStores.memories.list(storeId).asResponse();
+    expect(await res.text()).toBe('{"data": [');
   });
 });

@@ -35,6 +35,12 @@ export interface FaultRule {
    * request is answered. Combine with `status` for "a result post fails, then the stream drops".
    */
   dropStream?: boolean;
+  /**
+   * Handle the request, then answer with what this returns instead of the JSON body: an object is
+   * sent as JSON, a string as the raw body (malformed JSON included). Models a server whose answers
+   * are wrong: endless or repeated cursors, bad paths, oversized content. Successful answers only.
+   */
+  rewrite?: (body: unknown, request: { path: string; query: URLSearchParams }) => unknown;
   /** Heartbeat requests only: void the lease first, so this heartbeat answers 412. */
   leaseLost?: boolean;
   /**
@@ -63,6 +69,8 @@ export interface FaultDecision {
   dropStream: boolean;
   leaseLost: boolean;
   stopWork?: { force: boolean };
+  /** The body rewrites of the rules that fired, in the order the rules were added. */
+  rewrites: Array<NonNullable<FaultRule['rewrite']>>;
   /** True when at least one rule fired. */
   fired: boolean;
 }
@@ -134,6 +142,7 @@ export class Faults {
       dropResponse: false,
       dropStream: false,
       leaseLost: false,
+      rewrites: [],
       fired: false,
     };
     for (const entry of [...this.#entries]) {
@@ -166,6 +175,7 @@ export class Faults {
       decision.dropResponse ||= rule.dropResponse === true;
       decision.dropStream ||= rule.dropStream === true;
       decision.leaseLost ||= rule.leaseLost === true;
+      if (rule.rewrite) decision.rewrites.push(rule.rewrite);
       if (rule.stopWork) {
         const force = typeof rule.stopWork === 'object' && rule.stopWork.force === true;
         decision.stopWork = { force: force || decision.stopWork?.force === true };

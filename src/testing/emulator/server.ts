@@ -29,7 +29,7 @@ export interface RequestRecord {
   /** `Anthropic-Worker-ID` header (polls). */
   workerId?: string;
   /** Which fault shaped the answer, if any. */
-  fault?: 'status' | 'hang' | 'dropResponse';
+  fault?: 'status' | 'hang' | 'dropResponse' | 'rewrite';
 }
 
 export interface ServerDeps {
@@ -201,8 +201,15 @@ export class EmulatorServer {
       res.destroy();
       finish(0, 'dropResponse');
     } else {
-      this.#send(res, status, result.body, { ...headers, ...(result.headers ?? {}) });
-      finish(status);
+      let out = result.body;
+      for (const rewrite of decision.rewrites) out = rewrite(out, { path, query: url.searchParams });
+      const raw = typeof out === 'string' && decision.rewrites.length > 0;
+      this.#send(res, status, raw ? Buffer.from(out as string, 'utf8') : out, {
+        ...headers,
+        ...(result.headers ?? {}),
+        ...(raw ? { 'content-type': 'application/json' } : {}),
+      });
+      finish(status, decision.rewrites.length > 0 ? 'rewrite' : undefined);
     }
     this.#maybeDropStream(decision, matched.params);
   }

@@ -1,0 +1,151 @@
+/**
+ * One benchmark job: a fresh emulator (served by this process, with latency), a fresh temp folder
+ * (mount parent, workdir, state dir) and one child process running the worker under test. The
+ * child reports its own CPU and peak RSS; timings come from the emulator's request log.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import * as fsp from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { startEmulator, type Emulator, type RequestRecord } from '../src/testing/index.js';
+import type { ChildKind } from './build-children.js';
+import type { ChildConfig, ChildMessage, Usage } from './child/protocol.js';
+
+export interface ChildHandle {
+  /** Usage right after the child loaded its modules and built its worker. */
+  readonly readyUsage: Usage;
+  /** Usage now. */
+  usage(): Promise<Usage>;
+  /** Stop the worker, wait for it, and return the final usage. */
+  stop(): Promise<Usage>;
+}
+
+export interface JobContext {
+  emu: Emulator;
+  mountRoot: string;
+  kind: ChildKind;
+  quick: boolean;
+  startChild(opts?: { concurrency?: number; floor?: ChildConfig['floor'] }): Promise<ChildHandle>;
+}
+
+export interface JobOptions {
+  kind: ChildKind;
+  bundle: string;
+  latencyMs: number;
+  quick: boolean;
+  /** Extra Node flags for the child (e.g. `--cpu-prof`). */
+  execArgv?: string[];
+}
+
+const CHILD_STOP_TIMEOUT_MS = 30_000;
+const CHILD_EXIT_GRACE_MS = 5_000;
+
+/** Run `body` with a fresh emulator and temp folder; everything is torn down afterwards. */
+export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Promise<T>): Promise<T> {
+  const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-bench-'));
+  const mountRoot = path.join(tmp, 'mnt');
+  const workdir = path.join(tmp, 'work');
+  const stateDir = path.join(tmp, 'state');
+  await Promise.all([fsp.mkdir(mountRoot), fsp.mkdir(workdir)]);
+  const emu = await startEmulator({ mountRoot, latencyMs: opts.latencyMs, leaseTtlSeconds: 30 });
+  const children: ChildProcess[] = [];
+  const exits: Promise<unknown>[] = [];
+  try {
+    return await body({
+      emu,
+      mountRoot,
+      kind: opts.kind,
+      quick: opts.quick,
+      startChild: async (c = {}) => {
+        const config: ChildConfig = {
+          baseURL: emu.baseURL,
+          environmentId: emu.environmentId,
+          environmentKey: emu.environmentKey,
+          workdir,
+          stateDir,
+          concurrency: c.concurrency ?? 1,
+          memorySyncIntervalMs: 5_000,
+          ...(c.floor !== undefined ? { floor: c.floor } : {}),
+        };
+        const { child, handle } = await spawnChild(opts.bundle, config, opts.execArgv ?? []);
+        children.push(child);
+        exits.push(new Promise((resolve) => child.once('exit', resolve)));
+        return handle;
+      },
+    });
+  } finally {
+    // A stopped child exits by itself (and writes its CPU profile, if any); a stuck one is killed.
+    await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, CHILD_EXIT_GRACE_MS).unref())]);
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await emu.close();
+    await fsp.rm(tmp, { recursive: true, force: true });
+  }
+}
+
+async function spawnChild(bundle: string, config: ChildConfig, execArgv: string[]): Promise<{ child: ChildProcess; handle: ChildHandle }> {
+  const child = fork(bundle, [JSON.stringify(config)], { execArgv, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString('utf8')).slice(-4000);
+  });
+  const waiters = new Map<number | 'ready' | 'stopped', (m: ChildMessage) => void>();
+  let nextId = 1;
+  let exited: Error | undefined;
+  const fail = (e: Error): void => {
+    exited = e;
+    for (const w of waiters.values()) w({ type: 'stopped', usage: { cpuMs: NaN, maxRssMiB: NaN }, error: e.message });
+    waiters.clear();
+  };
+  child.on('exit', (code, signal) => fail(new Error(`bench child ${path.basename(bundle)} exited (code ${code}, signal ${signal}); stderr:\n${stderr}`)));
+  child.on('message', (m: ChildMessage) => {
+    const key = m.type === 'usage' ? m.id : m.type;
+    const w = waiters.get(key);
+    waiters.delete(key);
+    w?.(m);
+  });
+  const ask = (key: number | 'ready' | 'stopped', send?: () => void): Promise<ChildMessage> =>
+    new Promise((resolve, reject) => {
+      if (exited) return reject(exited);
+      waiters.set(key, resolve);
+      send?.();
+    });
+  const ready = await ask('ready');
+  if (ready.type !== 'ready') throw new Error(`bench child did not start: ${ready.type === 'stopped' ? ready.error : ready.type}`);
+  const handle: ChildHandle = {
+    readyUsage: ready.usage,
+    async usage() {
+      const id = nextId++;
+      const m = await ask(id, () => child.send({ type: 'usage', id }));
+      if (m.type === 'stopped') throw new Error(m.error ?? 'bench child stopped');
+      return m.usage;
+    },
+    async stop() {
+      const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_STOP_TIMEOUT_MS);
+      try {
+        const m = await ask('stopped', () => child.send({ type: 'stop' }));
+        if (m.type !== 'stopped') throw new Error(`bench child answered ${m.type} to stop`);
+        if (m.error !== undefined) throw new Error(`the worker under test failed: ${m.error}\nstderr:\n${stderr}`);
+        return m.usage;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+  return { child, handle };
+}
+
+/** Requests of one route (its template, e.g. `POST /v1/sessions/:id/events`) whose path contains `needle`. */
+export function requestsOf(emu: Emulator, route: string, needle = ''): RequestRecord[] {
+  return emu.requests.filter((r) => r.route === route && r.path.includes(needle)).sort((a, b) => a.startedAt - b.startedAt);
+}
+
+export const ROUTES = {
+  ack: 'POST /v1/environments/:id/work/:workId/ack',
+  stop: 'POST /v1/environments/:id/work/:workId/stop',
+  events: 'POST /v1/sessions/:id/events',
+  stream: 'GET /v1/sessions/:id/events/stream',
+  listMemories: 'GET /v1/memory_stores/:id/memories',
+  createMemory: 'POST /v1/memory_stores/:id/memories',
+} as const;
+
+export const endOf = (r: RequestRecord): number => r.startedAt + r.ms;

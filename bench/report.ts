@@ -1,0 +1,106 @@
+/**
+ * Turns the measurements of every repetition into the benchmark table: one row per compared
+ * figure, the median of each side over the repetitions, the median of the per-repetition ratios
+ * (ours / official, or ours / floor), its spread, and whether it meets the target.
+ */
+import type { ChildKind } from './build-children.js';
+import type { Metrics } from './scenarios.js';
+
+export interface RowSpec {
+  scenario: string;
+  metric: string;
+  label: string;
+  unit: string;
+  /** What ours is divided by. */
+  against: 'official' | 'floor';
+  /** Against the floor, ours' figure comes from this metric (the floor job reports `floorMs`). */
+  oursMetric?: string;
+  /** Highest ratio that meets the target; `null` when the figure has none. */
+  target: number | null;
+}
+
+export const ROWS: RowSpec[] = [
+  { scenario: 'mount-8x250', metric: 'claimToFirstToolMs', label: 'claim → first tool call, 8 stores × 250 × 1 KiB', unit: 'ms', against: 'official', target: 0.25 },
+  { scenario: 'sync-200', metric: 'firstToLastWriteMs', label: 'mid-session sync of 200 new files (first → last write)', unit: 'ms', against: 'official', target: 0.1 },
+  { scenario: 'final-500', metric: 'lastResultToStoppedMs', label: 'final sync of 500 files (last result → item stopped)', unit: 'ms', against: 'official', target: 0.1 },
+  { scenario: 'queue-16x10', metric: 'wallMs', label: '16 queued sessions × 10 tool calls, one process (wall)', unit: 'ms', against: 'official', target: 0.08 },
+  { scenario: 'mount-8x1000x8k', metric: 'peakRssMiB', label: 'peak RSS mounting 8 × 1 000 × 8 KiB', unit: 'MiB', against: 'official', target: 0.8 },
+  { scenario: 'mount-8x1000x8k', metric: 'cpuMs', label: 'worker CPU for that mount + session', unit: 'ms', against: 'official', target: 0.4 },
+  { scenario: 'mount-1x2000', metric: 'claimToFirstToolMs', label: 'claim → first tool call, 1 store × 2 000 × 1 KiB', unit: 'ms', against: 'official', target: 0.25 },
+  { scenario: 'idle-sync-2000', metric: 'requestsPerSync', label: 'idle sync of a 2 000-memory store: requests per sync', unit: 'req', against: 'official', target: 1 },
+  { scenario: 'idle-sync-2000', metric: 'cpuMsPerSync', label: 'idle sync of a 2 000-memory store: worker CPU per sync interval', unit: 'ms', against: 'official', target: 1 },
+  { scenario: 'mount-1x2000', metric: 'floorMs', oursMetric: 'mountWallMs', label: 'mount wall 1 × 2 000 vs floor (bare client, same listings)', unit: 'ms', against: 'floor', target: 1.5 },
+  { scenario: 'mount-8x250', metric: 'floorMs', oursMetric: 'mountWallMs', label: 'mount wall 8 × 250 vs floor (bare client, same listings)', unit: 'ms', against: 'floor', target: null },
+];
+
+/** Measurements of one scenario in one repetition, by child. */
+export type RepResult = Partial<Record<ChildKind, Metrics>>;
+
+export interface Row {
+  label: string;
+  unit: string;
+  against: 'official' | 'floor';
+  /** Median of the official worker (or of the floor, for a floor row). */
+  base: number;
+  ours: number;
+  ratio: number;
+  ratioMin: number;
+  ratioMax: number;
+  target: number | null;
+  /** `null` when the row has no target or was not measured. */
+  met: boolean | null;
+  samples: { base: number[]; ours: number[] };
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+export function buildRows(results: Record<string, RepResult[]>): Row[] {
+  return ROWS.map((spec) => {
+    const reps = results[spec.scenario] ?? [];
+    const baseKind: ChildKind = spec.against === 'floor' ? 'floor' : 'official';
+    const base = reps.map((r) => r[baseKind]?.[spec.metric] ?? NaN);
+    const ours = reps.map((r) => r.ours?.[spec.oursMetric ?? spec.metric] ?? NaN);
+    const ratios = reps.map((_, i) => ours[i]! / base[i]!);
+    const ratio = median(ratios);
+    return {
+      label: spec.label,
+      unit: spec.unit,
+      against: spec.against,
+      base: median(base),
+      ours: median(ours),
+      ratio,
+      ratioMin: Math.min(...ratios),
+      ratioMax: Math.max(...ratios),
+      target: spec.target,
+      met: spec.target === null || !Number.isFinite(ratio) ? null : ratio <= spec.target,
+      samples: { base, ours },
+    };
+  });
+}
+
+function fmt(n: number): string {
+  if (!Number.isFinite(n)) return 'n/a';
+  if (Math.abs(n) >= 100) return String(Math.round(n));
+  return n.toFixed(1);
+}
+
+/** The table as Markdown. */
+export function formatTable(rows: Row[]): string {
+  const lines = [
+    '| scenario | official | ours | ratio (spread) | target | |',
+    '|---|---:|---:|---:|---:|:-:|',
+    ...rows.map((r) => {
+      const base = r.against === 'floor' ? `${fmt(r.base)} ${r.unit} (floor)` : `${fmt(r.base)} ${r.unit}`;
+      const ratio = Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)})` : 'n/a';
+      const target = r.target === null ? '—' : `≤ ${r.target.toFixed(2)}`;
+      const mark = r.met === null ? '·' : r.met ? '✓' : '✗';
+      return `| ${r.label} | ${base} | ${fmt(r.ours)} ${r.unit} | ${ratio} | ${target} | ${mark} |`;
+    }),
+  ];
+  return lines.join('\n');
+}

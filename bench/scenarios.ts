@@ -1,0 +1,250 @@
+/**
+ * The benchmark scenarios. Each one seeds a fresh emulator, runs one child (official, ours or the
+ * floor) until its sessions are done, and returns named measurements taken from the emulator's
+ * request log and the child's own resource usage. Sizes shrink in `--quick` mode, which only proves
+ * the benchmark runs.
+ */
+import * as fsp from 'node:fs/promises';
+import * as path from 'node:path';
+import type { Emulator, RequestRecord, ScriptStep } from '../src/testing/index.js';
+import type { ChildKind } from './build-children.js';
+import { endOf, requestsOf, ROUTES, type JobContext } from './job.js';
+
+export type Metrics = Record<string, number>;
+
+export interface Scenario {
+  id: string;
+  /** Which children run it; the floor only where a mount is compared with bare listings. */
+  kinds: ChildKind[];
+  /** True when the scenario waits out a sync interval (several seconds whatever its size). */
+  waitsForSync?: boolean;
+  run(ctx: JobContext): Promise<Metrics>;
+}
+
+/** Top-level folders per seeded store: memories are spread evenly over them. */
+const FOLDERS_PER_STORE = 10;
+const SESSION_TIMEOUT_MS = 180_000;
+/** Past the 5 s sync interval both workers are given, so the next tool call syncs. */
+const PAST_INTERVAL_MS = 5_300;
+
+interface Size {
+  stores: number;
+  memories: number;
+  bytes: number;
+}
+
+/** `/topic-<k>/note-<i>.md` spread over {@link FOLDERS_PER_STORE} folders. */
+function memoryPath(i: number): string {
+  return `/topic-${i % FOLDERS_PER_STORE}/note-${String(i).padStart(5, '0')}.md`;
+}
+
+function content(storeIndex: number, i: number, bytes: number): string {
+  const head = `memory ${storeIndex}/${i}\n`;
+  return head + 'abcdefghijklmnopqrstuvwxyz0123456789 '.repeat(Math.ceil(bytes / 37)).slice(0, Math.max(0, bytes - head.length));
+}
+
+async function seedStores(emu: Emulator, size: Size, prefix: string): Promise<Array<{ id: string; dir: string }>> {
+  const out: Array<{ id: string; dir: string }> = [];
+  for (let s = 0; s < size.stores; s++) {
+    const memories: Record<string, string> = {};
+    for (let i = 0; i < size.memories; i++) memories[memoryPath(i)] = content(s, i, size.bytes);
+    const store = await emu.createMemoryStore({ name: `${prefix} ${s}`, memories });
+    out.push({ id: store.id, dir: `${prefix}-${s}` });
+  }
+  return out;
+}
+
+function readStep(mountRoot: string, storeDir: string, i = 0): ScriptStep<Emulator> {
+  return { tool: 'read', input: { file_path: path.join(mountRoot, storeDir, memoryPath(i).slice(1)) } };
+}
+
+function toolResults(emu: Emulator, sessionId: string): RequestRecord[] {
+  return requestsOf(emu, ROUTES.events, `/v1/sessions/${sessionId}/events`).filter((r) => {
+    const events = (r.body as { events?: Array<{ type?: string }> } | undefined)?.events ?? [];
+    return r.status === 200 && events.some((e) => e.type === 'user.tool_result' || e.type === 'user.custom_tool_result');
+  });
+}
+
+function first<T>(items: T[], what: string): T {
+  const item = items[0];
+  if (item === undefined) throw new Error(`bench: no ${what} in the request log`);
+  return item;
+}
+
+function last<T>(items: T[], what: string): T {
+  const item = items.at(-1);
+  if (item === undefined) throw new Error(`bench: no ${what} in the request log`);
+  return item;
+}
+
+/** Run one session to its end with the child the job asks for; returns the child's CPU delta and peak RSS. */
+async function runSessions(ctx: JobContext, sessionIds: string[], concurrency = 1): Promise<{ cpuMs: number; peakRssMiB: number; peakHeapMiB: number; peakExternalMiB: number }> {
+  const child = await ctx.startChild({ concurrency });
+  const done = await Promise.all(sessionIds.map((id) => ctx.emu.waitForSession(id, { timeoutMs: SESSION_TIMEOUT_MS }))).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  const end = await child.stop();
+  if (done !== undefined) throw done;
+  return {
+    cpuMs: end.cpuMs - child.readyUsage.cpuMs,
+    peakRssMiB: end.maxRssMiB,
+    peakHeapMiB: end.atPeak?.heapTotal ?? NaN,
+    peakExternalMiB: end.atPeak?.external ?? NaN,
+  };
+}
+
+/** Claim → first tool result, and first listing → event stream opened, for a one-session mount. */
+async function mountScenario(ctx: JobContext, size: Size, prefix: string): Promise<Metrics> {
+  const stores = await seedStores(ctx.emu, size, prefix);
+  const storeIds = stores.map((s) => s.id);
+  if (ctx.kind === 'floor') {
+    const { sessionId } = await ctx.emu.createSession({ resources: storeIds.map((id) => ({ memoryStoreId: id })) });
+    const token = ctx.emu.sessionsToken(sessionId);
+    if (token === null) throw new Error('bench: the floor session has no sessions token');
+    const child = await ctx.startChild({ floor: { storeIds, sessionsToken: token, concurrency: 16 } });
+    const expected = size.stores * (1 + FOLDERS_PER_STORE * Math.ceil(size.memories / FOLDERS_PER_STORE / 20));
+    const deadline = Date.now() + SESSION_TIMEOUT_MS;
+    while (requestsOf(ctx.emu, ROUTES.listMemories).length < expected) {
+      if (Date.now() > deadline) throw new Error('bench: the floor child did not finish its listings');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await child.stop();
+    const lists = requestsOf(ctx.emu, ROUTES.listMemories);
+    return { floorMs: Math.max(...lists.map(endOf)) - first(lists, 'listing').startedAt };
+  }
+  const { sessionId, workId } = await ctx.emu.createSession({
+    resources: storeIds.map((id) => ({ memoryStoreId: id })),
+    script: [readStep(ctx.mountRoot, stores[0]!.dir)],
+  });
+  const usage = await runSessions(ctx, [sessionId]);
+  const claim = first(requestsOf(ctx.emu, ROUTES.ack, workId), 'ack').startedAt;
+  const firstTool = first(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
+  const firstList = first(requestsOf(ctx.emu, ROUTES.listMemories), 'listing').startedAt;
+  const streamOpen = first(requestsOf(ctx.emu, ROUTES.stream, sessionId), 'stream open').startedAt;
+  return { claimToFirstToolMs: firstTool - claim, mountWallMs: streamOpen - firstList, ...usage };
+}
+
+/** Files the agent adds, written straight into the mounted folder between two tool calls. */
+function writeFilesStep(dir: string, count: number, bytes: number): ScriptStep<Emulator> {
+  return {
+    console: async () => {
+      for (let i = 0; i < count; i++) {
+        const rel = `new-${i % 10}/file-${String(i).padStart(4, '0')}.md`;
+        await fsp.mkdir(path.join(dir, path.dirname(rel)), { recursive: true });
+        await fsp.writeFile(path.join(dir, rel), content(99, i, bytes));
+      }
+    },
+  };
+}
+
+export function scenarios(quick: boolean): Scenario[] {
+  const q = <T>(full: T, small: T): T => (quick ? small : full);
+  return [
+    {
+      id: 'mount-8x250',
+      kinds: ['official', 'ours', 'floor'],
+      run: (ctx) => mountScenario(ctx, q({ stores: 8, memories: 250, bytes: 1024 }, { stores: 2, memories: 40, bytes: 1024 }), 'eight'),
+    },
+    {
+      id: 'mount-1x2000',
+      kinds: ['official', 'ours', 'floor'],
+      run: (ctx) => mountScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'single'),
+    },
+    {
+      id: 'mount-8x1000x8k',
+      kinds: ['official', 'ours'],
+      run: (ctx) => mountScenario(ctx, q({ stores: 8, memories: 1000, bytes: 8192 }, { stores: 2, memories: 40, bytes: 8192 }), 'large'),
+    },
+    {
+      id: 'sync-200',
+      kinds: ['official', 'ours'],
+      waitsForSync: true,
+      async run(ctx) {
+        const count = q(200, 20);
+        const [store] = await seedStores(ctx.emu, { stores: 1, memories: 10, bytes: 1024 }, 'upload');
+        const dir = path.join(ctx.mountRoot, store!.dir);
+        const { sessionId } = await ctx.emu.createSession({
+          resources: [{ memoryStoreId: store!.id }],
+          script: [readStep(ctx.mountRoot, store!.dir), writeFilesStep(dir, count, 1024), { sleepMs: PAST_INTERVAL_MS }, readStep(ctx.mountRoot, store!.dir)],
+        });
+        await runSessions(ctx, [sessionId]);
+        const creates = requestsOf(ctx.emu, ROUTES.createMemory).filter((r) => r.status === 200);
+        if (creates.length !== count) throw new Error(`bench sync-200: expected ${count} creates, saw ${creates.length}`);
+        return { firstToLastWriteMs: Math.max(...creates.map(endOf)) - first(creates, 'create').startedAt };
+      },
+    },
+    {
+      id: 'final-500',
+      kinds: ['official', 'ours'],
+      async run(ctx) {
+        const count = q(500, 30);
+        const [store] = await seedStores(ctx.emu, { stores: 1, memories: 10, bytes: 1024 }, 'final');
+        const dir = path.join(ctx.mountRoot, store!.dir);
+        const { sessionId, workId } = await ctx.emu.createSession({
+          resources: [{ memoryStoreId: store!.id }],
+          script: [writeFilesStep(dir, count, 1024), readStep(ctx.mountRoot, store!.dir)],
+        });
+        await runSessions(ctx, [sessionId]);
+        const creates = requestsOf(ctx.emu, ROUTES.createMemory).filter((r) => r.status === 200);
+        if (creates.length !== count) throw new Error(`bench final-500: expected ${count} creates, saw ${creates.length}`);
+        const lastResult = last(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
+        const stopped = Math.max(...requestsOf(ctx.emu, ROUTES.stop, workId).map(endOf));
+        return { lastResultToStoppedMs: stopped - lastResult };
+      },
+    },
+    {
+      id: 'queue-16x10',
+      kinds: ['official', 'ours'],
+      async run(ctx) {
+        const sessions = q(16, 4);
+        const calls = q(10, 3);
+        const stores = await seedStores(ctx.emu, { stores: sessions, memories: 5, bytes: 1024 }, 'queue');
+        const ids: string[] = [];
+        for (const store of stores) {
+          const script = Array.from({ length: calls }, (_, i) => readStep(ctx.mountRoot, store.dir, i % 5));
+          ids.push((await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script })).sessionId);
+        }
+        await runSessions(ctx, ids, ctx.kind === 'ours' ? 16 : 1);
+        const acks = requestsOf(ctx.emu, ROUTES.ack);
+        const stops = requestsOf(ctx.emu, ROUTES.stop);
+        if (stops.length < sessions) throw new Error(`bench queue: ${stops.length} of ${sessions} work items stopped`);
+        return { wallMs: Math.max(...stops.map(endOf)) - first(acks, 'ack').startedAt };
+      },
+    },
+    {
+      id: 'idle-sync-2000',
+      kinds: ['official', 'ours'],
+      waitsForSync: true,
+      async run(ctx) {
+        // Tool calls spaced past the sync interval; the syncs that ran between the two marks are
+        // counted from the log (each one starts with a first-page listing), whatever their timing.
+        const spaced = q(3, 1);
+        const [store] = await seedStores(ctx.emu, { stores: 1, memories: q(2000, 200), bytes: 1024 }, 'idle');
+        const child = await ctx.startChild();
+        const marks: number[] = [];
+        const cpu: number[] = [];
+        const mark: ScriptStep<Emulator> = {
+          console: async () => {
+            marks.push(Date.now());
+            cpu.push((await child.usage()).cpuMs);
+          },
+        };
+        const script: ScriptStep<Emulator>[] = [readStep(ctx.mountRoot, store!.dir), mark];
+        for (let i = 0; i < spaced; i++) script.push({ sleepMs: PAST_INTERVAL_MS }, readStep(ctx.mountRoot, store!.dir, i + 1));
+        script.push({ sleepMs: 2_000 }, mark);
+        const { sessionId } = await ctx.emu.createSession({ resources: [{ memoryStoreId: store!.id }], script });
+        try {
+          await ctx.emu.waitForSession(sessionId, { timeoutMs: SESSION_TIMEOUT_MS });
+        } finally {
+          await child.stop();
+        }
+        const [from, to] = marks as [number, number];
+        const memoryRequests = ctx.emu.requests.filter((r) => r.path.startsWith('/v1/memory_stores/') && r.startedAt >= from && r.startedAt <= to);
+        const syncs = memoryRequests.filter((r) => r.route === ROUTES.listMemories && r.query['page'] === undefined).length;
+        // No sync between the marks leaves the row without a figure (n/a) rather than a made-up one.
+        return { syncs, requestsPerSync: syncs > 0 ? memoryRequests.length / syncs : NaN, cpuMsPerSync: syncs > 0 ? (cpu[1]! - cpu[0]!) / syncs : NaN };
+      },
+    },
+  ];
+}

@@ -1,0 +1,48 @@
+/**
+ * Pins how the benchmark table is computed from the repetitions: each side is the median of its
+ * samples, the ratio is the median of the per-repetition ratios (ours / official, or ours' mount
+ * wall / floor) with its spread, and a row meets its target when that median ratio is at most the
+ * target. A scenario that did not run shows n/a, never a number.
+ */
+import { describe, expect, it } from 'vitest';
+import { buildRows, formatTable, median, ROWS } from '../../bench/report.js';
+
+describe('median', () => {
+  it.each([
+    { description: 'odd count', xs: [3, 1, 2], want: 2 },
+    { description: 'even count', xs: [4, 1, 3, 2], want: 2.5 },
+    { description: 'one sample', xs: [7], want: 7 },
+    { description: 'no sample', xs: [], want: NaN },
+  ])('$description', ({ xs, want }) => {
+    expect(median(xs)).toEqual(want);
+  });
+});
+
+describe('buildRows', () => {
+  const mountRow = (rows: ReturnType<typeof buildRows>) => rows.find((r) => r.label.startsWith('claim → first tool call, 8 stores'))!;
+  const floorRow = (rows: ReturnType<typeof buildRows>) => rows.find((r) => r.label.startsWith('mount wall 8 × 250'))!;
+
+  it('takes medians per side and the median per-repetition ratio with its spread', () => {
+    const rows = buildRows({
+      'mount-8x250': [
+        { official: { claimToFirstToolMs: 1000, mountWallMs: 0 }, ours: { claimToFirstToolMs: 200, mountWallMs: 300 }, floor: { floorMs: 200 } },
+        { official: { claimToFirstToolMs: 2000, mountWallMs: 0 }, ours: { claimToFirstToolMs: 300, mountWallMs: 200 }, floor: { floorMs: 200 } },
+        { official: { claimToFirstToolMs: 1500, mountWallMs: 0 }, ours: { claimToFirstToolMs: 600, mountWallMs: 400 }, floor: { floorMs: 200 } },
+      ],
+    });
+    expect(mountRow(rows)).toMatchObject({ base: 1500, ours: 300, ratio: 0.2, ratioMin: 0.15, ratioMax: 0.4, target: 0.25, met: true });
+    expect(floorRow(rows)).toMatchObject({ against: 'floor', base: 200, ours: 300, ratio: 1.5, target: null, met: null });
+  });
+
+  it('fails a row whose median ratio is above its target', () => {
+    const rows = buildRows({ 'mount-8x250': [{ official: { claimToFirstToolMs: 1000 }, ours: { claimToFirstToolMs: 260 } }] });
+    expect(mountRow(rows).met).toBe(false);
+  });
+
+  it('gives every row, with n/a for the scenarios that did not run', () => {
+    const rows = buildRows({});
+    expect(rows.map((r) => r.label)).toEqual(ROWS.map((r) => r.label));
+    expect(formatTable(rows).split('\n').slice(2).every((line) => line.includes('n/a') && !line.includes('NaN'))).toBe(true);
+    expect(rows.every((r) => r.met === null)).toBe(true);
+  });
+});

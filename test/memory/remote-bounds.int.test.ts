@@ -1,0 +1,180 @@
+/**
+ * Pins the bounds on what the server answers, over real HTTP against the emulator rewriting its
+ * answers like a wrong server: a listing stops with a typed RemoteLimitError at a cursor seen
+ * before, past the pages or memories a store can hold, at a duplicate path or a malformed page;
+ * a body is never read past what its content can weigh; a memory over the size limit is refused
+ * (left out of the mount with a warning naming it) while the others mount; and a mount whose
+ * listing never ends fails cleanly, leaving no folder.
+ */
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryMountError, RemoteLimitError } from '../../src/errors.js';
+import { MemoryMounter } from '../../src/memory/index.js';
+import { MAX_LISTED_MEMORIES, RemoteStore } from '../../src/memory/remote-store.js';
+import { captureLogger, harness, openSession, type Harness } from './int-helpers.js';
+
+let h: Harness;
+beforeEach(async () => {
+  h = await harness();
+});
+afterEach(async () => {
+  await h.cleanup();
+});
+
+const LISTING = /^GET \/v1\/memory_stores\/[^/]+\/memories$/;
+const SHA = 'a'.repeat(64);
+
+/** A cursor the emulator accepts (it still decodes the page parameter before a rewrite runs). */
+function cursor(tag: string): string {
+  return Buffer.from(JSON.stringify({ after: `/~${tag}` }), 'utf8').toString('base64url');
+}
+
+function fakeMemory(storeId: string, p: string, content: string | null = null): Record<string, unknown> {
+  return {
+    type: 'memory',
+    id: `mem_${Buffer.from(p).toString('hex').slice(0, 24)}`,
+    path: p,
+    content,
+    content_sha256: SHA,
+    content_size_bytes: content?.length ?? 0,
+    memory_store_id: storeId,
+    memory_version_id: 'memver_x',
+    created_at: '2026-01-01T00:00:00Z',
+    updated_at: '2026-01-01T00:00:00Z',
+  };
+}
+
+async function limitOf(p: Promise<unknown>): Promise<RemoteLimitError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof RemoteLimitError) return e;
+    throw e;
+  }
+  throw new Error('no limit hit');
+}
+
+async function rig(): Promise<{ storeId: string; remote: RemoteStore; listings: () => number }> {
+  const store = await h.emu.createMemoryStore({ name: 'Bounds', memories: { '/a.md': 'a' } });
+  const { client } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+  const mark = h.emu.requests.length;
+  return {
+    storeId: store.id,
+    remote: new RemoteStore(client, store.id, { readRetries: 0 }),
+    listings: () => h.emu.requests.slice(mark).filter((r) => r.route === 'GET /v1/memory_stores/:id/memories').length,
+  };
+}
+
+describe('a listing', () => {
+  it('stops at a cursor it has seen before', async () => {
+    const r = await rig();
+    h.emu.faults.add({ route: LISTING, rewrite: (b) => ({ ...(b as object), next_page: cursor('same') }) });
+    const err = await limitOf(r.remote.listBasic());
+    expect(err.code).toBe('MAW_REMOTE_LIMIT');
+    expect(err.limit).toBe('repeated-cursor');
+    expect(err.storeId).toBe(r.storeId);
+    expect(err.message).toContain(r.storeId);
+    expect(err.message).toContain('base URL');
+    expect(r.listings()).toBe(2);
+  });
+
+  it('whose next_page never ends stops after the pages a full store can fill, not thousands of requests', async () => {
+    const r = await rig();
+    let n = 0;
+    h.emu.faults.add({ route: LISTING, rewrite: () => ({ data: [], next_page: cursor(String(n++)) }) });
+    const err = await limitOf(r.remote.listBasic());
+    expect(err.limit).toBe('page-count');
+    expect(r.listings()).toBeLessThanOrEqual(60);
+  });
+
+  it(`stops past ${MAX_LISTED_MEMORIES} memories (the store cap plus slack)`, async () => {
+    const r = await rig();
+    let page = 0;
+    h.emu.faults.add({
+      route: LISTING,
+      rewrite: () => {
+        page++;
+        return { data: Array.from({ length: 100 }, (_, i) => fakeMemory(r.storeId, `/p${page}/m${i}.md`)), next_page: cursor(`c${page}`) };
+      },
+    });
+    const err = await limitOf(r.remote.listBasic());
+    expect(err.limit).toBe('memory-count');
+    expect(r.listings()).toBe(Math.ceil((MAX_LISTED_MEMORIES + 1) / 100));
+  });
+
+  it('refuses a listing that names one path twice', async () => {
+    const r = await rig();
+    h.emu.faults.add({ route: LISTING, rewrite: () => ({ data: [fakeMemory(r.storeId, '/x.md'), fakeMemory(r.storeId, '/x.md')], next_page: null }) });
+    expect((await limitOf(r.remote.listBasic())).limit).toBe('duplicate-path');
+  });
+
+  it.each([
+    { description: 'a body that is not JSON', body: '{"data": [' },
+    { description: 'a page without a data array', body: { data: { not: 'an array' }, next_page: null } },
+    { description: 'a memory without a sha', body: { data: [{ type: 'memory', id: 'mem_1', path: '/a.md' }], next_page: null } },
+    { description: 'a next_page that is a number', body: { data: [], next_page: 7 } },
+  ])('refuses $description as malformed', async ({ body }) => {
+    const r = await rig();
+    h.emu.faults.add({ route: LISTING, rewrite: () => body });
+    expect((await limitOf(r.remote.listBasic())).limit).toBe('malformed');
+  });
+
+  it('never reads a page body past what its memories can weigh', async () => {
+    const r = await rig();
+    const huge = 'x'.repeat(100_000);
+    h.emu.faults.add({
+      route: LISTING,
+      rewrite: () => ({ data: Array.from({ length: 200 }, (_, i) => fakeMemory(r.storeId, `/h${i}.md`, huge)), next_page: null }),
+    });
+    const err = await limitOf(r.remote.listFull(undefined, () => {}));
+    expect(err.limit).toBe('body-size');
+  });
+});
+
+describe('a memory over the size limit', () => {
+  it('is refused by retrieve', async () => {
+    const r = await rig();
+    const id = h.emu.memory(r.storeId, '/a.md')!.id;
+    h.emu.faults.add({ route: /memories\/mem_/, rewrite: (b) => ({ ...(b as object), content: 'y'.repeat(150_000) }) });
+    const err = await limitOf(r.remote.retrieve(id));
+    expect(err.limit).toBe('body-size');
+    expect(err.message).toContain('/a.md');
+  });
+
+  it('is left out of the mount with a warning naming it, and the other memories mount', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Oversized', memories: { '/ok.md': 'ok', '/big.md': 'small for now' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    h.emu.faults.add({
+      route: LISTING,
+      rewrite: (b) => {
+        const body = b as { data: Array<Record<string, unknown>> };
+        return { ...body, data: body.data.map((m) => (m['path'] === '/big.md' ? { ...m, content: 'z'.repeat(150_000) } : m)) };
+      },
+    });
+    const log = captureLogger();
+    const mounted = await new MemoryMounter({ client, logger: log.logger }).mount(session);
+    const root = mounted.roots[0]!;
+    expect(await fsp.readFile(path.join(root, 'ok.md'), 'utf8')).toBe('ok');
+    expect(fs.existsSync(path.join(root, 'big.md'))).toBe(false);
+    const warning = log.lines.find((l) => l.level >= 40 && l['path'] === '/big.md');
+    expect(String(warning?.['reason'])).toContain('over the 102400-byte limit');
+    await mounted.unmount();
+  });
+});
+
+describe('a mount whose listing never ends', () => {
+  it('fails with a mount error caused by the limit, and removes its folder', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Endless', memories: { '/a.md': 'a' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    let n = 0;
+    h.emu.faults.add({ route: LISTING, rewrite: () => ({ data: [], next_page: cursor(String(n++)) }) });
+    const err = await new MemoryMounter({ client }).mount(session).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MemoryMountError);
+    expect((err as MemoryMountError).cause).toBeInstanceOf(RemoteLimitError);
+    expect((err as Error).message).toContain(store.id);
+    expect(n).toBeLessThan(300);
+    expect(fs.existsSync(path.join(h.mountRoot, 'endless'))).toBe(false);
+  });
+});
