@@ -37,8 +37,8 @@ const worker = new EnvironmentWorker({
   logger,
 });
 
-worker.on('sessionEnded', ({ sessionId, outcome }) => logger.info({ sessionId, status: outcome.status }, 'session ended'));
-worker.on('conflict', ({ storeId, path }) => logger.warn({ storeId, path }, 'store version kept over a local edit'));
+worker.on('sessionEnded', ({ sessionId, outcome }) => logger.info({ session_id: sessionId, status: outcome.status }, 'session ended'));
+worker.on('conflict', ({ storeId, path }) => logger.warn({ memory_store_id: storeId, path }, 'store version kept over a local edit'));
 
 const metrics = process.env['METRICS_PORT'] ? await serveMetrics({ worker, port: Number(process.env['METRICS_PORT']), logger }) : undefined;
 

@@ -1,3 +1,4 @@
+import { apiErrorBody } from '../internal/logger.js';
 import { RemoteApiError } from '../errors.js';
 
 /**
@@ -65,7 +66,8 @@ export function errorTypeOf(e: unknown): string | undefined {
 export function toRemoteApiError(e: unknown, what: string): RemoteApiError {
   const status = statusOf(e);
   const requestId = isApiError(e) && typeof e.requestID === 'string' ? e.requestID : undefined;
-  const detail = e instanceof Error ? e.message : String(e);
+  // An API error's message holds its status and whole body: state the body's type and message once.
+  const detail = apiErrorBody(e) ?? (e instanceof Error ? e.message : String(e));
   return new RemoteApiError(
     `${what} failed${status !== undefined ? ` with HTTP ${status}` : ''}: ${detail}`,
     { status, requestId, retryable: classifyFailure(e) === 'transient' },

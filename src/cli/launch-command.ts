@@ -100,7 +100,7 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
       if (e instanceof RemoteApiError && !e.retryable) {
         // An expected refusal: one short line; its stack only at debug.
         logger.debug({ err: e }, 'the refusal in full');
-        logger.fatal({ err: errorSummary(e), status: e.status }, 'the API refused the launcher for good; check the environment id and key');
+        logger.fatal({ error: errorSummary(e) }, 'the API refused the launcher for good; check the environment id and key');
         return EXIT.FATAL_API;
       }
       return logError(e, logger);

@@ -71,7 +71,7 @@ their final sync and flush (bounded), stop their items, exit 0. A second signal 
       if (e instanceof RemoteApiError && !e.retryable) {
         // An expected refusal: one short line; its stack only at debug.
         logger.debug({ err: e }, 'the refusal in full');
-        logger.fatal({ err: errorSummary(e), status: e.status }, 'the API refused this worker for good; check the environment id and key');
+        logger.fatal({ error: errorSummary(e) }, 'the API refused this worker for good; check the environment id and key');
         await worker.close();
         return EXIT.FATAL_API;
       }

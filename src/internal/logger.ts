@@ -62,11 +62,12 @@ export interface ErrorSummary {
 }
 
 /**
- * The `err` field for a failure this library expects and handles (a network error, an HTTP
+ * The `error` field for a failure this library expects and handles (a network error, an HTTP
  * status, an abort): type, one-line message, code, HTTP status and request id, with no stack and
- * no cause chain, so a failed poll costs one short line. Log the error itself at `debug` next to
- * it when its stack may help. An API error's body is shown once, as `<error type>: <message>`.
- * Errors are read by shape, never by class: the app may hold another copy of the SDK.
+ * no cause chain, so a failed poll costs one short line. Log the error itself under `err` at
+ * `debug` next to it when its stack may help. (Under `err`, pino's error serializer would add a
+ * `stack` to it.) An API error's body is shown once, as `<error type>: <message>`. Errors are read
+ * by shape, never by class: the app may hold another copy of the SDK.
  */
 export function errorSummary(e: unknown): ErrorSummary {
   if (!(e instanceof Error)) return { type: typeof e, message: String(e) };
@@ -121,4 +122,11 @@ export function childLogger(log: Logger, bindings: Record<string, unknown>): Log
     if (!(key in bound) || bound[key] !== value) fresh[key] = value;
   }
   return log.child(fresh);
+}
+
+/** `fields` with each camelCase key written in snake_case (`localDeletes` → `local_deletes`), for logging a report object. */
+export function snakeCaseKeys(fields: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) out[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+  return out;
 }

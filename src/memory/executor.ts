@@ -2,7 +2,7 @@ import type { BigIntStats } from 'node:fs';
 import pLimit from 'p-limit';
 import { coerceError } from '../errors.js';
 import { isAbortError } from '../internal/abort.js';
-import type { Logger } from '../internal/logger.js';
+import { errorSummary, type Logger } from '../internal/logger.js';
 import type { ConflictCopies } from './conflict-copies.js';
 import { LocalDir, LocalDirError, MAX_MEMORY_BYTES } from './local-dir.js';
 import { sha256Hex, type LocalScan } from './local-scan.js';
@@ -120,7 +120,7 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
             if (isUpload) notSaved.add(action.path);
             if (ctx.signal.aborted || isAbortError(e) || ctx.disposed()) return;
             report.errors++;
-            ctx.log.warn({ path: action.path, action: action.kind, err: coerceError(e) }, `sync action failed; ${retried(ctx)}`);
+            ctx.log.warn({ path: action.path, action: action.kind, error: errorSummary(coerceError(e)) }, `sync action failed; ${retried(ctx)}`);
           }
         }),
       ),
@@ -200,7 +200,7 @@ async function pull(
     const status = (e as { status?: unknown }).status;
     if (status === 404) return { ok: false, failure: 'not-found' };
     report.errors++;
-    log.warn({ err: coerceError(e) }, `download failed; ${retried(ctx)}`);
+    log.warn({ error: errorSummary(coerceError(e)) }, `download failed; ${retried(ctx)}`);
     return { ok: false, failure: 'transient' };
   }
   if (ctx.disposed() || ctx.signal.aborted) return undefined;
@@ -235,7 +235,7 @@ async function pull(
       } catch (e) {
         // Never overwrite bytes we could not keep.
         report.errors++;
-        log.warn({ err: coerceError(e) }, `could not keep a conflict copy; local file left as is; ${retried(ctx)}`);
+        log.warn({ error: errorSummary(coerceError(e)) }, `could not keep a conflict copy; local file left as is; ${retried(ctx)}`);
         return { ok: false, failure: 'transient' };
       }
     }
@@ -248,7 +248,7 @@ async function pull(
   if (conflict && current?.isFile()) {
     report.conflicts++;
     log.warn(
-      { conflictCopy },
+      { conflict_copy: conflictCopy },
       `changed both here and in the store; the store's version wins. Local version kept at ${conflictCopy ?? '(no copy)'}`,
     );
     ctx.emit('conflict', { storeId: ctx.storeId, path: action.path, conflictCopy });
@@ -285,7 +285,7 @@ async function push(
       : await ctx.remote.update(action.id, serverPath, content, action.expectedSha, ctx.signal);
   if (r.ok) {
     report.uploads++;
-    if (r.sha !== sha) log.warn({ sentSha: sha, storedSha: r.sha }, 'the store hashed the upload differently');
+    if (r.sha !== sha) log.warn({ sent_sha: sha, stored_sha: r.sha }, 'the store hashed the upload differently');
     log.debug({ created: action.kind === 'push-create' }, 'uploaded');
     ctx.emit('uploaded', { storeId: ctx.storeId, path: action.path, sha: r.sha, created: action.kind === 'push-create' });
     return { ok: true, id: r.id, sha: r.sha };

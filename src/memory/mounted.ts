@@ -1,7 +1,7 @@
 import * as fsp from 'node:fs/promises';
 import { coerceError } from '../errors.js';
 import type { Clock } from '../internal/clock.js';
-import type { Logger } from '../internal/logger.js';
+import { errorSummary, type Logger } from '../internal/logger.js';
 import { toJournalState, type CarriedDeletes, type Journal } from './journal.js';
 import type { LocalDir } from './local-dir.js';
 import { isValidMarker } from './marker.js';
@@ -84,7 +84,7 @@ export class MountedStore {
     try {
       await this.writeJournal();
     } catch (err) {
-      this.log.warn({ err: coerceError(err) }, 'could not write the journal entry; a crash now would leave this folder unrecoverable');
+      this.log.warn({ error: errorSummary(coerceError(err)) }, 'could not write the journal entry; a crash now would leave this folder unrecoverable');
     }
   }
 
@@ -136,7 +136,7 @@ export class MountedStore {
     try {
       await this.writeJournal();
     } catch (err) {
-      this.log.warn({ err: coerceError(err) }, 'could not release the journal entry; the folder is adopted once this process is gone');
+      this.log.warn({ error: errorSummary(coerceError(err)) }, 'could not release the journal entry; the folder is adopted once this process is gone');
     }
     this.#closed = true;
   }
@@ -164,7 +164,7 @@ export class MountedStore {
       await dir.removeRoot();
       return { removed: true };
     } catch (err) {
-      log.warn({ root, err }, 'could not remove the memory folder; remove it by hand');
+      log.warn({ root, error: errorSummary(err) }, 'could not remove the memory folder; remove it by hand');
       return { removed: false, reason: coerceError(err).message };
     }
   }
@@ -218,7 +218,7 @@ export class MountedSession {
         const keepReason = opts.keep?.get(store.root);
         const outcome = keepReason !== undefined ? { removed: false, reason: keepReason } : await store.removeFolder();
         if (outcome.removed) {
-          await store.removeJournal().catch((err: unknown) => store.log.warn({ err: coerceError(err) }, 'could not remove the journal entry'));
+          await store.removeJournal().catch((err: unknown) => store.log.warn({ error: errorSummary(coerceError(err)) }, 'could not remove the journal entry'));
         } else {
           await store.release();
         }

@@ -6,7 +6,7 @@ import pLimit from 'p-limit';
 import { MemoryMountError, coerceError } from '../errors.js';
 import { abortReason, combineSignals, isAbortError } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
-import { resolveLogger, type Logger } from '../internal/logger.js';
+import { childLogger, errorSummary, resolveLogger, snakeCaseKeys, type Logger } from '../internal/logger.js';
 import { backdatedMtimeMs } from './executor.js';
 import { LocalDir, LocalDirError } from './local-dir.js';
 import { sha256Hex } from './local-scan.js';
@@ -162,7 +162,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
    */
   async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper } = {}): Promise<MountedSession> {
     const wrapStore: StoreWrapper = opts.wrapStore ?? ((_storeId, run) => run());
-    const log = this.#log.child({ sessionId: session.id });
+    const log = childLogger(this.#log, { session_id: session.id });
     const resources = (session.resources ?? []).filter((r): r is MemoryStoreResource => r.type === 'memory_store');
     const specs = resources.map((r) => this.#specFor(r));
     validateSpecs(session.id, specs);
@@ -317,7 +317,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     });
     await store.writeJournal();
     log.warn(
-      { root: spec.root, previousSession: entry.sessionId, previousOwnerPid: entry.owner.pid },
+      { root: spec.root, previous_session: entry.sessionId, previous_owner_pid: entry.owner.pid },
       'adopting the leftover folder of a worker that is gone; reconciling it with the store',
     );
     const loop = new SyncLoop({
@@ -343,7 +343,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     }
     const memories = Object.keys(store.state.baseline).length;
     const durationMs = this.#clock.now() - started;
-    log.info({ root: spec.root, memories, ...report, durationMs }, 'leftover folder adopted and reconciled; memory store mounted');
+    log.info({ root: spec.root, memories, ...snakeCaseKeys(report), duration_ms: durationMs }, 'leftover folder adopted and reconciled; memory store mounted');
     safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: 0, durationMs });
     return store;
   }
@@ -409,7 +409,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         const sha = sha256Hex(bytes);
         cache.record(rel, st, sha, true, cache.nowNs());
         if (sha !== m.sha) {
-          log.warn({ path: rel, listedSha: m.sha, writtenSha: sha }, 'downloaded content does not hash to the listed content_sha256');
+          log.warn({ path: rel, listed_sha: m.sha, written_sha: sha }, 'downloaded content does not hash to the listed content_sha256');
         }
         baseline[rel] = { id: m.id, sha: m.sha };
         bytesWritten += bytes.length;
@@ -452,7 +452,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const progress = setInterval(() => {
       const memories = Object.keys(baseline).length;
       const elapsedMs = this.#clock.now() - started;
-      log.info({ root: spec.root, memories, elapsedMs }, 'memory store still downloading');
+      log.info({ root: spec.root, memories, elapsed_ms: elapsedMs }, 'memory store still downloading');
       safeEmit(this, log, 'mountProgress', { storeId: spec.storeId, root: spec.root, memories, elapsedMs });
     }, this.#progressIntervalMs);
     progress.unref();
@@ -504,7 +504,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     });
     await store.writeJournal();
     const durationMs = this.#clock.now() - started;
-    log.info({ root: spec.root, memories, bytes: bytesWritten, durationMs }, 'memory store mounted');
+    log.info({ root: spec.root, memories, bytes: bytesWritten, duration_ms: durationMs }, 'memory store mounted');
     safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: bytesWritten, durationMs });
     return store;
   }
@@ -569,7 +569,7 @@ async function removeAll(roots: string[], journal: Journal, log: Logger): Promis
         await new LocalDir(root).removeRoot();
         await journal.remove(root);
       } catch (err) {
-        log.warn({ root, err }, 'could not remove a folder this failed mount created; remove it by hand');
+        log.warn({ root, error: errorSummary(err) }, 'could not remove a folder this failed mount created; remove it by hand');
       }
     }),
   );

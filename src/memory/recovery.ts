@@ -2,7 +2,7 @@ import * as fsp from 'node:fs/promises';
 import type Anthropic from '@anthropic-ai/sdk';
 import { coerceError } from '../errors.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
-import { resolveLogger, type Logger } from '../internal/logger.js';
+import { errorSummary, resolveLogger, type Logger } from '../internal/logger.js';
 import { fromJournalState, Journal, type JournalEntry } from './journal.js';
 import { LocalDir } from './local-dir.js';
 import { isUnderSkipped, scanLocal } from './local-scan.js';
@@ -102,16 +102,16 @@ export async function sweepJournal(opts: { stateDir?: string | undefined; logger
         if (await dropIfNothingToSave(journal, d, log)) continue;
         waiting.push(d.entry.root);
         log.warn(
-          { root: d.entry.root, memory_store_id: d.entry.storeId, previousSession: d.entry.sessionId, owner: d.reason },
+          { root: d.entry.root, memory_store_id: d.entry.storeId, previous_session: d.entry.sessionId, owner: d.reason },
           'leftover memory folder of a worker that is gone: the next session of this store adopts it and saves its edits, ' +
             'or run `managed-agents-worker recover` (with an API key) to save them now',
         );
       } catch (err) {
-        log.warn({ root: d.entry.root, err: coerceError(err) }, 'could not sweep this journal entry; left as is');
+        log.warn({ root: d.entry.root, error: errorSummary(coerceError(err)) }, 'could not sweep this journal entry; left as is');
       }
     }
   } catch (err) {
-    log.warn({ err: coerceError(err) }, 'could not read the journal; no leftover swept');
+    log.warn({ error: errorSummary(coerceError(err)) }, 'could not read the journal; no leftover swept');
   }
   return waiting;
 }

@@ -4,7 +4,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { coerceError } from '../errors.js';
 import { combineSignals, isAbortError } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
-import { resolveLogger, type Logger } from '../internal/logger.js';
+import { childLogger, errorSummary, resolveLogger, snakeCaseKeys, type Logger } from '../internal/logger.js';
 import { ConflictCopies, conflictStamp } from './conflict-copies.js';
 import { emptyReport, executePlan } from './executor.js';
 import { isUnderSkipped, scanLocal, type LocalScan } from './local-scan.js';
@@ -173,7 +173,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     this.#finalDeletes = opts.finalDeletes ?? 'all';
     this.#concurrency = Math.max(1, Math.floor(opts.concurrency ?? 16));
     this.#clock = opts.clock ?? monotonicClock;
-    this.#log = resolveLogger(opts.logger).child({ component: 'memory-sync', sessionId: opts.mounted.sessionId });
+    this.#log = childLogger(resolveLogger(opts.logger), { component: 'memory-sync', session_id: opts.mounted.sessionId });
     this.#conflicts = new ConflictCopies(opts.stateDir ?? defaultStateDir());
     this.#wrapSync = opts.wrapSync ?? ((_phase, run) => run());
     this.#entries = opts.mounted.stores.map((store) => {
@@ -204,7 +204,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       }
       if (this.#due()) await this.#startSync();
     } catch (err) {
-      this.#log.warn({ err: coerceError(err) }, 'memory sync before a tool call failed; the tool call runs anyway');
+      this.#log.warn({ error: errorSummary(coerceError(err)) }, 'memory sync before a tool call failed; the tool call runs anyway');
     } finally {
       this.#toolCallsInFlight++;
     }
@@ -220,7 +220,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       }
       this.#armTrailing();
     } catch (err) {
-      this.#log.warn({ err: coerceError(err) }, 'memory sync after a tool call failed');
+      this.#log.warn({ error: errorSummary(coerceError(err)) }, 'memory sync after a tool call failed');
     }
   }
 
@@ -311,7 +311,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     for (const r of reports) addReport(total, r);
     total.durationMs = this.#clock.now() - started;
     const level = total.errors > 0 ? 'warn' : 'debug';
-    this.#log[level]({ phase, ...total }, 'memory sync done');
+    this.#log[level]({ phase, ...snakeCaseKeys(total) }, 'memory sync done');
     safeEmit(this, this.#log, 'synced', { storeId: undefined, report: total, phase });
     return total;
   }
@@ -338,7 +338,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       const listing = phase === 'flush' ? undefined : e.remote.listBasic(signal);
       listing?.catch(() => {});
       const scan = await scanLocal(e.store.dir, e.store.cache, { exclude: new Set(Object.keys(e.state.shadowed)), concurrency: this.#concurrency });
-      log.debug({ phase, files: scan.entries.size, filesRead: scan.filesRead }, 'local scan done');
+      log.debug({ phase, files: scan.entries.size, files_read: scan.filesRead }, 'local scan done');
       this.#warnSkipped(e, scan);
       if (phase === 'flush' && !hasLocalChanges(e.state, scan)) return report;
       if (signal.aborted) throw coerceError(signal.reason);
@@ -395,7 +395,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       } else {
         report.errors++;
         log.warn(
-          { err: coerceError(err), phase },
+          { error: errorSummary(coerceError(err)), phase },
           phase === 'sync' ? 'memory sync of this store failed; retried next sync' : 'memory sync of this store failed at the end; what differs is copied out',
         );
       }
@@ -403,7 +403,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     // The journal follows every sync that changed the state (a no-op write is skipped).
     await e.store.commit(e.state);
     report.durationMs = this.#clock.now() - started;
-    if (changedSomething(report)) log.info({ phase, ...report }, 'memory sync changed this store');
+    if (changedSomething(report)) log.info({ phase, ...snakeCaseKeys(report) }, 'memory sync changed this store');
     safeEmit(this, log, 'synced', { storeId: e.store.storeId, report: { ...report }, phase });
     return report;
   }
@@ -548,12 +548,12 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     if (cutOff) {
       safeEmit(this, this.#log, 'flushCutOff', { phase, boundMs: this.#finalFlushMs, pendingUploads: notSaved.length });
       this.#log.warn(
-        { boundMs: this.#finalFlushMs, phase, notSaved, copies },
+        { bound_ms: this.#finalFlushMs, phase, not_saved: notSaved, copies },
         `final memory sync cut off after ${this.#finalFlushMs} ms; ${notSaved.length} local change(s) did not reach the store${keptAt}`,
       );
     } else if (unsaved.length > 0) {
       this.#log.warn(
-        { notSaved, unsaved: unsaved.map((u) => `${u.e.store.root}/${u.rel}`), copies },
+        { not_saved: notSaved, unsaved: unsaved.map((u) => `${u.e.store.root}/${u.rel}`), copies },
         `${unsaved.length} file(s) differ from the store at the end (${notSaved.length} not uploaded, the others refused or never synced)${keptAt}`,
       );
     }
@@ -606,7 +606,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
           `${Object.keys(carried).length} local deletion(s) not sent before the end; the next session of this store sends them first`,
         );
       } catch (err) {
-        e.store.log.warn({ paths: Object.keys(carried), err: coerceError(err) }, 'could not record the deletions not sent; the memories stay in the store');
+        e.store.log.warn({ paths: Object.keys(carried), error: errorSummary(coerceError(err)) }, 'could not record the deletions not sent; the memories stay in the store');
       }
     }
   }
@@ -659,7 +659,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
         const reason = `${where} differs from the store and could not be copied out (${coerceError(err).message})`;
         if (!keep.has(e.store.root)) keep.set(e.store.root, reason);
         e.store.log.warn(
-          { path: rel, err: coerceError(err) },
+          { path: rel, error: errorSummary(coerceError(err)) },
           `could not keep a copy of ${where}; the folder ${e.store.root} is left in place so it is not lost. Save it, then remove the folder by hand`,
         );
       }

@@ -2,7 +2,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { toRemoteApiError } from '../api/classify.js';
 import type { Clock } from '../internal/clock.js';
-import type { Logger } from '../internal/logger.js';
+import { errorSummary, type Logger } from '../internal/logger.js';
 import { scopedClient } from '../worker/scoped-client.js';
 
 /** Where the queue gauges read the environment's work queue from. */
@@ -91,7 +91,7 @@ export class WorkQueueReader {
       const err = toRemoteApiError(e, `reading the work queue stats of environment ${this.environmentId}`);
       this.#failures++;
       if (this.#failing) log.debug({ err, environment_id: this.environmentId }, 'work queue stats still unreadable');
-      else log.warn({ err, environment_id: this.environmentId }, 'reading the work queue stats failed; the queue gauges have no sample until it works');
+      else log.warn({ error: errorSummary(err), environment_id: this.environmentId }, 'reading the work queue stats failed; the queue gauges have no sample until it works');
       this.#failing = true;
       throw err;
     }

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { statusOf } from '../api/classify.js';
 import { coerceError } from '../errors.js';
 import { sleepUnlessAborted } from '../internal/abort.js';
-import { resolveLogger } from '../internal/logger.js';
+import { errorSummary, resolveLogger } from '../internal/logger.js';
 import { decodeWorkSecret } from '../worker/credentials.js';
 import { scopedClient } from '../worker/scoped-client.js';
 import { stopUnservedWork } from '../worker/stop-work.js';
@@ -135,10 +135,10 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         }
         failures += 1;
         if (failures > 3) {
-          log.warn({ err: coerceError(err), environment_id: o.environmentId }, 'claiming work failed 4 times; items stay queued until the next delivery');
+          log.warn({ error: errorSummary(coerceError(err)), environment_id: o.environmentId }, 'claiming work failed 4 times; items stay queued until the next delivery');
           return 'gave_up';
         }
-        log.warn({ err: coerceError(err), attempt: failures }, 'claiming work failed; retrying');
+        log.warn({ error: errorSummary(coerceError(err)), attempt: failures }, 'claiming work failed; retrying');
         await sleepUnlessAborted(1000 * 2 ** (failures - 1), drainAbort.signal);
         continue;
       }

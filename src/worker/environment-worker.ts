@@ -152,7 +152,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       // the others named (the next session of their store adopts them).
       await this.#memory.sweep?.({ logger: this.#log, stateDir: this.#opts.stateDir });
     }
-    this.#log.info({ environmentId, concurrency: this.#opts.concurrency }, 'worker polling for work');
+    this.#log.info({ environment_id: environmentId, concurrency: this.#opts.concurrency }, 'worker polling for work');
     try {
       for await (const work of poller.claims(this.#closeCtrl.signal)) {
         this.#startItem(work, environmentKey);
@@ -194,7 +194,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     if (this.#active.size >= this.#opts.concurrency && !this.#warnedOverConcurrency) {
       this.#warnedOverConcurrency = true;
       this.#log.warn(
-        { activeSessions: this.#active.size, concurrency: this.#opts.concurrency },
+        { active_sessions: this.#active.size, concurrency: this.#opts.concurrency },
         'handleItem() called while `concurrency` sessions already run on this worker; with concurrency 1 they share ' +
           "the workdir (files and skills folders). Construct the worker with `concurrency` at least the number of items you serve at once (e.g. the webhook handler's)",
       );
@@ -216,7 +216,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
    */
   close(): Promise<void> {
     this.#closePromise ??= (async () => {
-      this.#log.info({ activeSessions: this.#active.size }, 'worker closing');
+      this.#log.info({ active_sessions: this.#active.size }, 'worker closing');
       safeEmit(this, this.#log, 'closing', {});
       this.#closeCtrl.abort(new Error('worker closing'));
       for (const wake of this.#slotWaiters.splice(0)) wake();

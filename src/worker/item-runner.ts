@@ -12,7 +12,7 @@ import { isApiError, statusOf, toRemoteApiError } from '../api/classify.js';
 import { ConfigError, coerceError, LeaseLostError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
 import { combineSignals, linkAbort } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
-import type { Logger } from '../internal/logger.js';
+import { errorSummary, type Logger } from '../internal/logger.js';
 import type { MemoryEventMap } from '../memory/types.js';
 import { decodeWorkSecret } from './credentials.js';
 import { MEMORY_EVENT_NAMES, safeEmit, type ItemOutcome, type ItemStatus, type WorkerEventMap } from './events.js';
@@ -111,7 +111,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
       'ANTHROPIC_ENVIRONMENT_KEY',
       `work item ${work.id} (its secret yields no sessions token)`,
     );
-    log.error({ err: error }, 'no credential for this work item; it cannot be heartbeated or stopped');
+    log.error({ error: errorSummary(error) }, 'no credential for this work item; it cannot be heartbeated or stopped');
     deps.metrics.add('itemsFailed');
     emit('workFailed', { workId: work.id, sessionId, error });
     return finishOutcome('failed', error);
@@ -223,7 +223,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
         try {
           cleanupSkills = await setupSkills(ctx);
         } catch (e) {
-          log.warn({ err: coerceError(e) }, 'skill setup failed; the session runs without them');
+          log.warn({ error: errorSummary(coerceError(e)) }, 'skill setup failed; the session runs without them');
         }
         // 5. Memory: exclusive paths, mount, sync loop.
         if (storeResources.length > 0 && memoryOn) {
@@ -279,10 +279,10 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
         sessionStarted = true;
         step = `running the tool calls of session ${sessionId}`;
         const readyMs = clock.now() - run.claimedAt;
-        log.info({ stores: mounted?.stores.length ?? 0, readyMs }, 'session started');
+        log.info({ stores: mounted?.stores.length ?? 0, ready_ms: readyMs }, 'session started');
         emit('sessionStarted', { workId: work.id, sessionId, stores: mounted?.stores.length ?? 0, readyMs });
         for await (const call of runner) {
-          log.debug({ tool: call.name, toolUseId: call.toolUseId, isError: call.isError, posted: call.posted }, 'tool call done');
+          log.debug({ tool: call.name, tool_use_id: call.toolUseId, is_error: call.isError, posted: call.posted }, 'tool call done');
         }
         if (guard.replays > 0) log.info({ replays: guard.replays }, 'replayed tool calls answered from the record');
       }
@@ -315,7 +315,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
   try {
     if (!folderShared) await cleanupSkills();
   } catch (e) {
-    log.warn({ err: coerceError(e) }, 'skill cleanup failed');
+    log.warn({ error: errorSummary(coerceError(e)) }, 'skill cleanup failed');
   }
   if (toolWorkdir !== undefined && !folderShared) {
     // The skills cleanup removes `skills/<name>` but leaves `skills/` itself: without this, every
@@ -327,7 +327,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
     const loop = syncLoop;
     flush = await spans.finish(cleanEnd, () => boundedFinish(loop, cleanEnd, opts.finalFlushMs, log));
   } else if (mounted) {
-    await mounted.unmount().catch((e: unknown) => log.warn({ err: coerceError(e) }, 'unmount failed'));
+    await mounted.unmount().catch((e: unknown) => log.warn({ error: errorSummary(coerceError(e)) }, 'unmount failed'));
   }
   for (const detach of detachMemoryEvents) detach();
   releasePaths();
@@ -345,12 +345,13 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
   const outcome = finishOutcome(status, error);
   if (status === 'failed') {
     deps.metrics.add('itemsFailed');
-    log.error({ err: error }, 'work item failed');
+    log.error({ error: errorSummary(error) }, 'work item failed');
+    log.debug({ err: error }, 'work item failure, with its stack');
     emit('workFailed', { workId: work.id, sessionId, error: error ?? new Error('work item failed') });
   } else if (status === 'completed' || status === 'skipped' || status === 'stopped_by_server') {
     deps.metrics.add('itemsCompleted');
   }
-  log.info({ status, durationMs: outcome.durationMs }, 'work item done');
+  log.info({ status, duration_ms: outcome.durationMs }, 'work item done');
   if (sessionStarted && sessionId !== undefined) {
     emit('sessionEnded', { workId: work.id, sessionId, outcome, ...(flush ? { flush } : {}) });
   }
@@ -414,7 +415,7 @@ async function boundedFinish(syncLoop: SyncLoopView, clean: boolean, finalFlushM
       syncLoop.finish({ clean, signal: guard.signal }),
       new Promise<undefined>((resolve) => guard.signal.addEventListener('abort', () => resolve(undefined), { once: true })),
     ]).then((report) => {
-      if (report === undefined) log.error({ boundMs: finalFlushMs }, 'memory finish overran its bound; the worker moved on');
+      if (report === undefined) log.error({ bound_ms: finalFlushMs }, 'memory finish overran its bound; the worker moved on');
       return report;
     });
   } catch (e) {
@@ -437,7 +438,7 @@ async function forceStop(client: Anthropic, work: ClaimedWork, requestOptions: o
     return true;
   } catch (e) {
     if (statusOf(e) === 409) return true;
-    log.error({ err: coerceError(e), status: statusOf(e) }, 'force-stop failed; the server will reclaim the item when its lease expires');
+    log.error({ error: errorSummary(e) }, 'force-stop failed; the server will reclaim the item when its lease expires');
     return false;
   } finally {
     cut.dispose();

@@ -2,7 +2,7 @@ import type { BetaSelfHostedWorkHeartbeatResponse } from '@anthropic-ai/sdk/reso
 import { classifyFailure, isApiError, statusOf } from '../api/classify.js';
 import { sleepUnlessAborted } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
-import type { Logger } from '../internal/logger.js';
+import { errorSummary, type Logger } from '../internal/logger.js';
 
 /** The sentinel the first heartbeat sends to claim an unclaimed lease. */
 export const NO_HEARTBEAT = 'NO_HEARTBEAT';
@@ -164,7 +164,7 @@ export class Lease {
     const silentMs = this.#clock.now() - this.#lastSuccessAt;
     // A timer may fire a little early by the clock's reckoning: wait out the rest.
     if (silentMs < this.#ttlMs) return this.#armDeadline();
-    this.#log.error({ silentMs, ttlMs: this.#ttlMs }, 'no successful heartbeat within the lease TTL; assuming the lease lost');
+    this.#log.error({ silent_ms: silentMs, ttl_ms: this.#ttlMs }, 'no successful heartbeat within the lease TTL; assuming the lease lost');
     this.#end('assumed_lost');
   }
 
@@ -230,18 +230,18 @@ export class Lease {
         return false;
       }
       if (classifyFailure(e) === 'fatal') {
-        this.#log.error({ status: statusOf(e), err: e }, 'heartbeat rejected for good; ending the session');
+        this.#log.error({ error: errorSummary(e) }, 'heartbeat rejected for good; ending the session');
         this.#rejection = e;
         this.#end('rejected');
         return false;
       }
       const silentMs = this.#clock.now() - this.#lastSuccessAt;
       if (silentMs > this.#ttlMs) {
-        this.#log.error({ silentMs, ttlMs: this.#ttlMs, err: e }, 'no successful heartbeat within the lease TTL; assuming the lease lost');
+        this.#log.error({ silent_ms: silentMs, ttl_ms: this.#ttlMs, error: errorSummary(e) }, 'no successful heartbeat within the lease TTL; assuming the lease lost');
         this.#end('assumed_lost');
         return false;
       }
-      this.#log.warn({ silentMs, err: e }, 'heartbeat failed; retrying before the lease TTL runs out');
+      this.#log.warn({ silent_ms: silentMs, error: errorSummary(e) }, 'heartbeat failed; retrying before the lease TTL runs out');
       return false;
     } finally {
       clearTimeout(timer);

@@ -7,7 +7,7 @@ import { coerceError } from '../errors.js';
 import { combineSignals, sleepUnlessAborted } from '../internal/abort.js';
 import { backoffDelayMs, type BackoffPolicy } from '../internal/backoff.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
-import type { Logger } from '../internal/logger.js';
+import { errorSummary, type Logger } from '../internal/logger.js';
 
 /** The API's cap on how long one poll may wait for work. */
 export const POLL_BLOCK_MS = 999;
@@ -95,13 +95,15 @@ export class Poller {
         if (signal.aborted) return;
         if (classifyFailure(e) === 'fatal') {
           const err = toRemoteApiError(e, `polling environment ${this.#o.environmentId} for work`);
-          this.#o.logger.error({ err, status: err.status }, 'poll rejected for good; the worker stops polling');
+          this.#o.logger.error({ error: errorSummary(err) }, 'poll rejected for good; the worker stops polling');
           throw err;
         }
         const retryInMs = backoffDelayMs(failures, POLL_BACKOFF, this.#o.random);
         failures++;
         const error = coerceError(e);
-        this.#o.logger.warn({ err: error, retryInMs, failures }, 'poll failed; backing off');
+        this.#o.logger.warn({ error: errorSummary(error), retry_in_ms: retryInMs, failures }, 'poll failed; backing off');
+        // An expected failure: its stack only at debug.
+        this.#o.logger.debug({ err: error }, 'poll failure, with its stack');
         this.#o.onPollFailed?.(error, retryInMs);
         await sleepUnlessAborted(retryInMs, signal);
         continue;
@@ -115,7 +117,7 @@ export class Poller {
         continue;
       }
       this.#idleSince = undefined;
-      const log = this.#o.logger.child({ workId: work.id });
+      const log = this.#o.logger.child({ work_id: work.id });
       log.info({ type: work.data.type }, 'work item polled');
       // The ack is not cut short by close(): an ack that reached the server makes the item ours, and
       // an item of ours must end stopped, so the caller gets it even when it is closing.
@@ -128,7 +130,7 @@ export class Poller {
         );
       } catch (e) {
         // Not acknowledged: the item is not ours, and the server hands it out again after its reclaim delay.
-        log.warn({ err: coerceError(e) }, 'ack failed; the item is left for the server to hand out again');
+        log.warn({ error: errorSummary(coerceError(e)) }, 'ack failed; the item is left for the server to hand out again');
         continue;
       } finally {
         ackCut.dispose();
@@ -164,7 +166,7 @@ export class Poller {
       this.#o.logger.info('idle; polling for work');
     } else if (now - this.#lastIdleLogAt >= IDLE_REMINDER_MS) {
       this.#lastIdleLogAt = now;
-      this.#o.logger.info({ idleMs: now - this.#idleSince }, 'still idle; polling for work');
+      this.#o.logger.info({ idle_ms: now - this.#idleSince }, 'still idle; polling for work');
     } else {
       this.#o.logger.debug('poll returned no work');
     }

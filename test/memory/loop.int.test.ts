@@ -237,7 +237,7 @@ describe('finish', () => {
     expect(report).toMatchObject({ cutOff: true, pendingUploads: 1 });
     expect(cutOffs).toEqual([{ phase: 'final', boundMs: 1_500, pendingUploads: 1 }]);
     const warning = r.log.lines.find((l) => l.level >= 40 && l.msg.includes('cut off'));
-    expect(warning?.['notSaved']).toEqual([path.join(r.root, 'a.md')]);
+    expect(warning?.['not_saved']).toEqual([path.join(r.root, 'a.md')]);
     // The folder goes with the unmount; the edit that did not make it is kept outside it.
     expect(await fsp.readFile((warning?.['copies'] as string[])[0]!, 'utf8')).toBe('will not make it');
     await tick(100);
