@@ -11,7 +11,7 @@ import { PinnedChain, type DirIdentity } from './pinned-dir.js';
 export { LocalDirError, type LocalDirFailure } from './local-dir-error.js';
 
 /**
- * Hardened access to one mounted store folder (requirements X6, X11).
+ * Hardened access to one mounted store folder.
  *
  * Rules every method follows:
  * - paths are store-relative POSIX paths (`notes/todo.md`); `..`, `.`, empty segments and NUL are

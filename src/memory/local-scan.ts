@@ -9,7 +9,7 @@ import type { StatCache } from './stat-cache.js';
 
 /**
  * The local half of a sync's inputs: every regular file of a store folder as a planner
- * `LocalEntry`. Unchanged files are answered by the stat cache and not read (X4); files over the
+ * `LocalEntry`. Unchanged files are answered by the stat cache and not read; files over the
  * server's size limit are reported `unsyncable` from their size alone and never read; files that
  * are not UTF-8 text are `unsyncable` too (the server stores text).
  */

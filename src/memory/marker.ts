@@ -1,5 +1,5 @@
 /**
- * The marker file that binds a folder to its memory store (requirement M9).
+ * The marker file that binds a folder to its memory store.
  *
  * Format (shared with the official worker, so folders are interchangeable): the UTF-8 bytes of
  * `version 1\n<memory_store_id>`, one `\n`, no trailing newline. A folder whose marker is missing

@@ -86,7 +86,7 @@ export interface MemoryMounterOptions {
   /** @internal */
   clock?: Clock;
   /**
-   * Treat every filesystem as case-insensitive (tests exercise M3 on a case-sensitive host).
+   * Treat every filesystem as case-insensitive (lets tests exercise case folding on a case-sensitive host).
    * @internal
    */
   assumeCaseInsensitive?: boolean;
@@ -99,7 +99,7 @@ type MemoryStoreResource = Extract<BetaManagedAgentsSession['resources'][number]
 
 
 /**
- * Materialises a session's memory stores as folders (M2, M5, X5).
+ * Materialises a session's memory stores as folders.
  *
  * Rules:
  * - refuses, with a {@link MemoryMountError} naming the store, the path and the fix: more than 8

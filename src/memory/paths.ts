@@ -1,5 +1,5 @@
 /**
- * Pure path rules of the memory sync (requirements M3, M5, X6).
+ * Pure path rules of the memory sync.
  *
  * Two spellings of one memory path exist: the server's (`/notes/todo.md`, leading slash) and the
  * store-relative one used for local files and in the sync state (`notes/todo.md`). Every path that
@@ -19,10 +19,10 @@ export const TEMP_FILE_PREFIX = '.maw-tmp-';
 /** Longest file or folder name most POSIX filesystems accept, in UTF-8 bytes. */
 export const MAX_SEGMENT_BYTES = 255;
 
-/** Longest server memory path, in UTF-8 bytes including the leading `/` (api-contract §7.4). */
+/** Longest server memory path, in UTF-8 bytes including the leading `/`. */
 export const MAX_PATH_BYTES = 1024;
 
-/** Most segments a server memory path may have (api-contract §7.4). */
+/** Most segments a server memory path may have. */
 export const MAX_PATH_SEGMENTS = 20;
 
 /** Result of a path check: the normalised store-relative path, or why it was refused. */
@@ -205,7 +205,7 @@ export interface CaseCollisionGroups {
 
 /**
  * Split paths into those that can live together on a case-insensitive filesystem and those that
- * cannot (M3). Deterministic: paths are taken in ascending code-unit order (`A.md` before
+ * cannot. Deterministic: paths are taken in ascending code-unit order (`A.md` before
  * `a.md`), and a path is kept only if every prefix of it (each folder and the file itself) folds
  * to a spelling not already taken by a kept path under a different spelling. `A/x.md` and
  * `a/y.md` collide too: on such a filesystem both would land in one folder, and the next scan

@@ -1,5 +1,5 @@
 /**
- * The sync decision function (requirements M7, M13, M14, M15; X4–X6). Pure: it sees the sync
+ * The sync decision function (its rules: docs/design.md, "Sync", "Conflicts", "Deletes"). Pure: it sees the sync
  * state of one store, a local scan and a remote listing, and returns the list of actions that
  * reconcile them. It reads no file, sends no request and keeps no clock; the executor runs the
  * plan and reports each action's outcome to `applyOutcome` (in `sync-state.ts`), which returns the
@@ -87,7 +87,7 @@ export interface PlanInput {
    * `state.shadowed` by the caller; the planner also ignores any key that fails `checkRelPath`.
    */
   remote: ReadonlyMap<string, RemoteEntry>;
-  /** What a local deletion may do on the server (M13). */
+  /** What a local deletion may do on the server. */
   deletions: MemoryDeleteMode;
   phase: SyncPhase;
   /**
@@ -533,7 +533,7 @@ export function planSync(input: PlanInput): SyncPlan {
         const remoteChanged = rr.sha !== bb.sha || rr.id !== bb.id;
         // Only the store changed: download.
         if (!localChanged) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'remote-changed', ...localShaOf(ll) };
-        // Both changed to different bytes: the store wins (M15); the executor keeps a conflict copy.
+        // Both changed to different bytes: the store wins; the executor keeps a conflict copy.
         if (remoteChanged) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'conflict', ...localShaOf(ll) };
         // Only the local file changed.
         const version = versionOf(ll);

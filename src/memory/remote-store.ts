@@ -64,7 +64,7 @@ export interface RemoteStoreOptions {
   requestTimeoutMs?: number;
 }
 
-/** Page sizes the API caps: 100 in the basic view, 20 in the full view (api-contract §7.4). */
+/** Page sizes the API caps: 100 in the basic view, 20 in the full view. */
 export const BASIC_PAGE_LIMIT = 100;
 export const FULL_PAGE_LIMIT = 20;
 

@@ -2,7 +2,7 @@ import type { BigIntStats } from 'node:fs';
 
 /**
  * Remembers the sha of each file under the stat that file had when it was hashed, so a sync that
- * finds nothing changed reads no file content (requirement X4).
+ * finds nothing changed reads no file content.
  *
  * Key: (inode, size, mtime ns, ctime ns). A hit is trusted only when the file's mtime is safely
  * older than the moment the hash was taken: git's racy-timestamp guard. A file modified in the

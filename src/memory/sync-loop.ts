@@ -38,7 +38,7 @@ export interface SyncLoopOptions {
   mounted: MountedSession;
   /** Least time between two syncs, in ms. Default 15 000, minimum 5 000. */
   intervalMs?: number;
-  /** What a local deletion may do on the server (M13). Default `enabled`. */
+  /** What a local deletion may do on the server. Default `enabled`. */
   deletions?: MemoryDeleteMode;
   /** Bound of the final sync and the flush together, in ms. Default 30 000. */
   finalFlushMs?: number;
@@ -111,7 +111,7 @@ interface StoreEntry {
 }
 
 /**
- * Keeps mounted folders and their stores in step (M7, M13–M15, X4–X6).
+ * Keeps mounted folders and their stores in step (the rules: docs/design.md).
  *
  * Rules:
  * - at most one sync runs at a time; `afterToolCall` starts one when the interval has passed since
@@ -121,7 +121,7 @@ interface StoreEntry {
  *   read a memory already known to be stale;
  * - a sync reconciles all stores in parallel; one failed file or store never fails the pass, it is
  *   counted in `errors` and retried next sync; `syncNow` rejects only when its own signal aborts;
- * - a store whose marker is missing or altered is skipped with a warning (M9); a folder wiped
+ * - a store whose marker is missing or altered is skipped with a warning; a folder wiped
  *   whole (marker gone, folder empty or removed) is downloaded again;
  * - a local delete is sent once a later sync confirms the file is still gone and it has been gone
  *   `deleteAfterMs`; the final sync waives both and is never capped; an entry the scan skipped
@@ -359,7 +359,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       });
       if (plan.wiped) log.warn('the folder was emptied; downloading the store again instead of deleting its memories');
       if (plan.actions.some(isRemoteWrite) && !(await this.#markerValid(e))) {
-        // The marker went away between the scan and the uploads: push and delete nothing (M9).
+        // The marker went away between the scan and the uploads: push and delete nothing.
         this.#markerProblem(e, 'marker .anthropic-memory-store vanished or changed during the sync');
         report.skippedStores++;
         return report;
@@ -409,7 +409,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
   }
 
   /**
-   * The marker check of M9. `ok`: the folder is bound to this store. A folder wiped whole (removed,
+   * The marker check. `ok`: the folder is bound to this store. A folder wiped whole (removed,
    * or marker gone and empty) is re-created with its marker and downloaded again by the plan.
    */
   async #checkFolder(e: StoreEntry, phase: SyncPhase): Promise<'ok' | 'rebuilt' | 'skip'> {

@@ -4,7 +4,7 @@
  * it and a crash-recovery pass can read it back.
  */
 
-/** What a local deletion may do on the server (requirement M13). */
+/** What a local deletion may do on the server. */
 export type MemoryDeleteMode = 'enabled' | 'log_only' | 'disabled';
 
 /** Access a session grants to one attached store. */
@@ -62,7 +62,7 @@ export interface SyncReport {
   wouldDeletes: number;
   refusals: number;
   errors: number;
-  /** Stores skipped because their marker was missing or altered (M9). */
+  /** Stores skipped because their marker was missing or altered. */
   skippedStores: number;
   durationMs: number;
 }

@@ -193,7 +193,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
       } else {
         const storeResources = session.resources.filter((r) => r.type === 'memory_store');
         const memoryOn = opts.memorySyncIntervalMs !== null;
-        // 4. M12: stores + memory on + no token → fail with the fix.
+        // 4. stores + memory on + no token → fail with the fix.
         if (storeResources.length > 0 && memoryOn && secret.sessionsToken === null) {
           throw new MemoryUnavailableError(work.id, sessionId);
         }

@@ -30,7 +30,7 @@ export type EnvironmentWorkerTools = BetaRunnableTool[] | ((ctx: AgentToolContex
 
 /**
  * Options of {@link EnvironmentWorker}. The official SDK worker's option names keep their meaning,
- * so switching is one import line (X1); the options marked "ours" are additions.
+ * so switching is one import line; the options marked "ours" are additions.
  */
 export interface EnvironmentWorkerOptions {
   /** The SDK client. Its base URL, timeouts and retries are inherited by every scoped copy the worker makes. */
@@ -209,7 +209,7 @@ const UNRESTRICTED_PATHS_MIGRATION =
   "plus the session's memory folders. Remove it; to open another directory to the file tools, return tools " +
   'built with `allowedRoots` from a `tools: (ctx) => ...` factory.';
 
-/** Refuse to run on Windows (M3): memory folders need POSIX semantics and O_NOFOLLOW. */
+/** Refuse to run on Windows: memory folders need POSIX semantics and O_NOFOLLOW. */
 export function assertPosixPlatform(platform: string = process.platform): void {
   if (platform === 'win32') throw new PlatformError(platform);
 }

@@ -21,7 +21,7 @@ interface Waiter {
 }
 
 /**
- * Per-mount-path exclusion inside one process (M6, X2): two sessions never hold the same path, nor
+ * Per-mount-path exclusion inside one process: two sessions never hold the same path, nor
  * one path inside another (`/mnt/memory/a` and `/mnt/memory/a/b`). A session takes all its paths at
  * once (no partial holds, so no deadlock between sessions wanting overlapping sets); when any is
  * held it waits, first come first served among waiters whose paths free up, up to a bound.

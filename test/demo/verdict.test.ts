@@ -1,4 +1,4 @@
-// Pins the demo's verdict (issue 5 §1: "exits non-zero if any of those outcomes is wrong"): from a
+// Pins the demo's verdict ("exits non-zero if any of those outcomes is wrong"): from a
 // right observation every check passes; with any single outcome wrong the verdict fails and names
 // exactly the check(s) that outcome breaks. Pure: the observation is built by hand, no emulator.
 import { describe, expect, it } from 'vitest';

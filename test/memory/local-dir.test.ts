@@ -1,5 +1,5 @@
 /**
- * Pins the hardened filesystem layer (X6): no read or write passes through a symlink in any path
+ * Pins the hardened filesystem layer: no read or write passes through a symlink in any path
  * component, a FIFO is never opened for reading (and never blocks), writes are atomic and leave no
  * temp file behind, paths that could leave the root are refused, and the scan skips special files
  * and our reserved names without opening them.

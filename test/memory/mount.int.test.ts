@@ -1,7 +1,7 @@
 /**
  * Pins MemoryMounter against the emulator with the real SDK client and the real filesystem:
- * nested paths materialise as folders with the marker `version 1\n<id>`; refusals (M1 more than 8
- * stores, M4 missing or unwritable parent, M5 anything at the path including a dangling symlink,
+ * nested paths materialise as folders with the marker `version 1\n<id>`; refusals (more than 8
+ * stores, a missing or unwritable parent, anything at the path including a dangling symlink,
  * unclean or shared mount paths) name the store, the path and the fix and create nothing; a store
  * failing mid-download removes every folder the mount created; unmount removes only what it
  * created and keeps a folder whose marker was altered while it still holds files.
@@ -80,7 +80,7 @@ describe('mounting', () => {
 });
 
 describe('names the folder cannot hold', () => {
-  it('keeps one of two paths differing only by case on a case-insensitive filesystem and never syncs the other (M3)', async () => {
+  it('keeps one of two paths differing only by case on a case-insensitive filesystem and never syncs the other', async () => {
     const store = await h.emu.createMemoryStore({ name: 'Cases', memories: { '/Notes.md': 'upper', '/notes.md': 'lower', '/x.md': 'x' } });
     const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
     const log = captureLogger();
@@ -112,7 +112,7 @@ describe('names the folder cannot hold', () => {
 });
 
 describe('refusals', () => {
-  it('refuses anything already at the mount path, naming the store, the path and the fix (M5)', async () => {
+  it('refuses anything already at the mount path, naming the store, the path and the fix', async () => {
     const store = await h.emu.createMemoryStore({ name: 'Taken', memories: { '/a.md': 'a' } });
     const root = path.join(h.mountRoot, 'taken');
     await fsp.mkdir(root);
@@ -128,7 +128,7 @@ describe('refusals', () => {
     expect(await fsp.readFile(path.join(root, 'precious.txt'), 'utf8')).toBe('keep me');
   });
 
-  it('refuses a dangling symlink at the mount path (M5)', async () => {
+  it('refuses a dangling symlink at the mount path', async () => {
     const store = await h.emu.createMemoryStore({ name: 'Dangling', memories: { '/a.md': 'a' } });
     const root = path.join(h.mountRoot, 'dangling');
     await fsp.symlink(path.join(h.tmp, 'nowhere'), root);
@@ -138,7 +138,7 @@ describe('refusals', () => {
     expect(fs.existsSync(path.join(h.tmp, 'nowhere'))).toBe(false);
   });
 
-  it('refuses more than 8 stores and creates nothing (M1)', async () => {
+  it('refuses more than 8 stores and creates nothing', async () => {
     const stores = [];
     for (let i = 0; i < 9; i++) stores.push(await h.emu.createMemoryStore({ name: `Store ${i}`, memories: { '/a.md': `${i}` } }));
     // The emulator (like the API) refuses a 9th attachment, so the 9th resource is added to the
@@ -154,7 +154,7 @@ describe('refusals', () => {
     expect(await fsp.readdir(h.mountRoot)).toEqual([]);
   });
 
-  it('refuses a missing parent with the host preparation command, never creating the parent (M4)', async () => {
+  it('refuses a missing parent with the host preparation command, never creating the parent', async () => {
     const store = await h.emu.createMemoryStore({ name: 'Orphan', memories: { '/a.md': 'a' } });
     const mountPath = path.join(h.tmp, 'missing-parent', 'orphan');
     const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id, mountPath }]);
@@ -164,7 +164,7 @@ describe('refusals', () => {
     expect(fs.existsSync(path.dirname(mountPath))).toBe(false);
   });
 
-  it.skipIf(process.getuid?.() === 0)('refuses an unwritable parent (M4)', async () => {
+  it.skipIf(process.getuid?.() === 0)('refuses an unwritable parent', async () => {
     const store = await h.emu.createMemoryStore({ name: 'Locked', memories: { '/a.md': 'a' } });
     const parent = path.join(h.tmp, 'locked');
     await fsp.mkdir(parent, { mode: 0o555 });

@@ -1,5 +1,5 @@
 /**
- * Pins the cheap-sync and fast-mount promises (X4, X5) on the emulator's request log: an idle sync
+ * Pins the cheap-sync and fast-mount promises on the emulator's request log: an idle sync
  * of a 2 000-memory store sends exactly 20 basic-view listing requests (100 per page) and nothing
  * else, and reads no file; mounting 8 stores of 250 memories downloads them in parallel (the
  * stores' request windows overlap in time). Prints the mount time of 8 × 250 for the report.

@@ -1,5 +1,5 @@
 /**
- * Pins the stat cache (X4): a file whose (inode, size, mtime, ctime) is unchanged and whose mtime
+ * Pins the stat cache: a file whose (inode, size, mtime, ctime) is unchanged and whose mtime
  * is safely older than the moment it was hashed is answered without reading it; any stat change,
  * or an mtime too close to the hash moment (git's racy-timestamp guard), forces a re-read. Also
  * pins that the scan reads no content on an idle pass and never reads an oversized file.

@@ -1,9 +1,9 @@
 /**
  * Pins the SyncLoop's per-path rules against the emulator (real SDK client, real files): local
  * edits upload byte for byte and are never re-sent; Console edits come down; both changed → the
- * store wins and the local bytes are kept as a conflict copy outside the mount (M15); deletions in
- * the three modes (M13); remote deletes; read-only stores never upload (M14); a missing or altered
- * marker stops the store's sync and a folder wiped whole is downloaded again (M9); symlinks,
+ * store wins and the local bytes are kept as a conflict copy outside the mount; deletions in
+ * the three modes; remote deletes; read-only stores never upload; a missing or altered
+ * marker stops the store's sync and a folder wiped whole is downloaded again; symlinks,
  * FIFOs, temp files, binary and oversized files are never uploaded and refusals are reported once;
  * a lost upload response is settled by sha (no duplicate, no false conflict); 503 bursts only
  * delay the sync.

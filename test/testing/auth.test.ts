@@ -1,5 +1,5 @@
 /**
- * Pins the emulator's credential rules (api-contract §1.2): the memory endpoints refuse the
+ * Pins the emulator's credential rules: the memory endpoints refuse the
  * environment key, unknown or missing credentials get 401, a sessions token reaches only its own
  * session, work item and attached stores (writes only where attached read_write), set-up calls
  * need the API key, and both `Authorization: Bearer` and `x-api-key` are accepted. The request

@@ -1,5 +1,5 @@
 /**
- * Pins the emulator's skills (api-contract §6): a session's agent carries `skills[]` as the SDK
+ * Pins the emulator's skills: a session's agent carries `skills[]` as the SDK
  * types them; `GET /v1/skills/:id/versions/:version` serves the version object (`latest` resolves
  * to the newest) and `…/content` a tar archive with one wrapper folder that the SDK's own
  * `setupSkills` extracts to `<workdir>/skills/<name>/`; the console key, any environment key and

@@ -1,5 +1,5 @@
 /**
- * Pins the emulator's work queue (api-contract §2): empty polls answer `null` after holding up to
+ * Pins the emulator's work queue: empty polls answer `null` after holding up to
  * `block_ms` (and `block_ms` > 999 is a 400), a delivered item carries a base64url secret with the
  * sessions token (or none), ack → starting, the heartbeat lease (NO_HEARTBEAT, exact echo,
  * 412 with the server's state), stop (graceful → stopping reported by the heartbeat, force →

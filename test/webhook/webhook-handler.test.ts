@@ -121,7 +121,7 @@ describe('createWebhookHandler', () => {
     process.on('unhandledRejection', onUnhandled);
     try {
       const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
-      // Memory on, stores attached, no secret on the item: the item fails (M12).
+      // Memory on, stores attached, no secret on the item: the item fails.
       const bad = await emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [{ tool: 'bash', input: { command: 'true' } }], secret: false, end: 'idle' });
       const badSigned = signWebhook(sessionWebhookEvent(bad.sessionId), secret);
       expect((await fetch(url, { method: 'POST', body: badSigned.body, headers: badSigned.headers })).status).toBe(202);

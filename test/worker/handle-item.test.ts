@@ -104,7 +104,7 @@ describe('EnvironmentWorker.handleItem', () => {
     expect(h.emu.requests).toEqual([]);
   });
 
-  // Drop-in with the official worker (X1): a failed item rejects, after its teardown (item stopped,
+  // Drop-in with the official worker: a failed item rejects, after its teardown (item stopped,
   // folders untouched); everything else resolves with the outcome.
   it('rejects when the mount path is taken, after stopping the item and leaving the path alone', async () => {
     const { emu } = h;

@@ -1,6 +1,6 @@
 // Pins how bad items end without stopping the worker: stores + memory on + no secret fails the item
-// with the M12 message; memory off runs the session without its stores, silently; something already
-// at a mount path fails that item with the M5 message; in every case the item is stopped and the
+// with the missing-secret message; memory off runs the session without its stores, silently; something already
+// at a mount path fails that item with the something-at-the-path message; in every case the item is stopped and the
 // next item is served.
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';

@@ -1,5 +1,5 @@
 // Pins "never log a credential": several sessions — stores mounted and synced, an item without a
-// secret failing (M12), a malformed secret falling back to the key, handleItem with a forwarded
+// secret failing, a malformed secret falling back to the key, handleItem with a forwarded
 // secret, a lease lost — run with a debug-level logger that has no redaction (the library's own
 // lines and the SDK's, routed into the same sink); no line holds the environment key, a raw work
 // secret or a sessions token.

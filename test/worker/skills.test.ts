@@ -1,4 +1,4 @@
-// Pins issue 4 item 7: the session agent's skills are set up with the SDK's `setupSkills` before
+// Pins that the session agent's skills are set up with the SDK's `setupSkills` before
 // any tool runs (a scripted `read` of `<tool workdir>/skills/<name>/SKILL.md` as the very first call
 // returns its content) and cleaned up when the session ends; with `concurrency: 2` two sessions with
 // the same skill each see it in their own workdir and one's cleanup never removes the other's copy;

@@ -1,5 +1,5 @@
 /**
- * Memory path rules of the API (api-contract §7.4), as pure functions: validity, overlap between
+ * Memory path rules of the API, as pure functions: validity, overlap between
  * two paths, and the `path_prefix` / `depth` listing view.
  */
 

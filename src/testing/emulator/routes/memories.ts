@@ -7,7 +7,7 @@ import type { Route } from '../router.js';
 import type { EmulatorState } from '../state.js';
 import { decodeCursor, encodeCursor, enumQuery, intQuery, parseBody } from '../validate.js';
 
-/** Page caps per view (api-contract §7.4); larger `limit`s are clamped. */
+/** Page caps per view; larger `limit`s are clamped. */
 export const PAGE_CAP = { basic: 100, full: 20 } as const;
 
 const CreateBody = z.strictObject({
