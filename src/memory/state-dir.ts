@@ -36,6 +36,12 @@ function stateDirError(dir: string, problem: string): ConfigError {
 export async function ensureStateDir(dir: string): Promise<string> {
   const abs = path.resolve(dir);
   await fsp.mkdir(path.dirname(abs), { recursive: true, mode: 0o700 });
+  await makeRealFolder(abs);
+  return abs;
+}
+
+/** Create one folder (`0700`) unless it exists, then refuse it if it is a symlink or not a folder. */
+async function makeRealFolder(abs: string): Promise<void> {
   try {
     await fsp.mkdir(abs, { mode: 0o700 });
   } catch (e) {
@@ -44,7 +50,6 @@ export async function ensureStateDir(dir: string): Promise<string> {
   const st = await fsp.lstat(abs);
   if (st.isSymbolicLink()) throw stateDirError(abs, 'is a symlink');
   if (!st.isDirectory()) throw stateDirError(abs, 'is not a folder');
-  return abs;
 }
 
 /**
@@ -58,14 +63,7 @@ export async function ensureStateSubdir(base: string, segments: readonly string[
       throw stateDirError(path.join(abs, seg), 'would leave the state folder');
     }
     abs = path.join(abs, seg);
-    try {
-      await fsp.mkdir(abs, { mode: 0o700 });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    }
-    const st = await fsp.lstat(abs);
-    if (st.isSymbolicLink()) throw stateDirError(abs, 'is a symlink');
-    if (!st.isDirectory()) throw stateDirError(abs, 'is not a folder');
+    await makeRealFolder(abs);
   }
   return abs;
 }
