@@ -90,9 +90,9 @@ describe('managed-agents-worker run', () => {
     expect((await cli.exited).code).toBe(4);
     const fatal = cli.stderr().split('\n').filter((l) => l.includes('"level":60'));
     expect(fatal).toHaveLength(1);
-    const line = JSON.parse(fatal[0]!) as { status: number; err: { type: string; message: string; stack?: string } };
-    expect(line.status).toBe(401);
-    expect(line.err.stack ?? '').toBe('');
+    const line = JSON.parse(fatal[0]!) as { error: { type: string; message: string; status: number; stack?: string } };
+    expect(line.error.status).toBe(401);
+    expect(line.error.stack ?? '').toBe('');
     expect(fatal[0]!.length).toBeLessThan(1_000);
     expect(cli.stderr()).not.toContain('sk-wrong-key');
   });

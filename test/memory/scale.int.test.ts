@@ -37,7 +37,7 @@ describe('at scale', () => {
     expect(report).toMatchObject({ uploads: 0, downloads: 0, errors: 0 });
     // No file content read: every file was answered by the stat cache.
     const scans = log.lines.filter((l) => l.msg === 'local scan done');
-    expect(scans.at(-1)).toMatchObject({ files: 2_000, filesRead: 0 });
+    expect(scans.at(-1)).toMatchObject({ files: 2_000, files_read: 0 });
     console.info(`[figure] idle sync of 2000 memories: ${sent.length} requests, ${idleMs} ms`);
     await loop.finish({ clean: false });
   }, 60_000);
