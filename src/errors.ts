@@ -9,7 +9,6 @@
  * | `MAW_REMOTE_API`             | {@link RemoteApiError}   | retry (when `retryable`) or fix credentials/ids       |
  * | `MAW_LEASE_LOST`             | {@link LeaseLostError}   | nothing: the item now belongs to another worker       |
  * | `MAW_MEMORY_MOUNT`           | {@link MemoryMountError} | prepare the host as the message says                  |
- * | `MAW_MARKER_MISMATCH`        | {@link MarkerMismatchError} | inspect the folder; it is left as found            |
  * | `MAW_MEMORY_UNAVAILABLE`     | {@link MemoryUnavailableError} | forward the work secret or turn memory off      |
  * | `MAW_MISSING_INPUT`          | {@link MissingInputError} | pass the named value or set its environment variable |
  * | `MAW_WORK_FAILED`            | {@link WorkItemFailedError} | read `cause` (the typed reason) and `outcome`; the item is already stopped |
@@ -21,7 +20,6 @@ export type WorkerErrorCode =
   | 'MAW_REMOTE_API'
   | 'MAW_LEASE_LOST'
   | 'MAW_MEMORY_MOUNT'
-  | 'MAW_MARKER_MISMATCH'
   | 'MAW_MEMORY_UNAVAILABLE'
   | 'MAW_MISSING_INPUT'
   | 'MAW_WORK_FAILED'
@@ -103,18 +101,6 @@ export class MemoryMountError extends WorkerError {
     options?: { cause?: unknown },
   ) {
     super('MAW_MEMORY_MOUNT', message, options);
-    this.storeId = fields.storeId;
-    this.path = fields.path;
-  }
-}
-
-/** A store folder's `.anthropic-memory-store` marker is missing or does not name the expected store. */
-export class MarkerMismatchError extends WorkerError {
-  readonly storeId: string;
-  readonly path: string;
-
-  constructor(message: string, fields: { storeId: string; path: string }, options?: { cause?: unknown }) {
-    super('MAW_MARKER_MISMATCH', message, options);
     this.storeId = fields.storeId;
     this.path = fields.path;
   }

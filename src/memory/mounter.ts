@@ -19,7 +19,7 @@ import { isInsideAllowedRoots, normalizeAllowedRoots } from './mount-path-guard.
 import { checkOwner, currentOwner, type OwnerIdentity } from './owner.js';
 import { groupCaseCollisions, remotePathToRel } from './paths.js';
 import { RemoteStore, type RemoteMemoryWithContent } from './remote-store.js';
-import { safeEmit } from './safe-emit.js';
+import { safeEmit } from '../internal/safe-emit.js';
 import { defaultStateDir } from './state-dir.js';
 import { StatCache } from './stat-cache.js';
 import { storeRoot } from './store-root.js';

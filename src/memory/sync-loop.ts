@@ -14,7 +14,7 @@ import type { SkippedEntry } from './local-dir.js';
 import { groupCaseCollisions, remotePathToRel } from './paths.js';
 import { isRemoteWrite, planSync, type RemoteEntry, type SyncPhase } from './plan.js';
 import { RemoteStore, isPathConflictReason, type RemoteMemory } from './remote-store.js';
-import { safeEmit } from './safe-emit.js';
+import { safeEmit } from '../internal/safe-emit.js';
 import { defaultStateDir } from './state-dir.js';
 import { cloneSyncState, completeGeneration } from './sync-state.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './types.js';

@@ -3,7 +3,8 @@ import { ConfigError, MissingInputError, WorkItemFailedError } from '../errors.j
 import { linkAbort } from '../internal/abort.js';
 import { monotonicClock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
-import { safeEmit, type ItemOutcome, type WorkerEventMap } from './events.js';
+import { safeEmit } from '../internal/safe-emit.js';
+import type { ItemOutcome, WorkerEventMap } from './events.js';
 import { runItem } from './item-runner.js';
 import { defaultMemoryPort } from './default-memory-port.js';
 import type { MemoryPort } from './memory-port.js';

@@ -1,5 +1,3 @@
-import type { EventEmitter } from 'node:events';
-import type { Logger } from '../internal/logger.js';
 import type { MemoryEventMap } from '../memory/types.js';
 import type { FinishReport } from './memory-port.js';
 
@@ -64,22 +62,3 @@ export interface WorkerEventMap {
   unmounted: WithIds<'unmounted'>;
 }
 
-/**
- * Emit without letting a throwing listener break the worker or starve the listeners after it: each
- * listener runs in turn and a throw is logged and dropped.
- */
-export function safeEmit<K extends keyof WorkerEventMap>(
-  emitter: EventEmitter<WorkerEventMap>,
-  log: Logger,
-  name: K,
-  ...payload: WorkerEventMap[K]
-): void {
-  const listeners = (emitter.rawListeners as (n: string) => Array<(...a: unknown[]) => unknown>)(name);
-  for (const listener of listeners) {
-    try {
-      listener.apply(emitter, payload);
-    } catch (err) {
-      log.error({ err, event: name }, 'an event listener threw; ignored');
-    }
-  }
-}
