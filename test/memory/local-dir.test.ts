@@ -285,16 +285,22 @@ describe('scan tolerance', () => {
     await dir.writeFileAtomic('keep.md', Buffer.from('k'));
     await dir.writeFileAtomic('locked/inner.md', Buffer.from('i'));
     await fsp.chmod(path.join(root, 'locked'), 0o000);
-    const script = path.join(tmp, 'scan.mts');
+    // The unprivileged child may not be able to reach this checkout (a 0700 parent folder), so it
+    // runs a self-contained bundle written beside the test folder.
+    const entry = path.join(tmp, 'scan.ts');
     const localDir = path.resolve('src/memory/local-dir.ts');
     await fsp.writeFile(
-      script,
+      entry,
       `import { LocalDir } from ${JSON.stringify(localDir)};\n` +
         `const scan = await new LocalDir(${JSON.stringify(root)}).scan();\n` +
         'console.log(JSON.stringify({ files: [...scan.files.keys()], skipped: scan.skipped }));\n',
     );
+    const { build } = await import('tsup');
+    await build({ entry: { scan: entry }, outDir: path.join(tmp, 'bundle'), format: ['esm'], platform: 'node', target: 'node20', bundle: true, silent: true, config: false, dts: false, sourcemap: false, clean: false, outExtension: () => ({ js: '.mjs' }) });
+    const script = path.join(tmp, 'bundle', 'scan.mjs');
+    await fsp.chmod(path.join(tmp, 'bundle'), 0o755);
     await fsp.chmod(script, 0o644);
-    const out = execFileSync(process.execPath, ['--import', 'tsx', script], { uid: 65534, gid: 65534, encoding: 'utf8' });
+    const out = execFileSync(process.execPath, [script], { uid: 65534, gid: 65534, encoding: 'utf8' });
     const result = JSON.parse(out) as { files: string[]; skipped: Array<{ rel: string; kind: string; reason: string }> };
     expect(result.files).toEqual(['keep.md']);
     expect(result.skipped).toEqual([{ rel: 'locked', kind: 'unreadable', code: 'EACCES', reason: expect.stringContaining('EACCES') }]);
