@@ -17,6 +17,7 @@ import { startEmulator, type Emulator, type FaultHandle, type ScriptStep } from 
 import { EnvironmentWorker } from '../../src/worker/environment-worker.js';
 import { judgeSoak, type EditOnDisk, type SoakVerdict, type StoreObservation } from './invariants.js';
 import { AGENT_TAG, planSessions, type SessionPlan } from './scenario.js';
+import { taggedFiles } from './tagged-files.js';
 
 export interface SoakOptions {
   sessions: number;
@@ -156,7 +157,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       entry.read = true;
       for (const root of entry.roots) {
         const store = storeOf.get(root);
-        if (store) for (const [rel, content] of taggedFiles(root)) edits.push({ storeId: store.storeId, path: rel, content, sessionId: entry.sessionId });
+        if (store) for (const [rel, content] of taggedFiles(root, AGENT_TAG)) edits.push({ storeId: store.storeId, path: rel, content, sessionId: entry.sessionId });
       }
     };
     worker.on('synced', (e) => {
@@ -412,33 +413,6 @@ function countRuns(tool: BetaRunnableTool, runs: Map<string, number>, owners: Ma
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
-}
-
-/** `[rel, content]` of every regular file below `root` whose content an agent wrote (read synchronously, now). */
-function taggedFiles(root: string): Array<[string, string]> {
-  const out: Array<[string, string]> = [];
-  const walk = (dir: string, prefix: string): void => {
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const ent of entries) {
-      const rel = prefix ? `${prefix}/${ent.name}` : ent.name;
-      if (ent.isDirectory()) walk(path.join(dir, ent.name), rel);
-      else if (ent.isFile()) {
-        try {
-          const content = fs.readFileSync(path.join(dir, ent.name), 'utf8');
-          if (content.startsWith(AGENT_TAG)) out.push([rel, content]);
-        } catch {
-          /* vanished */
-        }
-      }
-    }
-  };
-  walk(root, '');
-  return out;
 }
 
 function locate(storeOf: Map<string, StoreInfo>, file: string): { storeId: string; path: string } | undefined {

@@ -1,6 +1,6 @@
 import { Command as CommanderCommand, CommanderError } from 'commander';
-import { ConfigError, MissingInputError, PlatformError, WorkerError } from '../errors.js';
-import type { Logger } from '../internal/logger.js';
+import { ConfigError, MissingInputError, PlatformError, RemoteApiError, WorkerError } from '../errors.js';
+import { errorSummary, type Logger } from '../internal/logger.js';
 import type { Command } from './command.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { addHelpSections } from './help.js';
@@ -128,4 +128,16 @@ export function logError(e: unknown, logger: Logger): number {
   if (code === EXIT.UNEXPECTED) logger.fatal({ err: e }, 'unexpected error; exiting');
   else logger.fatal({ err_code: (e as { code?: unknown }).code, issues }, (e as Error).message);
   return code;
+}
+
+/**
+ * A permanent refusal by the API (wrong key or environment id) is expected, not a crash: one short
+ * fatal line naming `subject`, its stack only at debug. Returns the exit code, or `undefined` when
+ * `e` is not such a refusal.
+ */
+export function logRefusedForGood(e: unknown, logger: Logger, subject: string): number | undefined {
+  if (!(e instanceof RemoteApiError) || e.retryable) return undefined;
+  logger.debug({ err: e }, 'the refusal in full');
+  logger.fatal({ error: errorSummary(e) }, `the API refused ${subject} for good; check the environment id and key`);
+  return EXIT.FATAL_API;
 }

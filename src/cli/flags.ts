@@ -53,3 +53,11 @@ export function requireInputs(command: string, inputs: readonly RequiredInput[])
     missing.map((i) => `${i.name}: set ${i.from}`),
   );
 }
+
+/** The two inputs every command that claims work needs: the environment id and its key. */
+export function environmentInputs(environmentId: string | undefined, environmentKey: string | undefined): RequiredInput[] {
+  return [
+    { name: 'environment id', value: environmentId, from: '--environment-id or ANTHROPIC_ENVIRONMENT_ID' },
+    { name: 'environment key', value: environmentKey, from: '--environment-key-file or ANTHROPIC_ENVIRONMENT_KEY' },
+  ];
+}

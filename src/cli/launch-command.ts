@@ -1,14 +1,12 @@
 import { Option } from 'commander';
-import { RemoteApiError } from '../errors.js';
-import { errorSummary } from '../internal/logger.js';
 import { Launcher } from '../launcher/launcher.js';
 import { SANDBOX_BASE_ENV_VARS } from '../launcher/sandbox-env.js';
-import { logError } from './cli.js';
+import { logError, logRefusedForGood } from './cli.js';
 import { addLogFlags, cliLogger, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import type { Command } from './command.js';
 import { environmentKeyFrom } from './credential-flags.js';
 import { COMMON_EXIT_ROWS, EXIT } from './exit-codes.js';
-import { collect, intArg, requireInputs } from './flags.js';
+import { collect, environmentInputs, intArg, requireInputs } from './flags.js';
 import { handleShutdownSignals } from './signals.js';
 import { addApiFlags, apiInputsFrom, cliClient } from './worker-flags.js';
 
@@ -64,10 +62,7 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
     try {
       const { environmentId, baseURL } = apiInputsFrom(flags, io);
       const environmentKey = environmentKeyFrom(flags, io);
-      requireInputs('launch', [
-        { name: 'environment id', value: environmentId, from: '--environment-id or ANTHROPIC_ENVIRONMENT_ID' },
-        { name: 'environment key', value: environmentKey, from: '--environment-key-file or ANTHROPIC_ENVIRONMENT_KEY' },
-      ]);
+      requireInputs('launch', environmentInputs(environmentId, environmentKey));
       launcher = new Launcher({
         client: cliClient(baseURL, environmentKey),
         environmentId: environmentId!,
@@ -97,13 +92,7 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
       return EXIT.OK;
     } catch (e) {
       await launcher.close();
-      if (e instanceof RemoteApiError && !e.retryable) {
-        // An expected refusal: one short line; its stack only at debug.
-        logger.debug({ err: e }, 'the refusal in full');
-        logger.fatal({ error: errorSummary(e) }, 'the API refused the launcher for good; check the environment id and key');
-        return EXIT.FATAL_API;
-      }
-      return logError(e, logger);
+      return logRefusedForGood(e, logger, 'the launcher') ?? logError(e, logger);
     } finally {
       removeSignals();
     }

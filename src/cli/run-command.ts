@@ -1,13 +1,11 @@
 import { Option } from 'commander';
-import { RemoteApiError } from '../errors.js';
-import { errorSummary } from '../internal/logger.js';
 import { serveMetrics, type MetricsServer } from '../metrics/index.js';
 import { EnvironmentWorker } from '../worker/environment-worker.js';
-import { logError } from './cli.js';
+import { logError, logRefusedForGood } from './cli.js';
 import { cliLogger } from './cli-logger.js';
 import type { Command } from './command.js';
 import { COMMON_EXIT_ROWS, EXIT } from './exit-codes.js';
-import { intArg, requireInputs } from './flags.js';
+import { environmentInputs, intArg, requireInputs } from './flags.js';
 import { handleShutdownSignals } from './signals.js';
 import { addWorkerFlags, WORKER_ENVIRONMENT, workerOptionsFromFlags } from './worker-flags.js';
 
@@ -43,10 +41,7 @@ their final sync and flush (bounded), stop their items, exit 0. A second signal 
     let worker: EnvironmentWorker;
     try {
       const options = workerOptionsFromFlags(flags, io);
-      requireInputs('run', [
-        { name: 'environment id', value: options.environmentId, from: '--environment-id or ANTHROPIC_ENVIRONMENT_ID' },
-        { name: 'environment key', value: options.environmentKey, from: '--environment-key-file or ANTHROPIC_ENVIRONMENT_KEY' },
-      ]);
+      requireInputs('run', environmentInputs(options.environmentId, options.environmentKey));
       worker = new EnvironmentWorker({ ...options, ...(concurrency !== undefined ? { concurrency } : {}), logger });
     } catch (e) {
       return logError(e, logger);
@@ -68,15 +63,8 @@ their final sync and flush (bounded), stop their items, exit 0. A second signal 
       logger.info('worker stopped');
       return EXIT.OK;
     } catch (e) {
-      if (e instanceof RemoteApiError && !e.retryable) {
-        // An expected refusal: one short line; its stack only at debug.
-        logger.debug({ err: e }, 'the refusal in full');
-        logger.fatal({ error: errorSummary(e) }, 'the API refused this worker for good; check the environment id and key');
-        await worker.close();
-        return EXIT.FATAL_API;
-      }
       await worker.close();
-      return logError(e, logger);
+      return logRefusedForGood(e, logger, 'this worker') ?? logError(e, logger);
     } finally {
       removeSignals();
       await metrics?.close();

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { taggedFiles as taggedFilesWith } from '../../bench/soak/tagged-files.js';
 import { createPrng } from '../../src/testing/emulator/prng.js';
 
 export const PHASES = ['download', 'edit', 'uploads', 'final', 'unmount'] as const;
@@ -41,25 +42,7 @@ export const CRASH_TAG = 'crash-edit:';
 
 /** `{ rel: content }` of every regular file below `root` that an agent wrote (tagged content). */
 export function taggedFiles(root: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (dir: string, prefix: string): void => {
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const ent of entries) {
-      const rel = prefix ? `${prefix}/${ent.name}` : ent.name;
-      if (ent.isDirectory()) walk(path.join(dir, ent.name), rel);
-      else if (ent.isFile()) {
-        const content = fs.readFileSync(path.join(dir, ent.name), 'utf8');
-        if (content.startsWith(CRASH_TAG)) out[rel] = content;
-      }
-    }
-  };
-  walk(root, '');
-  return out;
+  return Object.fromEntries(taggedFilesWith(root, CRASH_TAG));
 }
 
 /** Contents of every regular file below `dir`. */
