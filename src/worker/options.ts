@@ -5,6 +5,7 @@ import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableT
 import type { BetaToolRunnerRequestOptions } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner';
 import type { AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { ConfigError, PlatformError } from '../errors.js';
+import { describeValue as describeReceived, isObject, looksLikeClient, looksLikeLogger } from '../internal/option-schema.js';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryDeleteMode } from '../memory/types.js';
 
@@ -130,17 +131,6 @@ export interface ResolvedWorkerOptions {
 }
 
 const isFunction = (v: unknown): boolean => typeof v === 'function';
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
-
-function looksLikeClient(v: unknown): boolean {
-  if (!isObject(v) || !isFunction(v['withOptions'])) return false;
-  const beta = v['beta'];
-  return isObject(beta) && isObject(beta['environments']) && isObject(beta['sessions']);
-}
-
-function looksLikeLogger(v: unknown): boolean {
-  return isObject(v) && ['child', 'info', 'warn', 'error', 'debug'].every((k) => isFunction(v[k]));
-}
 
 function looksLikeSignal(v: unknown): boolean {
   return isObject(v) && typeof v['aborted'] === 'boolean' && isFunction(v['addEventListener']);
@@ -192,16 +182,9 @@ const EXPECTED: Record<string, string> = {
 /** Options whose value must never appear in a message, even when it is wrong. */
 const SECRET_OPTIONS = new Set(['environmentKey']);
 
-/** A short, safe rendering of a received value. */
-export function describeValue(key: string, v: unknown): string {
-  if (v === undefined) return 'undefined';
-  if (v === null) return 'null';
-  if (SECRET_OPTIONS.has(key)) return typeof v === 'string' ? (v === '' ? 'an empty string' : 'a string') : typeof v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
-  if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'function') return 'a function';
-  return typeof v === 'object' ? 'an object' : typeof v;
+/** A short, safe rendering of a received value (a secret option shows only its type). */
+function describeValue(key: string, v: unknown): string {
+  return describeReceived(v, SECRET_OPTIONS.has(key));
 }
 
 const UNRESTRICTED_PATHS_MIGRATION =
