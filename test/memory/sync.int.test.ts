@@ -153,8 +153,13 @@ describe('conflicts', () => {
     // emulator): the content_sha256 precondition fails.
     h.emu.faults.add({ route: /^POST .*\/memories\//, times: 1, latencyMs: 1_000 });
     const mark = h.emu.requests.length;
+    const logMark = r.log.lines.length;
     const syncing = r.loop.syncNow();
-    while (!h.emu.requests.slice(mark).some((x) => x.route === 'GET /v1/memory_stores/:id/memories' && x.status === 200)) {
+    // The listing runs beside the local scan: write only once both are done, so the edit lands
+    // during the (slowed) pull and the scan never sees it.
+    const listed = () => h.emu.requests.slice(mark).some((x) => x.route === 'GET /v1/memory_stores/:id/memories' && x.status === 200);
+    const scanned = () => r.log.lines.slice(logMark).some((l) => l.msg === 'local scan done');
+    while (!listed() || !scanned()) {
       await new Promise((res) => setTimeout(res, 5));
     }
     h.emu.putMemory(r.storeId, '/a.md', 'console version');
@@ -195,8 +200,13 @@ describe('an agent edit racing a pull of the same file', () => {
   async function editDuringPull(r: Rig, rel: string, content: string): Promise<Awaited<ReturnType<SyncLoop['syncNow']>>> {
     const fault = h.emu.faults.add({ route: /^GET .*\/memories\/[^/]+$/, latencyMs: 1_000 });
     const mark = h.emu.requests.length;
+    const logMark = r.log.lines.length;
     const syncing = r.loop.syncNow();
-    while (!h.emu.requests.slice(mark).some((x) => x.route === 'GET /v1/memory_stores/:id/memories' && x.status === 200)) {
+    // The listing runs beside the local scan: write only once both are done, so the edit lands
+    // during the (slowed) pull and the scan never sees it.
+    const listed = () => h.emu.requests.slice(mark).some((x) => x.route === 'GET /v1/memory_stores/:id/memories' && x.status === 200);
+    const scanned = () => r.log.lines.slice(logMark).some((l) => l.msg === 'local scan done');
+    while (!listed() || !scanned()) {
       await new Promise((res) => setTimeout(res, 5));
     }
     await fsp.writeFile(r.file(rel), content);
