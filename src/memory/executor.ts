@@ -13,14 +13,14 @@ import type { SyncAction, SyncPlan } from './plan.js';
 import type { RemoteMemory, RemoteStore } from './remote-store.js';
 import { isNewBlockedPull, localDeleteVerdict, pullRaceVerdict, remoteDeleteVerdict, uploadVerdict } from './race-rules.js';
 import type { StatCache } from './stat-cache.js';
-import { applyOutcome, type ActionOutcome } from './sync-state.js';
+import { applyOutcomes, type ActionOutcome } from './sync-state.js';
 import type { MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
 
 /**
  * Runs one store's sync plan: the I/O edge of the planner. Actions run in four phases so that a
  * path freed on one side is free before another path needs it (local deletes, remote deletes,
  * pulls, uploads), each phase with bounded parallelism. Every action's outcome goes through the
- * planner's pure `applyOutcome`, one at a time, so the state is always a consistent value.
+ * planner's pure `applyOutcome` (as one transition per phase), so the state is always a consistent value.
  *
  * One failed file never fails the pass: it is logged, counted in `errors` and retried next sync.
  * An abort stops starting new actions; the ones in flight are cancelled through the signal.
@@ -68,8 +68,15 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
   let state = initial;
   const report = emptyReport();
   const notSaved = new Set<string>();
+  // Outcomes are applied as one transition per phase: a plan holds one action per path and an
+  // action reads only its own path's state, so no action depends on another's outcome in its phase.
+  let steps: Array<[SyncAction, ActionOutcome]> = [];
   const record = (action: SyncAction, outcome: ActionOutcome): void => {
-    state = applyOutcome(state, action, outcome);
+    steps.push([action, outcome]);
+  };
+  const settle = (): void => {
+    state = applyOutcomes(state, steps);
+    steps = [];
   };
 
   // State-only actions first: they touch nothing and need no request.
@@ -108,6 +115,7 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
     ctx.log.warn({ capped: plan.deleteCapped }, 'remote deletes held back by the per-sync cap; the next syncs (or the final one) send them');
   }
 
+  settle();
   const limit = pLimit(ctx.concurrency);
   for (const kinds of PHASES) {
     const actions = plan.actions.filter((a) => kinds.includes(a.kind));
@@ -133,6 +141,7 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
         }),
       ),
     );
+    settle();
   }
   return { state, report, notSaved: [...notSaved].sort() };
 }
