@@ -122,28 +122,41 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
     await Promise.all(
       actions.map((action) =>
         limit(async () => {
-          const isUpload = action.kind === 'push-create' || action.kind === 'push-update';
-          if (ctx.signal.aborted || ctx.disposed()) {
-            if (isUpload) notSaved.add(action.path);
-            return;
-          }
-          try {
-            const outcome = await runAction(ctx, state, action, report);
-            if (outcome === undefined) return;
-            record(action, outcome);
-            if (!outcome.ok && isUpload && outcome.failure !== 'refused') notSaved.add(action.path);
-          } catch (e) {
-            if (isUpload) notSaved.add(action.path);
-            if (ctx.signal.aborted || isAbortError(e) || ctx.disposed()) return;
-            report.errors++;
-            ctx.log.warn({ path: action.path, action: action.kind, error: errorSummary(coerceError(e)) }, `sync action failed; ${retried(ctx)}`);
-          }
+          const done = await executeAction(ctx, state, action, report);
+          if (done.outcome !== undefined) record(action, done.outcome);
+          if (done.notSaved) notSaved.add(action.path);
         }),
       ),
     );
     settle();
   }
   return { state, report, notSaved: [...notSaved].sort() };
+}
+
+/** What one executed action left: the outcome to record (none when skipped), and whether it was an upload left undone. */
+export interface ActionDone {
+  outcome: ActionOutcome | undefined;
+  notSaved: boolean;
+}
+
+/**
+ * Run one request or file action of a plan as {@link executePlan} does: nothing once the pass is
+ * aborted or the mount gone, and a failure is logged and counted, never thrown. `state` is read
+ * for the action's own path only.
+ */
+export async function executeAction(ctx: ExecuteContext, state: StoreSyncState, action: SyncAction, report: SyncReport): Promise<ActionDone> {
+  const isUpload = action.kind === 'push-create' || action.kind === 'push-update';
+  if (ctx.signal.aborted || ctx.disposed()) return { outcome: undefined, notSaved: isUpload };
+  try {
+    const outcome = await runAction(ctx, state, action, report);
+    return { outcome, notSaved: outcome !== undefined && !outcome.ok && isUpload && outcome.failure !== 'refused' };
+  } catch (e) {
+    if (!(ctx.signal.aborted || isAbortError(e) || ctx.disposed())) {
+      report.errors++;
+      ctx.log.warn({ path: action.path, action: action.kind, error: errorSummary(coerceError(e)) }, `sync action failed; ${retried(ctx)}`);
+    }
+    return { outcome: undefined, notSaved: isUpload };
+  }
 }
 
 /** Run one action; `undefined` means "record nothing" (skipped without an outcome). */
