@@ -158,33 +158,34 @@ async function lastPasses(
 }
 
 async function carryPendingDeletes(passes: readonly StorePass[], scans: ReadonlyMap<StorePass, LocalScan>): Promise<void> {
-  for (const pass of passes) {
-    const { store, state } = pass;
-    if (store.access !== 'read_write') continue;
-    // At a clean end every synced file still gone is a confirmed deletion (the final sync waives
-    // the wait); one the final sync sent is out of the baseline already. Anything that is there
-    // in any form (a FIFO, an unreadable entry) is not gone. The unsaved check's scan narrows the
-    // check to the files it did not see; each of those is confirmed on disk.
-    const scan = scans.get(pass);
-    const candidates = scan !== undefined ? goneCandidates(state, scan) : Object.keys(state.baseline).filter((rel) => !Object.hasOwn(state.refused, rel));
-    const limit = pLimit(GONE_CHECKS_IN_FLIGHT);
-    const gone = new Set<string>();
-    await Promise.all(
-      candidates.map((rel) =>
-        limit(async () => {
-          if (await store.dir.lstat(rel).then((st) => st === undefined, () => false)) gone.add(rel);
-        }),
-      ),
-    );
-    const carried = carriedDeletes(state, gone);
-    const paths = Object.keys(carried);
-    if (paths.length === 0) continue;
-    try {
-      await store.carryDeletes(carried);
-      store.log.warn({ paths }, `${paths.length} local deletion(s) not sent before the end; the next session of this store sends them first`);
-    } catch (err) {
-      store.log.warn({ paths, error: errorSummary(coerceError(err)) }, 'could not record the deletions not sent; the memories stay in the store');
-    }
+  await Promise.all(passes.map((pass) => carryStoreDeletes(pass, scans.get(pass))));
+}
+
+async function carryStoreDeletes(pass: StorePass, scan: LocalScan | undefined): Promise<void> {
+  const { store, state } = pass;
+  if (store.access !== 'read_write') return;
+  // At a clean end every synced file still gone is a confirmed deletion (the final sync waives
+  // the wait); one the final sync sent is out of the baseline already. Anything that is there
+  // in any form (a FIFO, an unreadable entry) is not gone. The unsaved check's scan narrows the
+  // check to the files it did not see; each of those is confirmed on disk.
+  const candidates = scan !== undefined ? goneCandidates(state, scan) : Object.keys(state.baseline).filter((rel) => !Object.hasOwn(state.refused, rel));
+  const limit = pLimit(GONE_CHECKS_IN_FLIGHT);
+  const gone = new Set<string>();
+  await Promise.all(
+    candidates.map((rel) =>
+      limit(async () => {
+        if (await store.dir.lstat(rel).then((st) => st === undefined, () => false)) gone.add(rel);
+      }),
+    ),
+  );
+  const carried = carriedDeletes(state, gone);
+  const paths = Object.keys(carried);
+  if (paths.length === 0) return;
+  try {
+    await store.carryDeletes(carried);
+    store.log.warn({ paths }, `${paths.length} local deletion(s) not sent before the end; the next session of this store sends them first`);
+  } catch (err) {
+    store.log.warn({ paths, error: errorSummary(coerceError(err)) }, 'could not record the deletions not sent; the memories stay in the store');
   }
 }
 
@@ -196,16 +197,18 @@ async function carryPendingDeletes(passes: readonly StorePass[], scans: Readonly
 async function unsavedPaths(passes: readonly StorePass[]): Promise<{ unsaved: Unsaved[]; scans: Map<StorePass, LocalScan> }> {
   const out: Unsaved[] = [];
   const scans = new Map<StorePass, LocalScan>();
-  for (const pass of passes) {
-    const { store, state } = pass;
-    try {
-      const scan = await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)) });
-      scans.set(pass, scan);
-      for (const u of unsavedInScan(state, scan, store.access === 'read_write')) out.push({ ...u, pass });
-    } catch {
-      out.push(...pass.notSaved.map((rel) => ({ pass, rel, upload: true, copyable: true })));
-    }
-  }
+  await Promise.all(
+    passes.map(async (pass) => {
+      const { store, state } = pass;
+      try {
+        const scan = await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)) });
+        scans.set(pass, scan);
+        for (const u of unsavedInScan(state, scan, store.access === 'read_write')) out.push({ ...u, pass });
+      } catch {
+        out.push(...pass.notSaved.map((rel) => ({ pass, rel, upload: true, copyable: true })));
+      }
+    }),
+  );
   const where = (u: Unsaved): string => `${u.pass.store.root}/${u.rel}`;
   return { unsaved: out.sort((a, b) => (where(a) < where(b) ? -1 : 1)), scans };
 }
