@@ -1,8 +1,9 @@
 /**
- * `npm run bench:timeline -- ID [--kind ours|official] [--latency MS] [--profile DIR]`: runs one
+ * `npm run bench:timeline -- ID [--kind ours|official] [--base REF] [--latency MS] [--profile DIR]`: runs one
  * benchmark scenario once and prints the emulator's request log as a timeline (ms from the first
  * request, route, status, answer time), then a summary per route: where the wall time of a row goes.
- * Runs of the same route are folded into one line (`×N`, first start → last end).
+ * Runs of the same route are folded into one line (`×N`, first start → last end). `--base REF` runs
+ * ours as of git commit REF (as `npm run bench -- --base`).
  */
 import { parseArgs } from 'node:util';
 import { buildChildren, type ChildKind } from './build-children.js';
@@ -17,13 +18,14 @@ const { values, positionals } = parseArgs({
     latency: { type: 'string', default: '10' },
     profile: { type: 'string' },
     quick: { type: 'boolean', default: false },
+    base: { type: 'string' },
   },
 });
 const id = positionals[0];
 const scenario = scenarios(values.quick === true).find((s) => s.id === id);
 if (scenario === undefined) throw new Error(`usage: bench:timeline ID; ID is one of ${scenarios(false).map((s) => s.id).join(', ')}`);
-const kind = values.kind as ChildKind;
-const bundles = await buildChildren();
+const kind: ChildKind = values.base !== undefined ? 'official' : (values.kind as ChildKind);
+const bundles = await buildChildren(values.base !== undefined ? { baseRef: values.base } : {});
 const execArgv = values.profile !== undefined ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
 
 let log: RequestRecord[] = [];
