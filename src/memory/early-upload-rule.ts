@@ -1,6 +1,8 @@
 /**
- * Which new local files a sync may upload while its scan is still running, before the plan exists.
- * Pure: it sees the sync state, the remote view and one scanned file.
+ * Which new local files the final sync may upload while its scan is still running, before the plan
+ * exists (the session is over: what is left is a race to the bound). Routine syncs plan first:
+ * there the overlap only moves the first upload earlier, without ending the pass sooner. Pure: it
+ * sees the sync state, the remote view and one scanned file.
  *
  * A file qualifies only when no other path can change what the plan does with it: it is unknown to
  * the baseline, the listing, pending deletes, sent shas, refusals and shadowed paths; no listed or
@@ -19,7 +21,7 @@ export interface EarlyUploadIndex {
   known: ReadonlySet<string>;
   /** Every folder above a known path. */
   folders: ReadonlySet<string>;
-  /** False on a case-insensitive folder, a read-only store or a flush: nothing goes early. */
+  /** True only for the final sync of a writable store in a case-sensitive folder. */
   enabled: boolean;
 }
 
@@ -35,7 +37,7 @@ export function earlyUploadIndex(input: {
   for (const rel of known) {
     for (let i = rel.indexOf('/'); i !== -1; i = rel.indexOf('/', i + 1)) folders.add(rel.slice(0, i));
   }
-  const enabled = !input.caseInsensitive && input.state.access === 'read_write' && input.phase !== 'flush';
+  const enabled = !input.caseInsensitive && input.state.access === 'read_write' && input.phase === 'final';
   return { state: input.state, deletions: input.deletions, known, folders, enabled };
 }
 

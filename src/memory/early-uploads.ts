@@ -21,7 +21,7 @@ export interface EarlyUploadResult {
 }
 
 /**
- * Uploads a sync starts while its scan still runs: each file the scan reports goes through the
+ * Uploads the final sync starts while its scan still runs: each file the scan reports goes through the
  * early-upload rule as soon as the listing is in (files found before that wait for it), and a
  * qualifying one is uploaded at once, at most `concurrency` at a time. The plan made after the
  * scan covers everything else; `settle` hands it what these did.

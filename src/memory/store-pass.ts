@@ -87,8 +87,9 @@ export class StorePass {
       // the scan found local changes).
       const listing = phase === 'flush' ? undefined : this.#remote.listBasic(signal);
       listing?.catch(() => {});
-      // New files go up while the scan runs, as soon as the listing shows nothing they could clash with.
-      const early = listing !== undefined ? this.#earlyUploads(listing, phase, signal, stamp) : undefined;
+      // In the final sync, new files go up while the scan runs, as soon as the listing shows
+      // nothing they could clash with.
+      const early = listing !== undefined && phase === 'final' ? this.#earlyUploads(listing, phase, signal, stamp) : undefined;
       const scan = await scanLocal(this.store.dir, this.store.cache, {
         exclude: new Set(Object.keys(this.#state.shadowed)),
         concurrency: ctx.concurrency,

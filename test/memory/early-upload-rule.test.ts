@@ -1,5 +1,6 @@
-// Pins which new files a sync uploads while its scan still runs: only a file no other path can
-// affect, for which the planner alone says push-create; everything else waits for the plan.
+// Pins which new files the final sync uploads while its scan still runs: only a file no other path
+// can affect, for which the planner alone says push-create; everything else, and every file of a
+// routine sync or a flush, waits for the plan.
 import { describe, expect, it } from 'vitest';
 import { earlyUpload, earlyUploadIndex } from '../../src/memory/early-upload-rule.js';
 import type { LocalEntry, RemoteEntry } from '../../src/memory/plan.js';
@@ -25,7 +26,8 @@ const base = { 'known.md': { id: 'mem_k', sha: A }, 'dir/known.md': { id: 'mem_d
 
 const rows: Row[] = [
   { description: 'a new file no path overlaps goes early', rel: 'new/n.md', early: true },
-  { description: 'a new file at the top goes early in the final sync too', rel: 'n.md', phase: 'final', early: true },
+  { description: 'a new file at the top goes early', rel: 'n.md', early: true },
+  { description: 'nothing goes early in a routine sync', rel: 'n.md', phase: 'sync', early: false },
   { description: 'nothing goes early in a flush', rel: 'n.md', phase: 'flush', early: false },
   { description: 'a file the baseline knows waits for the plan', rel: 'known.md', early: false },
   { description: 'a file the listing shows waits for the plan', rel: 'r.md', remote: { 'r.md': { id: 'mem_r', sha: A } }, early: false },
@@ -53,7 +55,7 @@ describe('earlyUpload', () => {
         remote: new Map(Object.entries(row.remote ?? {})),
         deletions: 'enabled',
         caseInsensitive: row.caseInsensitive ?? false,
-        phase: row.phase ?? 'sync',
+        phase: row.phase ?? 'final',
       });
       const action = earlyUpload(index, row.rel, row.entry ?? file);
       if (row.early) expect(action).toEqual({ kind: 'push-create', path: row.rel, sha: B });
