@@ -4,13 +4,13 @@ import { monotonicClock, type Clock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
 import type { ItemOutcome, WorkerEventMap } from './events.js';
 import { acquire } from './item-acquire.js';
-import { decideItemEnd, type PhasesResult } from './item-end.js';
+import { decideItemEnd, type ItemEnd, type PhasesResult } from './item-end.js';
 import { prepare, type ItemHoldings } from './item-prepare.js';
 import { ItemReporter } from './item-reporter.js';
 import { serve } from './item-serve.js';
 import { ItemStep } from './item-step.js';
 import { tearDown } from './item-teardown.js';
-import type { MemoryPort } from './memory-port.js';
+import type { FinishReport, MemoryPort } from './memory-port.js';
 import { MemorySpans } from './memory-spans.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
@@ -52,48 +52,50 @@ export interface ItemRun {
 /**
  * Serve one claimed work item, end to end, and never throw: the outcome says how it ended.
  * Inside the item's work span (so the SDK's request and tool spans are its children), see
- * {@link serveItem}.
+ * {@link itemLifecycle}.
  */
 export async function runItem(deps: ItemRunnerDeps, run: ItemRun): Promise<ItemOutcome> {
   const tracers = workTracers(deps.options.client);
   const workSpan = startWorkSpan(tracers, run.work, context.active());
-  const outcome = await withSpan(workSpan, () => serveItem(deps, run, new MemorySpans(tracers, workSpan)));
+  const outcome = await withSpan(workSpan, () => itemLifecycle(deps, run, new MemorySpans(tracers, workSpan)));
   endWorkSpan(workSpan, outcome);
   return outcome;
 }
 
 /**
- * The lifecycle of one item: acquire (credential, scoped client, lease) → prepare (session,
- * tool folder, skills, memory) → serve (the session's tool calls) → decide how it ended → tear
- * down (skills and folder, memory finish, path locks, lease, force-stop unless the lease was
- * lost) → report. The tear-down runs whatever happened before it, so an acknowledged item always
- * ends stopped or left to its new owner.
+ * The lifecycle of one item: acquire (credential, scoped client, lease) → prepare (session, tool
+ * folder, skills, memory) → serve (the session's tool calls) → decide how it ended → tear down
+ * (skills and folder, memory finish, path locks, lease, force-stop unless the lease was lost) →
+ * report. The tear-down runs whatever happened before it, so an acknowledged item always ends
+ * stopped or left to its new owner.
  */
-async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans): Promise<ItemOutcome> {
+async function itemLifecycle(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans): Promise<ItemOutcome> {
   const { work } = run;
   const clock = deps.clock ?? monotonicClock;
   const reporter = new ItemReporter(work, { ...deps, clock });
   const acquired = acquire(work, { options: deps.options, environmentKey: run.environmentKey, signal: run.signal, log: reporter.log, clock });
   if ('error' in acquired) return reporter.notAcquired(acquired.error);
+  const { client, control, lease, retryWindow } = acquired;
 
   const held: ItemHoldings = { cleanupSkills: async () => {}, sessionStarted: false };
   const step = new ItemStep(work.id, `retrieving session ${reporter.sessionId ?? '(none)'}`);
   let phases: PhasesResult = 'ran';
   let error: Error | undefined;
+  let end: ItemEnd;
+  let flush: FinishReport | undefined;
   try {
     const prepared = await prepare(work, { deps, acquired, reporter, spans, step }, held);
     if (prepared.kind === 'ready') {
-      const { client, control, retryWindow } = acquired;
       await serve({ ...deps, client, signal: control.signal, retryWindow, reporter, step, clock, claimedAt: run.claimedAt }, prepared, held);
     } else {
       phases = prepared.kind;
     }
   } catch (e) {
     error = step.failure(e);
+  } finally {
+    // Decided before the tear-down: what happens during it (a lease lost while flushing) does not change it.
+    end = decideItemEnd({ workId: work.id, phases, error, endCause: control.endCause, leaseReason: lease.reason, leaseRejection: lease.rejection });
+    flush = await tearDown(work, { held, memoryEnd: end.memoryEnd, acquired, reporter });
   }
-
-  const { lease, control } = acquired;
-  const end = decideItemEnd({ workId: work.id, phases, error, endCause: control.endCause, leaseReason: lease.reason, leaseRejection: lease.rejection });
-  const flush = await tearDown(work, { held, memoryEnd: end.memoryEnd, acquired, reporter });
   return reporter.ended({ status: end.status, error: end.error, sessionStarted: held.sessionStarted, flush });
 }
