@@ -36,7 +36,8 @@ export interface ItemEnd {
 /**
  * How a work item ended, from what its phases did and what cut them short. No I/O.
  *
- * Rules: an abort caused by the lease or by the worker closing is not a failure of the item.
+ * Rules (docs/design.md, "How a work item runs and ends"): an abort caused by the lease or by the
+ * worker closing is not a failure of the item.
  * - Lease ended: lost (412 or no beat for a TTL) → `lease_lost`; the server stopped the item →
  *   `stopped_by_server`; a rejected heartbeat → `failed` with the heartbeat's error, whatever the
  *   abort made the session throw.

@@ -38,9 +38,9 @@ export interface ItemMemoryOptions {
 /**
  * The memory stores of one work item's session, from the path locks to the end.
  *
- * Order: {@link lockPaths} waits until no other session of this worker holds one of the stores'
- * mount paths (up to `pathWaitMs`) and takes them all; {@link mount} mounts the stores and starts
- * their sync loop; {@link finish} always runs, whatever got done: the final sync (on a clean end)
+ * Order: {@link ItemMemory.lockPaths} waits until no other session of this worker holds one of the stores'
+ * mount paths (up to `pathWaitMs`) and takes them all; {@link ItemMemory.mount} mounts the stores and starts
+ * their sync loop; {@link ItemMemory.finish} always runs, whatever got done: the final sync (on a clean end)
  * and the push-only flush with the unmount, bounded by `finalFlushMs` (plus a slack after which
  * the worker stops waiting), then stops forwarding events and releases the paths. Meanwhile the
  * memory events are forwarded as worker events with the item's ids, and counted.
