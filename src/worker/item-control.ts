@@ -35,7 +35,7 @@ export class ItemControl {
   }
 
   /** End the item when `lease` ends for any reason but `done`. */
-  watch(lease: Lease, workId: string): void {
+  watch(lease: Pick<Lease, 'signal' | 'reason'>, workId: string): void {
     lease.signal.addEventListener(
       'abort',
       () => {
