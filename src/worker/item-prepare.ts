@@ -70,8 +70,8 @@ export async function prepare(
     return { kind: 'skipped' };
   }
   const stores = storeResources(session);
-  const memoryOn = opts.memorySyncIntervalMs !== null;
-  if (stores.length > 0 && memoryOn && acquired.sessionsToken === null) throw new MemoryUnavailableError(work.id, sessionId);
+  const intervalMs = opts.memorySyncIntervalMs;
+  if (stores.length > 0 && intervalMs !== null && acquired.sessionsToken === null) throw new MemoryUnavailableError(work.id, sessionId);
 
   held.folder = opts.concurrency > 1 ? ToolFolder.enter(deps.sessionFolders, opts.workdir, sessionId) : ToolFolder.shared(opts.workdir);
   await held.folder.create({ workId: work.id, sessionId });
@@ -87,7 +87,7 @@ export async function prepare(
     log.warn({ error: errorSummary(coerceError(e)) }, 'skill setup failed; the session runs without them');
   }
 
-  if (stores.length > 0 && memoryOn) {
+  if (stores.length > 0 && intervalMs !== null) {
     const memory = new ItemMemory({
       port: deps.memory,
       pathLocks: deps.pathLocks,
@@ -96,7 +96,7 @@ export async function prepare(
       spans: item.spans,
       client: acquired.client,
       logger: log,
-      settings: { ...opts, memorySyncIntervalMs: opts.memorySyncIntervalMs as number },
+      settings: { ...opts, memorySyncIntervalMs: intervalMs },
       workId: work.id,
       session,
     });
