@@ -6,7 +6,7 @@
 
 import type { LocalScan } from './local-scan.js';
 import type { SkippedEntry } from './local-dir.js';
-import { groupCaseCollisions, remotePathToRel } from './paths.js';
+import { caseCollisionReason, foldCase, groupCaseCollisions, remotePathToRel } from './paths.js';
 import type { RemoteEntry } from './plan.js';
 import { isPathConflictReason } from './remote-store.js';
 import type { StoreSyncState, SyncReport } from './types.js';
@@ -49,12 +49,7 @@ export function remoteView<M extends { path: string; id: string; sha: string }>(
     else byRel.set(check.rel, m);
   }
   if (caseInsensitive) {
-    const known = [...byRel.keys()].filter((p) => Object.hasOwn(state.baseline, p));
-    const fresh = [...byRel.keys()].filter((p) => !Object.hasOwn(state.baseline, p));
-    const groups = groupCaseCollisions([...known, ...fresh]);
-    const keptKnown = new Set(groupCaseCollisions(known).kept);
-    for (const s of groups.shadowed) {
-      if (keptKnown.has(s.path)) continue;
+    for (const s of caseLosers([...byRel.keys()], state.baseline)) {
       keepShadow(s.path, s.reason);
       byRel.delete(s.path);
     }
@@ -62,6 +57,40 @@ export function remoteView<M extends { path: string; id: string; sha: string }>(
   const remote = new Map<string, RemoteEntry>();
   for (const [rel, m] of byRel) remote.set(rel, { id: m.id, sha: m.sha });
   return { byRel, remote, shadowed, newlyShadowed };
+}
+
+/**
+ * The listed paths a case-insensitive folder cannot hold beside the others. The spellings the
+ * baseline holds are what the folder holds: they are kept first, and a newcomer colliding with one
+ * is shadowed whatever the order of the two spellings; newcomers then collide among themselves.
+ */
+function caseLosers(paths: readonly string[], baseline: Readonly<Record<string, unknown>>): Array<{ path: string; reason: string }> {
+  const known = groupCaseCollisions(paths.filter((p) => Object.hasOwn(baseline, p)));
+  const spellingByFold = new Map<string, { spelling: string; keptPath: string }>();
+  for (const kept of known.kept) {
+    for (const prefix of prefixesOf(kept)) {
+      if (!spellingByFold.has(foldCase(prefix))) spellingByFold.set(foldCase(prefix), { spelling: prefix, keptPath: kept });
+    }
+  }
+  const losers: Array<{ path: string; reason: string }> = [...known.shadowed];
+  const fresh: string[] = [];
+  for (const path of paths) {
+    if (Object.hasOwn(baseline, path)) continue;
+    const clash = prefixesOf(path)
+      .map((prefix) => ({ prefix, taken: spellingByFold.get(foldCase(prefix)) }))
+      .find(({ prefix, taken }) => taken !== undefined && taken.spelling !== prefix)?.taken;
+    if (clash !== undefined) losers.push({ path, reason: caseCollisionReason(path, clash.spelling, clash.keptPath) });
+    else fresh.push(path);
+  }
+  // No remaining newcomer collides with a kept baseline path, so only newcomers lose here.
+  losers.push(...groupCaseCollisions([...known.kept, ...fresh]).shadowed);
+  return losers;
+}
+
+/** `a`, `a/b`, `a/b/c.md` for `a/b/c.md`. */
+function prefixesOf(path: string): string[] {
+  const segments = path.split('/');
+  return segments.map((_, i) => segments.slice(0, i + 1).join('/'));
 }
 
 /**
