@@ -3,6 +3,7 @@ import { constants as fsc, createWriteStream, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { FreshFileWriter } from './fresh-file-writer.js';
 import { LocalDirError, errCode } from './local-dir-error.js';
 import { MARKER_FILE_NAME } from './marker.js';
 import { MAX_PATH_SEGMENTS, TEMP_FILE_PREFIX } from './paths.js';
@@ -268,6 +269,26 @@ export class LocalDir {
     } finally {
       await chain.close();
     }
+  }
+
+  /**
+   * A writer for the files of a tree being materialised (the download at mount): folders pinned
+   * once, each file written atomically with synchronous calls (see {@link FreshFileWriter}). Close
+   * it when done.
+   */
+  freshWriter(): FreshFileWriter {
+    return new FreshFileWriter({
+      split: (rel) => {
+        const segments = splitRelPath(rel);
+        const name = segments[segments.length - 1]!;
+        if (isReservedName(name, segments.length === 1)) {
+          throw new LocalDirError('bad-path', rel, `refused to write ${rel}: the name is reserved`);
+        }
+        return { folders: segments.slice(0, -1), name };
+      },
+      pin: (folders, rel) => this.#pin(folders, rel, true),
+      assertLive: (rel) => this.#assertLive(rel),
+    });
   }
 
   /** Temp file + rename inside the pinned folder; the chain is re-checked right before the rename. */
