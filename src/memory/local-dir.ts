@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { constants as fsc, createWriteStream, type BigIntStats } from 'node:fs';
+import { constants as fsc, createWriteStream, lstatSync, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -48,6 +48,8 @@ export const COPY_OUT_MAX_BYTES = 64 * 1024 * 1024;
 export const MAX_SCAN_DEPTH = MAX_PATH_SEGMENTS - 1;
 /** Past this depth the removal moves a folder up to the root before emptying it (bounded open folders). */
 const REMOVE_FLATTEN_DEPTH = 32;
+/** Entries the scan examines between two yields to the event loop. */
+const SCAN_YIELD_EVERY = 256;
 /** Entries the removal unlinks at once in one folder. */
 const REMOVE_BATCH = 16;
 /** Most passes the removal makes over the root before giving up (an agent refilling it). */
@@ -424,6 +426,7 @@ export class LocalDir {
       skipped.push({ rel, kind, code, reason: `${what} (${code ?? String(e)})` });
     };
     const chain = await this.#pin([], '.');
+    let sinceYield = 0;
     const walk = async (depth: number): Promise<void> => {
       const relDir = chain.rel;
       let entries: import('node:fs').Dirent[];
@@ -449,9 +452,15 @@ export class LocalDir {
           skipped.push({ rel, kind: 'unreadable-name', reason: 'the name is not valid UTF-8, so no memory path can name it' });
           continue;
         }
+        // A synchronous lstat (a dentry lookup: microseconds, where a thread-pool round trip costs
+        // far more), with a yield to the event loop every SCAN_YIELD_EVERY entries.
+        if (++sinceYield >= SCAN_YIELD_EVERY) {
+          sinceYield = 0;
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
         let st: BigIntStats;
         try {
-          st = await fsp.lstat(chain.entry(name), { bigint: true });
+          st = lstatSync(chain.entry(name), { bigint: true });
         } catch (e) {
           if (errCode(e) === 'ENOENT' || errCode(e) === 'ENOTDIR') vanished(rel, errCode(e));
           else unreadable(rel, e, 'could not be examined');

@@ -35,7 +35,7 @@ export { slug } from './store-root.js';
 export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
 
 /** Writes queued per store, as a multiple of `concurrency`, past which the listing waits. */
-const WRITE_QUEUE_HIGH_WATER_FACTOR = 4;
+const WRITE_QUEUE_HIGH_WATER_FACTOR = 1;
 /** Files written (synchronously) between two yields to the event loop. */
 const WRITE_BATCH_FILES = 32;
 
