@@ -254,7 +254,11 @@ export class RemoteStore {
         .asResponse();
       const body = await this.#readJson(res, pageCap, what, signal);
       const { data, next } = checkPage(body, this.storeId, what);
-      for (const raw of data) {
+      for (let i = 0; i < data.length; i++) {
+        const raw = data[i];
+        // Each item is dropped from the page once handed on: a page waiting for the writes to catch
+        // up holds only the contents not written yet.
+        data[i] = undefined;
         const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
         if (type === 'memory_prefix' && part.onPrefix !== undefined) {
           part.onPrefix((raw as { path?: unknown }).path);
