@@ -256,9 +256,9 @@ export class LocalDir {
    * missing folders one by one. `mtimeMs` backdates the file's modification time (see StatCache:
    * a file whose mtime is safely older than the moment its hash was recorded can be trusted
    * without re-reading it). Returns the stat of the written inode, taken through the still-open
-   * handle after the rename. `freshTree` is accepted for callers that write a just-created tree.
+   * handle after the rename. A tree being materialised is written faster by {@link freshWriter}.
    */
-  async writeFileAtomic(rel: string, bytes: Uint8Array, opts: { mtimeMs?: number; freshTree?: boolean } = {}): Promise<BigIntStats> {
+  async writeFileAtomic(rel: string, bytes: Uint8Array, opts: { mtimeMs?: number } = {}): Promise<BigIntStats> {
     const segments = splitRelPath(rel);
     const name = segments[segments.length - 1]!;
     if (isReservedName(name, segments.length === 1)) {
