@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { constants as fsc, createWriteStream, lstatSync, type BigIntStats } from 'node:fs';
+import { constants as fsc, createWriteStream, lstatSync, unlinkSync, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -50,8 +50,8 @@ export const MAX_SCAN_DEPTH = MAX_PATH_SEGMENTS - 1;
 const REMOVE_FLATTEN_DEPTH = 32;
 /** Entries the scan examines between two yields to the event loop. */
 const SCAN_YIELD_EVERY = 256;
-/** Entries the removal unlinks at once in one folder. */
-const REMOVE_BATCH = 16;
+/** Entries the removal unlinks (synchronously) between two yields to the event loop. */
+const REMOVE_BATCH = 64;
 /** Most passes the removal makes over the root before giving up (an agent refilling it). */
 const REMOVE_MAX_PASSES = 64;
 
@@ -565,20 +565,23 @@ export class LocalDir {
   async #emptyFolder(chain: PinnedChain, depth: number): Promise<boolean> {
     let movedUp = false;
     const entries = await fsp.readdir(chain.self(), { withFileTypes: true });
-    // Files, symlinks and special files first, a batch at a time; the folder is re-checked before
-    // each unlink. An entry that became a folder since the listing is handled with the folders.
+    // Files, symlinks and special files first, with synchronous calls (the folder re-checked right
+    // before each unlink), a batch at a time between two yields to the event loop. An entry that
+    // became a folder since the listing is handled with the folders.
     const folders = entries.filter((e) => e.isDirectory()).map((e) => e.name);
     const others = entries.filter((e) => !e.isDirectory()).map((e) => e.name);
     for (let i = 0; i < others.length; i += REMOVE_BATCH) {
-      await Promise.all(
-        others.slice(i, i + REMOVE_BATCH).map(async (name) => {
-          await chain.verify();
-          await unlinkIfThere(chain.entry(name)).catch((e: unknown) => {
-            if (errCode(e) !== 'EISDIR' && errCode(e) !== 'EPERM') throw e;
-            folders.push(name);
-          });
-        }),
-      );
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      for (const name of others.slice(i, i + REMOVE_BATCH)) {
+        chain.verifySync();
+        try {
+          unlinkSync(chain.entry(name));
+        } catch (e) {
+          if (errCode(e) === 'ENOENT') continue;
+          if (errCode(e) !== 'EISDIR' && errCode(e) !== 'EPERM') throw e;
+          folders.push(name);
+        }
+      }
     }
     for (const name of folders) {
       const entry = chain.entry(name);
