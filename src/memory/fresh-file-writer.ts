@@ -21,8 +21,12 @@ import type { PinnedChain } from './pinned-dir.js';
  *   descriptors, and all of them by {@link close}.
  */
 
-/** Folder descriptors one writer keeps open at most (one per folder of each cached chain). */
-export const MAX_OPEN_FOLDERS = 48;
+/**
+ * Folder descriptors one writer keeps open at most (one per folder of each cached chain): enough
+ * for a dozen top-level folders written in turn, while 16 sessions of 8 stores mounting at once
+ * stay far below common descriptor limits.
+ */
+export const MAX_OPEN_FOLDERS = 24;
 
 const CREATE_FLAGS = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW;
 
