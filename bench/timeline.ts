@@ -1,5 +1,5 @@
 /**
- * `npm run bench:timeline -- ID [--kind ours|official] [--base REF] [--latency MS] [--profile DIR]`: runs one
+ * `npm run bench:timeline -- ID [--kind ours|official] [--base REF] [--latency MS] [--profile DIR] [--mount-root DIR]`: runs one
  * benchmark scenario once and prints the emulator's request log as a timeline (ms from the first
  * request, route, status, answer time), then a summary per route: where the wall time of a row goes.
  * Runs of the same route are folded into one line (`×N`, first start → last end). `--base REF` runs
@@ -7,7 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { buildChildren, type ChildKind } from './build-children.js';
-import { endOf, withJob } from './job.js';
+import { defaultTempParent, endOf, withJob } from './job.js';
 import { scenarios } from './scenarios.js';
 import type { RequestRecord } from '../src/testing/index.js';
 
@@ -19,6 +19,7 @@ const { values, positionals } = parseArgs({
     profile: { type: 'string' },
     quick: { type: 'boolean', default: false },
     base: { type: 'string' },
+    'mount-root': { type: 'string' },
   },
 });
 const id = positionals[0];
@@ -29,7 +30,8 @@ const bundles = await buildChildren(values.base !== undefined ? { baseRef: value
 const execArgv = values.profile !== undefined ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
 
 let log: RequestRecord[] = [];
-const metrics = await withJob({ kind, bundle: bundles[kind], latencyMs: Number(values.latency), quick: values.quick === true, execArgv }, async (ctx) => {
+const tempParent = values['mount-root'] ?? defaultTempParent();
+const metrics = await withJob({ kind, bundle: bundles[kind], latencyMs: Number(values.latency), quick: values.quick === true, tempParent, execArgv }, async (ctx) => {
   const m = await scenario.run(ctx);
   log = [...ctx.emu.requests].sort((a, b) => a.startedAt - b.startedAt);
   return m;
