@@ -8,6 +8,7 @@ import { LocalDirError, errCode } from './local-dir-error.js';
 import { MARKER_FILE_NAME } from './marker.js';
 import { MAX_PATH_SEGMENTS, TEMP_FILE_PREFIX } from './paths.js';
 import { PinnedChain, type DirIdentity } from './pinned-dir.js';
+import { openFailure, readPinnedSync } from './pinned-read.js';
 
 export { LocalDirError, type LocalDirFailure } from './local-dir-error.js';
 
@@ -50,6 +51,8 @@ export const MAX_SCAN_DEPTH = MAX_PATH_SEGMENTS - 1;
 const REMOVE_FLATTEN_DEPTH = 32;
 /** Entries the scan examines between two yields to the event loop. */
 const SCAN_YIELD_EVERY = 256;
+/** What one file read by the scan counts for against {@link SCAN_YIELD_EVERY} (about four lstats). */
+const SCAN_READ_COST = 4;
 /** Entries the removal unlinks (synchronously) between two yields to the event loop. */
 const REMOVE_BATCH = 64;
 /** Most passes the removal makes over the root before giving up (an agent refilling it). */
@@ -65,6 +68,13 @@ export interface SkippedEntry {
   /** One sentence for the warning: what the entry is and why it is not synced. */
   reason?: string | undefined;
 }
+
+/**
+ * Called by {@link LocalDir.scan} for each regular file found, with its lstat, while its folder is
+ * pinned. `read` reads the file there and then (see {@link readPinnedSync}); it throws a
+ * {@link LocalDirError} (or the errno error) for a file it cannot read.
+ */
+export type ScanFileVisitor = (rel: string, st: BigIntStats, read: (maxBytes: number) => { bytes: Buffer; stat: BigIntStats }) => void;
 
 export interface ScanResult {
   /** Every regular file below the root (marker and temp files excluded), with its lstat. */
@@ -411,9 +421,10 @@ export class LocalDir {
    * symlinks, FIFOs, sockets and devices, entries that cannot be read, entries that vanish while
    * being scanned, names that are not UTF-8 and folders deeper than a memory path can reach are
    * returned in `skipped` with a reason, and never opened. Only a root that is missing, not a real
-   * folder or not the folder first seen there throws.
+   * folder or not the folder first seen there throws. `onFile` sees each regular file as it is
+   * found, and may read it in its pinned folder (one pin per folder for the whole scan).
    */
-  async scan(): Promise<ScanResult> {
+  async scan(onFile?: ScanFileVisitor): Promise<ScanResult> {
     const files = new Map<string, BigIntStats>();
     const skipped: SkippedEntry[] = [];
     const reserved: string[] = [];
@@ -468,6 +479,10 @@ export class LocalDir {
         }
         if (st.isFile()) {
           files.set(rel, st);
+          onFile?.(rel, st, (maxBytes) => {
+            sinceYield += SCAN_READ_COST;
+            return readPinnedSync(chain, name, rel, maxBytes);
+          });
         } else if (st.isDirectory()) {
           if (depth >= MAX_SCAN_DEPTH) {
             skipped.push({
@@ -634,15 +649,7 @@ export class LocalDir {
     try {
       return await fsp.open(chain.entry(name), READ_FLAGS);
     } catch (e) {
-      const code = errCode(e);
-      if (code === 'ELOOP' || code === 'EMLINK') {
-        throw new LocalDirError('symlink', rel, `${rel} is a symlink; never followed`, { cause: e });
-      }
-      if (code === 'ENOENT') throw new LocalDirError('missing', rel, `${rel} does not exist`, { cause: e });
-      if (code === 'ENXIO' || code === 'EISDIR') {
-        throw new LocalDirError('not-regular', rel, `${rel} is not a regular file; not opened for reading`, { cause: e });
-      }
-      throw e;
+      throw openFailure(e, rel);
     } finally {
       await chain.close();
     }

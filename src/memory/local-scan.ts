@@ -1,7 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
-import pLimit from 'p-limit';
 import { LocalDir, LocalDirError, MAX_MEMORY_BYTES, type SkippedEntry } from './local-dir.js';
 import { checkRelPath } from './paths.js';
 import type { LocalEntry } from './plan.js';
@@ -40,8 +39,6 @@ export const KEPT_BYTES_BUDGET = 16 * 1024 * 1024;
 export interface ScanOptions {
   /** Paths deliberately not synced (case-collision losers…): left out of the scan. */
   exclude?: ReadonlySet<string>;
-  /** Reads in flight. Default 16. */
-  concurrency?: number;
   maxBytes?: number;
   /** Most bytes of read files kept in `contents`. Default {@link KEPT_BYTES_BUDGET}. */
   keptBytesBudget?: number;
@@ -63,23 +60,22 @@ export function statFingerprint(st: BigIntStats): string {
 
 export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptions = {}): Promise<LocalScan> {
   const maxBytes = opts.maxBytes ?? MAX_MEMORY_BYTES;
-  const raw = await dir.scan();
-  const skipped = [...raw.skipped];
   const entries = new Map<string, LocalEntry>();
   const stats = new Map<string, BigIntStats>();
-  const limit = pLimit(opts.concurrency ?? 16);
+  const readSkipped: SkippedEntry[] = [];
   let filesRead = 0;
   const contents = new Map<string, Buffer>();
   let keptBytes = 0;
   const keptBytesBudget = opts.keptBytesBudget ?? KEPT_BYTES_BUDGET;
-  const jobs: Promise<void>[] = [];
-  for (const [rel, st] of raw.files) {
-    if (opts.exclude?.has(rel)) continue;
+  // Each file is decided while the walk has its folder pinned: answered by the stat cache, or read
+  // there and then, so the folder is pinned once per scan and a read costs a handful of calls.
+  const raw = await dir.scan((rel, st, read) => {
+    if (opts.exclude?.has(rel)) return;
     stats.set(rel, st);
     const pathCheck = checkRelPath(rel);
     if (!pathCheck.ok) {
       entries.set(rel, { kind: 'unsyncable', reason: pathCheck.reason, fingerprint: statFingerprint(st) });
-      continue;
+      return;
     }
     if (st.size > BigInt(maxBytes)) {
       entries.set(rel, {
@@ -87,48 +83,47 @@ export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptio
         reason: `${st.size} bytes, over the store's ${maxBytes}-byte limit per memory`,
         fingerprint: statFingerprint(st),
       });
-      continue;
+      return;
     }
     const hit = cache.lookup(rel, st);
     if (hit) {
       const entry = toEntry(hit.sha, hit.utf8, Number(st.size));
       entries.set(rel, entry);
       if (entry.kind === 'file') opts.onFile?.(rel, entry, undefined);
-      continue;
+      return;
     }
-    jobs.push(
-      limit(async () => {
-        const hashedAtNs = cache.nowNs();
-        try {
-          const { bytes, stat } = await dir.readFile(rel, maxBytes);
-          filesRead++;
-          const sha = sha256Hex(bytes);
-          const utf8 = isUtf8(bytes);
-          cache.record(rel, stat, sha, utf8, hashedAtNs);
-          stats.set(rel, stat);
-          const entry = toEntry(sha, utf8, bytes.length);
-          entries.set(rel, entry);
-          if (utf8 && keptBytes + bytes.length <= keptBytesBudget) {
-            keptBytes += bytes.length;
-            contents.set(rel, bytes);
-          }
-          if (entry.kind === 'file') opts.onFile?.(rel, entry, contents.get(rel));
-        } catch (e) {
-          if (e instanceof LocalDirError && e.failure === 'too-large') {
-            entries.set(rel, { kind: 'unsyncable', reason: e.message, fingerprint: statFingerprint(st) });
-            return;
-          }
-          // Vanished, swapped for a symlink/FIFO since the walk, or unreadable: skipped this time,
-          // never taken for a deletion.
-          stats.delete(rel);
-          cache.delete(rel);
-          skipped.push(skippedFor(rel, e));
-        }
-      }),
-    );
-  }
-  await Promise.all(jobs);
+    const hashedAtNs = cache.nowNs();
+    let bytes: Buffer;
+    let stat: BigIntStats;
+    try {
+      ({ bytes, stat } = read(maxBytes));
+    } catch (e) {
+      if (e instanceof LocalDirError && e.failure === 'too-large') {
+        entries.set(rel, { kind: 'unsyncable', reason: e.message, fingerprint: statFingerprint(st) });
+        return;
+      }
+      // Vanished, swapped for a symlink/FIFO since the lstat, moved out of the mount, or unreadable:
+      // skipped this time, never taken for a deletion.
+      stats.delete(rel);
+      cache.delete(rel);
+      readSkipped.push(skippedFor(rel, e));
+      return;
+    }
+    filesRead++;
+    const sha = sha256Hex(bytes);
+    const utf8 = isUtf8(bytes);
+    cache.record(rel, stat, sha, utf8, hashedAtNs);
+    stats.set(rel, stat);
+    const entry = toEntry(sha, utf8, bytes.length);
+    entries.set(rel, entry);
+    if (utf8 && keptBytes + bytes.length <= keptBytesBudget) {
+      keptBytes += bytes.length;
+      contents.set(rel, bytes);
+    }
+    if (entry.kind === 'file') opts.onFile?.(rel, entry, contents.get(rel));
+  });
   cache.retain(stats);
+  const skipped = [...raw.skipped, ...readSkipped];
   return { entries, stats, skipped, reserved: raw.reserved, markerPresent: raw.markerPresent, filesRead, contents };
 }
 

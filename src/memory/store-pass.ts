@@ -92,7 +92,6 @@ export class StorePass {
       const early = listing !== undefined && phase === 'final' ? this.#earlyUploads(listing, phase, signal, stamp) : undefined;
       const scan = await scanLocal(this.store.dir, this.store.cache, {
         exclude: new Set(Object.keys(this.#state.shadowed)),
-        concurrency: ctx.concurrency,
         ...(early !== undefined ? { onFile: (rel: string, entry: LocalEntry, bytes: Buffer | undefined) => early.offer(rel, entry, bytes) } : {}),
       });
       const earlyDone = await early?.settle();
