@@ -215,30 +215,11 @@ export class LocalDir {
    * `fstat` first, so an oversized file is never read into memory).
    */
   async readFile(rel: string, maxBytes: number = MAX_MEMORY_BYTES): Promise<{ bytes: Buffer; stat: BigIntStats }> {
-    const fh = await this.#openForRead(rel);
+    const { chain, name } = await this.#pinParent(rel);
     try {
-      const stat = await fh.stat({ bigint: true });
-      if (!stat.isFile()) throw new LocalDirError('not-regular', rel, `${rel} is not a regular file; not opened for reading`);
-      if (stat.size > BigInt(maxBytes)) {
-        throw new LocalDirError('too-large', rel, `${rel} holds ${stat.size} bytes, over the ${maxBytes}-byte limit`);
-      }
-      // Read until end of file, never past one byte over the limit: a file that grew since the
-      // fstat is still caught, and never read whole.
-      const chunks: Buffer[] = [];
-      let total = 0;
-      for (;;) {
-        const want = Math.min(64 * 1024, maxBytes + 1 - total);
-        if (want <= 0) break;
-        const chunk = Buffer.allocUnsafe(want);
-        const { bytesRead } = await fh.read(chunk, 0, want, null);
-        if (bytesRead === 0) break;
-        chunks.push(chunk.subarray(0, bytesRead));
-        total += bytesRead;
-      }
-      if (total > maxBytes) throw new LocalDirError('too-large', rel, `${rel} grew past the ${maxBytes}-byte limit while being read`);
-      return { bytes: Buffer.concat(chunks, total), stat };
+      return readPinnedSync(chain, name, rel, maxBytes);
     } finally {
-      await fh.close();
+      await chain.close();
     }
   }
 
