@@ -1,7 +1,6 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { ConfigError, MissingInputError, WorkItemFailedError } from '../errors.js';
 import { linkAbort } from '../internal/abort.js';
-import { monotonicClock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import type { ItemOutcome, WorkerEventMap } from './events.js';
@@ -143,6 +142,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       workerId: this.workerId,
       logger: this.#log.child({ component: 'poller' }),
       requestOptions: this.#opts.requestOptions,
+      clock: this.#opts.clock,
       waitForSlot: (s) => this.#waitForSlot(s),
       onPolled: (workId) => safeEmit(this, this.#log, 'polled', { workId }),
       onPollFailed: (error, retryInMs) => safeEmit(this, this.#log, 'pollFailed', { error, retryInMs }),
@@ -229,7 +229,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   }
 
   #startItem(work: ClaimedWork, environmentKey: string | undefined, signal?: AbortSignal): Promise<ItemOutcome> {
-    const claimedAt = monotonicClock.now();
+    const claimedAt = this.#opts.clock.now();
     this.#metrics.add('itemsClaimed');
     safeEmit(this, this.#log, 'workClaimed', {
       workId: work.id,
@@ -247,6 +247,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       memory: this.#memory,
       toolRecord: this.#toolRecord,
       sessionFolders: this.#sessionFolders,
+      clock: this.#opts.clock,
     };
     const p: Promise<ItemOutcome> = runItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
       .catch((e: unknown) => {

@@ -11,7 +11,7 @@ import { betaAgentToolset20260401, setupSkills, type AgentToolContext } from '@a
 import { isApiError, statusOf, toRemoteApiError } from '../api/classify.js';
 import { ConfigError, coerceError, LeaseLostError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
 import { combineSignals, linkAbort } from '../internal/abort.js';
-import { monotonicClock, type Clock } from '../internal/clock.js';
+import { monotonicClock, type TimerClock } from '../internal/clock.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 import type { MemoryEventMap } from '../memory/types.js';
 import { decodeWorkSecret } from './credentials.js';
@@ -48,7 +48,7 @@ export interface ItemRunnerDeps {
    * previous run is still tearing down; only the last run out cleans the folder and its skills.
    */
   sessionFolders?: Map<string, number>;
-  clock?: Clock;
+  clock?: TimerClock;
 }
 
 export interface ItemRun {
@@ -148,6 +148,7 @@ async function serveItem(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySpans)
     workId: work.id,
     environmentId: work.environmentId,
     logger: log,
+    clock,
     onTtl: (ttlMs) => {
       leaseTtlMs = ttlMs;
       if (runner) setSendRetryWindow(runner, ttlMs);

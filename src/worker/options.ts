@@ -6,6 +6,7 @@ import type { BetaToolRunnerRequestOptions } from '@anthropic-ai/sdk/lib/tools/B
 import type { AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { ConfigError, PlatformError } from '../errors.js';
 import { describeValue as describeReceived, isObject, looksLikeClient, looksLikeLogger } from '../internal/option-schema.js';
+import { isTimerClock, monotonicClock, type TimerClock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryDeleteMode } from '../memory/types.js';
 
@@ -100,6 +101,12 @@ export interface EnvironmentWorkerOptions {
    */
   mountTimeoutMs?: number;
   /**
+   * Time source of the worker's waits and bounds: poll backoff and cut-offs, heartbeat interval and
+   * cut-off, lease deadline, item timings. Default: the process's monotonic clock.
+   * @internal for tests, which drive it by hand; not a supported option.
+   */
+  clock?: TimerClock;
+  /**
    * Removed official option. Passing it throws a {@link ConfigError} explaining the migration.
    * @deprecated
    */
@@ -128,6 +135,7 @@ export interface ResolvedWorkerOptions {
   pathWaitMs: number;
   allowedMountRoots: string[];
   mountTimeoutMs: number;
+  clock: TimerClock;
 }
 
 const isFunction = (v: unknown): boolean => typeof v === 'function';
@@ -156,6 +164,7 @@ const schema = z
     pathWaitMs: z.number().int().min(0).optional(),
     allowedMountRoots: z.array(z.string().startsWith('/')).optional(),
     mountTimeoutMs: z.number().int().min(1_000).max(3_600_000).optional(),
+    clock: z.custom<TimerClock>(isTimerClock).optional(),
   })
   .strict();
 
@@ -177,6 +186,11 @@ const EXPECTED: Record<string, string> = {
   pathWaitMs: 'an integer number of milliseconds >= 0',
   allowedMountRoots: 'an array of absolute folder paths',
   mountTimeoutMs: 'an integer number of milliseconds from 1000 to 3600000',
+};
+
+/** What the test-only options accept; they are left out of the list of accepted options. */
+const INTERNAL_EXPECTED: Record<string, string> = {
+  clock: 'a clock { now(), schedule(ms, callback) }',
 };
 
 /** Options whose value must never appear in a message, even when it is wrong. */
@@ -223,7 +237,7 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
       const key = String(issue.path[0] ?? 'options');
       if (seen.has(key)) continue;
       seen.add(key);
-      issues.push(`${key}: expected ${EXPECTED[key] ?? issue.message}, got ${describeValue(key, rest[key])}`);
+      issues.push(`${key}: expected ${EXPECTED[key] ?? INTERNAL_EXPECTED[key] ?? issue.message}, got ${describeValue(key, rest[key])}`);
     }
   }
   if (issues.length > 0 || !parsed.success) {
@@ -251,5 +265,6 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     pathWaitMs: o.pathWaitMs ?? PATH_WAIT_DEFAULT_MS,
     allowedMountRoots: o.allowedMountRoots ?? [],
     mountTimeoutMs: o.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS,
+    clock: o.clock ?? monotonicClock,
   };
 }

@@ -6,7 +6,7 @@ import { classifyFailure, toRemoteApiError } from '../api/classify.js';
 import { coerceError } from '../errors.js';
 import { combineSignals, sleepUnlessAborted } from '../internal/abort.js';
 import { backoffDelayMs, type BackoffPolicy } from '../internal/backoff.js';
-import { monotonicClock, type Clock } from '../internal/clock.js';
+import { monotonicClock, type TimerClock } from '../internal/clock.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 
 /** The API's cap on how long one poll may wait for work. */
@@ -41,7 +41,8 @@ export interface PollerOptions {
   waitForSlot?: (signal: AbortSignal) => Promise<void>;
   onPolled?: (workId: string | undefined) => void;
   onPollFailed?: (error: Error, retryInMs: number) => void;
-  clock?: Clock;
+  /** Time source of every wait and cut-off. Default: the process's monotonic clock. */
+  clock?: TimerClock;
   random?: () => number;
 }
 
@@ -60,7 +61,7 @@ export function defaultWorkerId(): string {
  */
 export class Poller {
   readonly #o: PollerOptions;
-  readonly #clock: Clock;
+  readonly #clock: TimerClock;
   #lastOkAt: number | undefined;
   #idleSince: number | undefined;
   #lastIdleLogAt = 0;
@@ -105,7 +106,7 @@ export class Poller {
         // An expected failure: its stack only at debug.
         this.#o.logger.debug({ err: error }, 'poll failure, with its stack');
         this.#o.onPollFailed?.(error, retryInMs);
-        await sleepUnlessAborted(retryInMs, signal);
+        await sleepUnlessAborted(retryInMs, signal, this.#clock);
         continue;
       }
       failures = 0;
@@ -113,7 +114,9 @@ export class Poller {
       this.#o.onPolled?.(work?.id);
       if (!work) {
         this.#noteIdle();
-        if (this.#clock.now() - started < FAST_EMPTY_MS) await sleepUnlessAborted(FAST_EMPTY_MS + Math.random() * 300, signal);
+        if (this.#clock.now() - started < FAST_EMPTY_MS) {
+          await sleepUnlessAborted(FAST_EMPTY_MS + (this.#o.random ?? Math.random)() * 300, signal, this.#clock);
+        }
         continue;
       }
       this.#idleSince = undefined;
@@ -121,7 +124,7 @@ export class Poller {
       log.info({ type: work.data.type }, 'work item polled');
       // The ack is not cut short by close(): an ack that reached the server makes the item ours, and
       // an item of ours must end stopped, so the caller gets it even when it is closing.
-      const ackCut = combineSignals([], ACK_CUT_OFF_MS);
+      const ackCut = combineSignals([], ACK_CUT_OFF_MS, this.#clock);
       try {
         await this.#o.client.beta.environments.work.ack(
           work.id,
@@ -145,7 +148,7 @@ export class Poller {
   }
 
   async #poll(signal: AbortSignal): Promise<BetaSelfHostedWork | null | undefined> {
-    const cut = combineSignals([signal], POLL_CUT_OFF_MS);
+    const cut = combineSignals([signal], POLL_CUT_OFF_MS, this.#clock);
     try {
       return await this.#o.client.beta.environments.work.poll(
         this.#o.environmentId,
