@@ -50,6 +50,8 @@ export async function sleepUnlessAborted(ms: number, signal?: AbortSignal, clock
 export function abortReason(signal: AbortSignal): Error {
   const r: unknown = signal.reason;
   if (r instanceof Error) return r;
+  // Abort reasons follow the platform's convention (an Error named AbortError or TimeoutError, as
+  // AbortSignal.abort() and AbortSignal.timeout() make), which isAbortError and fetch recognise.
   const e = new Error(typeof r === 'string' ? r : 'aborted');
   e.name = 'AbortError';
   return e;
@@ -75,6 +77,7 @@ export function combineSignals(
   let cancel: (() => void) | undefined;
   if (ms !== undefined && !ctrl.signal.aborted) {
     cancel = clock.schedule(ms, () => {
+      // A platform-style TimeoutError (see abortReason), so waiters treat it as a cut-off, not a failure.
       const e = new Error(`timed out after ${ms} ms`);
       e.name = 'TimeoutError';
       ctrl.abort(e);

@@ -3,6 +3,7 @@ import { constants as fsc, createWriteStream, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { InternalError } from '../errors.js';
 import { LocalDirError, errCode } from './local-dir-error.js';
 import { MARKER_FILE_NAME } from './marker.js';
 import { MAX_PATH_SEGMENTS, TEMP_FILE_PREFIX } from './paths.js';
@@ -115,7 +116,7 @@ export class LocalDir {
   #disposed = false;
 
   constructor(root: string) {
-    if (!path.isAbsolute(root)) throw new Error(`LocalDir root must be absolute, got ${JSON.stringify(root)}`);
+    if (!path.isAbsolute(root)) throw new InternalError(`LocalDir root must be absolute, got ${JSON.stringify(root)}`);
     this.root = path.resolve(root);
   }
 

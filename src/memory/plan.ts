@@ -27,6 +27,7 @@
  *   since the scan, skip the upload (`transient`) so the next sync sees the new version.
  */
 
+import { InternalError } from '../errors.js';
 import { checkRelPath } from './paths.js';
 import type { BaselineEntry, MemoryDeleteMode, StoreSyncState } from './types.js';
 
@@ -291,7 +292,7 @@ export function isRemoteWrite(action: SyncAction): boolean {
 
 /** Compile-time exhaustiveness check. */
 export function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
+  throw new InternalError(`unhandled case: ${JSON.stringify(value)}`);
 }
 
 /** Presence of a path in (baseline, local, remote), one bit each, in that order. */

@@ -216,7 +216,7 @@ export class RemoteStore {
 
   async #readJson(res: Response, cap: number, what: string, signal: AbortSignal | undefined): Promise<unknown> {
     const text = await readBodyCapped(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch((e: unknown) => {
-      if (e instanceof RangeError) throw this.#limit('body-size', `${what}: ${e.message}`);
+      if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
       throw e;
     });
     try {

@@ -1,7 +1,7 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import type Anthropic from '@anthropic-ai/sdk';
-import { coerceError } from '../errors.js';
+import { coerceError, StateFileError } from '../errors.js';
 import { combineSignals, isAbortError } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
 import { childLogger, errorSummary, resolveLogger, snakeCaseKeys, type Logger } from '../internal/logger.js';
@@ -652,7 +652,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     for (const { e, rel, copyable } of unsaved) {
       const where = `${e.store.root}/${rel}`;
       try {
-        if (!copyable) throw new Error('it could not be read');
+        if (!copyable) throw new StateFileError('it could not be read', { path: where });
         copies.push(await this.#conflicts.save(e.store.dir, e.store.storeId, rel, stamp, 'unsaved'));
       } catch (err) {
         uncopied.push(where);
