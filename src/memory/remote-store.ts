@@ -3,6 +3,7 @@ import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/m
 import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../api/classify.js';
 import { RemoteLimitError } from '../errors.js';
 import { abortReason, isAbortError } from '../internal/abort.js';
+import { MEMORY_DEFAULTS } from '../internal/defaults.js';
 import { readBodyCapped } from './bounded-body.js';
 import { MAX_MEMORY_BYTES } from './local-dir.js';
 
@@ -78,7 +79,7 @@ export class RemoteStore {
     this.#client = client;
     this.storeId = storeId;
     this.#readRetries = opts.readRetries ?? 2;
-    this.#timeoutMs = opts.requestTimeoutMs ?? 60_000;
+    this.#timeoutMs = opts.requestTimeoutMs ?? MEMORY_DEFAULTS.requestTimeoutMs;
   }
 
   /** Every memory in the store, basic view: one request per 100 memories. */

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { monotonicClock } from '../internal/clock.js';
+import { METRICS_DEFAULTS } from '../internal/defaults.js';
 import { resolveLogger } from '../internal/logger.js';
 import type { ObservedWorker } from './observed-worker.js';
 import { parseMetricsServerOptions, type MetricsServerOptions } from './options.js';
@@ -43,7 +44,7 @@ export async function serveMetrics(input: MetricsServerOptions): Promise<Metrics
   const options = parseMetricsServerOptions(input);
   const log = resolveLogger(options.logger).child({ component: 'metrics' });
   const clock = options.clock ?? monotonicClock;
-  const readyWithinMs = options.readyWithinMs ?? 60_000;
+  const readyWithinMs = options.readyWithinMs ?? METRICS_DEFAULTS.readyWithinMs;
   const registry = options.registry ?? new Registry();
   const prefix = options.prefix ?? 'maw_';
   const processMetrics = options.processMetrics ?? true;

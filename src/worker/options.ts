@@ -7,6 +7,7 @@ import type { AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/nod
 import { ConfigError, PlatformError } from '../errors.js';
 import { describeValue as describeReceived, isObject, looksLikeClient, looksLikeLogger } from '../internal/option-schema.js';
 import { isTimerClock, monotonicClock, type TimerClock } from '../internal/clock.js';
+import { WORKER_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryDeleteMode } from '../memory/types.js';
 
@@ -21,11 +22,12 @@ import {
 
 export { FINAL_FLUSH_DEFAULT_MS, MEMORY_SYNC_INTERVAL_DEFAULT_MS, MEMORY_SYNC_INTERVAL_MIN_MS };
 /** Default time a session waits for a mount path held by another session of this process. */
-export const PATH_WAIT_DEFAULT_MS = 60_000;
+export const PATH_WAIT_DEFAULT_MS = WORKER_DEFAULTS.pathWaitMs;
 /** Default bound on a session's whole mount (listing and downloading every store). */
-export const MOUNT_TIMEOUT_DEFAULT_MS = 300_000;
+export const MOUNT_TIMEOUT_DEFAULT_MS = WORKER_DEFAULTS.mountTimeoutMs;
 /** Most sessions one worker serves at once. */
-export const CONCURRENCY_MAX = 64;
+export const CONCURRENCY_MAX = WORKER_DEFAULTS.concurrencyMax;
+const { mountTimeoutMinMs, mountTimeoutMaxMs } = WORKER_DEFAULTS;
 
 /** Either a fixed tool list, or a factory called once per session with that session's tool context. */
 export type EnvironmentWorkerTools = BetaRunnableTool[] | ((ctx: AgentToolContext) => BetaRunnableTool[]);
@@ -163,7 +165,7 @@ const schema = z
     logger: z.custom<Logger>(looksLikeLogger).optional(),
     pathWaitMs: z.number().int().min(0).optional(),
     allowedMountRoots: z.array(z.string().startsWith('/')).optional(),
-    mountTimeoutMs: z.number().int().min(1_000).max(3_600_000).optional(),
+    mountTimeoutMs: z.number().int().min(mountTimeoutMinMs).max(mountTimeoutMaxMs).optional(),
     clock: z.custom<TimerClock>(isTimerClock).optional(),
   })
   .strict();
@@ -185,7 +187,7 @@ const EXPECTED: Record<string, string> = {
   logger: 'a pino logger',
   pathWaitMs: 'an integer number of milliseconds >= 0',
   allowedMountRoots: 'an array of absolute folder paths',
-  mountTimeoutMs: 'an integer number of milliseconds from 1000 to 3600000',
+  mountTimeoutMs: `an integer number of milliseconds from ${mountTimeoutMinMs} to ${mountTimeoutMaxMs}`,
 };
 
 /** What the test-only options accept; they are left out of the list of accepted options. */
@@ -253,11 +255,11 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     maxFileBytes: o.maxFileBytes,
     maxIdleMs: o.maxIdleMs,
     memorySyncIntervalMs: o.memorySyncIntervalMs === undefined ? MEMORY_SYNC_INTERVAL_DEFAULT_MS : o.memorySyncIntervalMs,
-    memorySyncDeletions: o.memorySyncDeletions ?? 'enabled',
+    memorySyncDeletions: o.memorySyncDeletions ?? WORKER_DEFAULTS.memorySyncDeletions,
     workerId: o.workerId,
     signal: o.signal,
     requestOptions: o.requestOptions,
-    concurrency: o.concurrency ?? 1,
+    concurrency: o.concurrency ?? WORKER_DEFAULTS.concurrency,
     logger: o.logger,
     finalFlushMs: o.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS,
     memoryDeleteAfterMs: o.memoryDeleteAfterMs ?? MEMORY_DELETE_AFTER_DEFAULT_MS,
