@@ -16,7 +16,8 @@
  * | `MAW_STATE_FILE`             | {@link StateFileError}   | check the file named under `stateDir`; an unreadable one is ignored |
  * | `MAW_INTERNAL`               | {@link InternalError}    | report it: a rule of the library itself broke (the message says which) |
  *
- * Errors of other libraries and of Node reach a caller only as the `cause` of one of these.
+ * What the library throws or rejects with is one of these; an error from Node, the SDK or a tool
+ * is kept as its `cause`.
  */
 export type WorkerErrorCode =
   | 'MAW_CONFIG'
