@@ -11,7 +11,7 @@ import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
 import { assertPosixPlatform, resolveWorkerOptions, type EnvironmentWorkerOptions, type ResolvedWorkerOptions } from './options.js';
 import { ToolCallRecord } from './tool-guard.js';
 import { PathLocks } from './path-locks.js';
-import { defaultWorkerId, Poller, type ClaimedWork } from './poller.js';
+import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork } from './poller.js';
 import { scopedClient } from './scoped-client.js';
 
 export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
@@ -137,11 +137,10 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     const detachRunSignal = linkAbortToClose(signal, () => void this.close());
     const detachOwnSignal = this.#listenToOwnSignal();
     const poller = new Poller({
-      client: scopedClient(this.#opts.client, environmentKey),
+      api: workQueueApi(scopedClient(this.#opts.client, environmentKey), this.#opts.requestOptions),
       environmentId,
       workerId: this.workerId,
       logger: this.#log.child({ component: 'poller' }),
-      requestOptions: this.#opts.requestOptions,
       clock: this.#opts.clock,
       waitForSlot: (s) => this.#waitForSlot(s),
       onPolled: (workId) => safeEmit(this, this.#log, 'polled', { workId }),

@@ -30,13 +30,30 @@ export interface ClaimedWork {
   secret: string | null;
 }
 
+/** The two work-queue calls the poller makes: a narrow interface so unit tests can pass a plain object. */
+export interface WorkQueueApi {
+  poll(
+    environmentId: string,
+    params: { 'Anthropic-Worker-ID': string; block_ms: number },
+    options: { signal: AbortSignal },
+  ): Promise<BetaSelfHostedWork | null | undefined>;
+  ack(workId: string, params: { environment_id: string }, options: { signal: AbortSignal }): Promise<unknown>;
+}
+
+/** The work-queue calls over a client scoped to the environment key, with the caller's request options merged in. */
+export function workQueueApi(client: Anthropic, requestOptions: BetaToolRunnerRequestOptions = {}): WorkQueueApi {
+  return {
+    poll: (environmentId, params, options) => client.beta.environments.work.poll(environmentId, params, { ...requestOptions, signal: options.signal }),
+    ack: (workId, params, options) => client.beta.environments.work.ack(workId, params, { ...requestOptions, signal: options.signal }),
+  };
+}
+
 export interface PollerOptions {
-  /** A client already scoped to the environment key. */
-  client: Anthropic;
+  /** The work queue, reached with the environment key (see {@link workQueueApi}). */
+  api: WorkQueueApi;
   environmentId: string;
   workerId: string;
   logger: Logger;
-  requestOptions?: BetaToolRunnerRequestOptions | undefined;
   /** Resolves when a session slot is free; the poller polls only after it resolves. */
   waitForSlot?: (signal: AbortSignal) => Promise<void>;
   onPolled?: (workId: string | undefined) => void;
@@ -126,11 +143,7 @@ export class Poller {
       // an item of ours must end stopped, so the caller gets it even when it is closing.
       const ackCut = combineSignals([], ACK_CUT_OFF_MS, this.#clock);
       try {
-        await this.#o.client.beta.environments.work.ack(
-          work.id,
-          { environment_id: work.environment_id },
-          { ...this.#o.requestOptions, signal: ackCut.signal },
-        );
+        await this.#o.api.ack(work.id, { environment_id: work.environment_id }, { signal: ackCut.signal });
       } catch (e) {
         // Not acknowledged: the item is not ours, and the server hands it out again after its reclaim delay.
         log.warn({ error: errorSummary(coerceError(e)) }, 'ack failed; the item is left for the server to hand out again');
@@ -150,10 +163,10 @@ export class Poller {
   async #poll(signal: AbortSignal): Promise<BetaSelfHostedWork | null | undefined> {
     const cut = combineSignals([signal], POLL_CUT_OFF_MS, this.#clock);
     try {
-      return await this.#o.client.beta.environments.work.poll(
+      return await this.#o.api.poll(
         this.#o.environmentId,
         { 'Anthropic-Worker-ID': this.#o.workerId, block_ms: POLL_BLOCK_MS },
-        { ...this.#o.requestOptions, signal: cut.signal },
+        { signal: cut.signal },
       );
     } finally {
       cut.dispose();
