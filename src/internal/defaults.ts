@@ -5,6 +5,16 @@
  * heartbeat floors) stay beside the code that uses them.
  */
 
+/** Limits of the Memory Stores API the worker keeps on its side (the emulator enforces the same). */
+export const API_LIMITS = {
+  /** Most memory stores one session may attach. */
+  storesPerSession: 8,
+  /** Most memories one store may hold. */
+  memoriesPerStore: 2_000,
+  /** Largest memory content the API accepts, in bytes. */
+  memoryBytes: 102_400,
+} as const;
+
 /** `EnvironmentWorker` options. */
 export const WORKER_DEFAULTS = {
   /** Sessions `run()` serves at once. */

@@ -4,6 +4,7 @@ import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { InternalError } from '../errors.js';
+import { API_LIMITS } from '../internal/defaults.js';
 import { LocalDirError, errCode } from './local-dir-error.js';
 import { MARKER_FILE_NAME } from './marker.js';
 import { MAX_PATH_SEGMENTS, TEMP_FILE_PREFIX } from './paths.js';
@@ -38,7 +39,7 @@ const MARKER_FILE = MARKER_FILE_NAME;
 /** Prefix of our own temp files; reserved, never synced in either direction. */
 const TEMP_PREFIX = TEMP_FILE_PREFIX;
 /** The server refuses content larger than this many bytes. */
-export const MAX_MEMORY_BYTES = 102_400;
+export const MAX_MEMORY_BYTES = API_LIMITS.memoryBytes;
 /** Largest file {@link LocalDir.copyOut} copies out of a mount (conflict and unsaved copies). */
 export const COPY_OUT_MAX_BYTES = 64 * 1024 * 1024;
 /**

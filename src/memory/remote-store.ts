@@ -3,7 +3,7 @@ import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/m
 import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../api/classify.js';
 import { RemoteLimitError } from '../errors.js';
 import { abortReason, isAbortError } from '../internal/abort.js';
-import { MEMORY_DEFAULTS } from '../internal/defaults.js';
+import { API_LIMITS, MEMORY_DEFAULTS } from '../internal/defaults.js';
 import { readBodyCapped } from './bounded-body.js';
 import { MAX_MEMORY_BYTES } from './local-dir.js';
 
@@ -25,7 +25,7 @@ import { MAX_MEMORY_BYTES } from './local-dir.js';
  */
 
 /** Most memories a store may hold. */
-export const MAX_MEMORIES_PER_STORE = 2_000;
+export const MAX_MEMORIES_PER_STORE = API_LIMITS.memoriesPerStore;
 /** Memories a listing may return before it is cut off: the cap plus 10 % slack. */
 export const MAX_LISTED_MEMORIES = MAX_MEMORIES_PER_STORE + MAX_MEMORIES_PER_STORE / 10;
 /**

@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import Anthropic, { type ClientOptions } from '@anthropic-ai/sdk';
 import { ConfigError } from '../../errors.js';
 import { Faults } from './faults.js';
-import type { MemoryObject, MemoryStoreObject, MemoryWrite } from './model/memory-store.js';
+import { DEFAULT_MEMORY_LIMITS, type MemoryObject, type MemoryStoreObject, type MemoryWrite } from './model/memory-store.js';
 import type { AgentSkillReference, MemoryAccess, SessionEvent, SessionStatus, ToolResultRecord } from './model/session.js';
 import type { SkillFiles, SkillVersionObject } from './model/skill.js';
 import { encodeWorkSecret, type WorkItem, type WorkState } from './model/work-queue.js';
@@ -507,8 +507,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     ...(options.reclaimOlderThanMs !== undefined ? { reclaimOlderThanMs: options.reclaimOlderThanMs } : {}),
     ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
     limits: {
-      maxContentBytes: options.maxContentBytes ?? 102_400,
-      maxMemoriesPerStore: options.maxMemoriesPerStore ?? 2000,
+      maxContentBytes: options.maxContentBytes ?? DEFAULT_MEMORY_LIMITS.maxContentBytes,
+      maxMemoriesPerStore: options.maxMemoriesPerStore ?? DEFAULT_MEMORY_LIMITS.maxMemoriesPerStore,
     },
   });
   const env = state.createEnvironment({ name: 'emulator', type: 'self_hosted' });
