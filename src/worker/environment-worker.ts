@@ -64,7 +64,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #opts: ResolvedWorkerOptions;
   readonly #log: Logger;
   readonly #metrics = new WorkerMetrics();
-  readonly #pathLocks = new PathLocks();
+  readonly #pathLocks: PathLocks;
   readonly #toolRecord = new ToolCallRecord();
   readonly #sessionFolders = new Map<string, number>();
   readonly #memory: MemoryPort;
@@ -87,6 +87,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     this.workerId = this.#opts.workerId ?? defaultWorkerId();
     this.#log = resolveLogger(this.#opts.logger).child({ worker_id: this.workerId });
     this.#memory = internals.memory ?? defaultMemoryPort;
+    this.#pathLocks = new PathLocks(this.#opts.clock);
     // Every running item and the poller listen on the close signal.
     setMaxListeners(this.#opts.concurrency * 2 + 16, this.#closeCtrl.signal);
     // The constructor's signal is listened to only while run() or handleItem() is under way, so a
