@@ -13,6 +13,8 @@ export const API_LIMITS = {
   memoriesPerStore: 2_000,
   /** Largest memory content the API accepts, in bytes. */
   memoryBytes: 102_400,
+  /** Longest a work poll may ask the server to hold it (`block_ms`). */
+  pollBlockMaxMs: 999,
 } as const;
 
 /** `EnvironmentWorker` options. */
@@ -77,4 +79,6 @@ export const WEBHOOK_DEFAULTS = {
 export const METRICS_DEFAULTS = {
   /** `/readyz` fails once the last successful poll is older than this. */
   readyWithinMs: 60_000,
+  /** Prefix of every metric name. */
+  prefix: 'maw_',
 } as const;

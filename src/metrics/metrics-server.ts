@@ -46,7 +46,7 @@ export async function serveMetrics(input: MetricsServerOptions): Promise<Metrics
   const clock = options.clock ?? monotonicClock;
   const readyWithinMs = options.readyWithinMs ?? METRICS_DEFAULTS.readyWithinMs;
   const registry = options.registry ?? new Registry();
-  const prefix = options.prefix ?? 'maw_';
+  const prefix = options.prefix ?? METRICS_DEFAULTS.prefix;
   const processMetrics = options.processMetrics ?? true;
   const metrics = options.worker ? createPrometheusMetrics(options.worker, { registry, prefix, processMetrics }) : undefined;
   if (!options.worker && processMetrics) collectDefaultMetrics({ register: registry, prefix });

@@ -1,6 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaSelfHostedWork } from '@anthropic-ai/sdk/resources/beta/environments/work';
 import { combineSignals } from '../internal/abort.js';
+import { API_LIMITS } from '../internal/defaults.js';
 
 /** One work item claimed from the queue (polled and acknowledged), with what `handleItem` needs. */
 export interface ClaimedItem {
@@ -36,7 +37,7 @@ export async function claimOne(
   try {
     item = await envClient.beta.environments.work.poll(
       environmentId,
-      { block_ms: Math.min(opts.blockMs ?? 999, 999), 'Anthropic-Worker-ID': opts.workerId },
+      { block_ms: Math.min(opts.blockMs ?? API_LIMITS.pollBlockMaxMs, API_LIMITS.pollBlockMaxMs), 'Anthropic-Worker-ID': opts.workerId },
       { signal: pollCut.signal },
     );
   } catch (e) {

@@ -7,10 +7,11 @@ import { coerceError } from '../errors.js';
 import { combineSignals, sleepUnlessAborted } from '../internal/abort.js';
 import { backoffDelayMs, type BackoffPolicy } from '../internal/backoff.js';
 import { monotonicClock, type TimerClock } from '../internal/clock.js';
+import { API_LIMITS } from '../internal/defaults.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 
 /** The API's cap on how long one poll may wait for work. */
-export const POLL_BLOCK_MS = 999;
+export const POLL_BLOCK_MS = API_LIMITS.pollBlockMaxMs;
 /** Backoff after failed polls: 1 s, 2 s, 4 s … 60 s, minus up to 25 %. */
 export const POLL_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000, jitter: 0.25 };
 /** A poll that takes longer than this is cut off and counted as a transient failure. */

@@ -66,7 +66,7 @@ describe('the worker option defaults', () => {
 describe('the other option defaults', () => {
   it("are the README's for serveMetrics, createWebhookHandler and Launcher", () => {
     const us = (n: number): string => n.toLocaleString('en-US').replaceAll(',', '_');
-    expect(readme).toContain(`readyWithinMs = ${us(METRICS_DEFAULTS.readyWithinMs)}`);
+    expect(readme).toContain(`readyWithinMs = ${us(METRICS_DEFAULTS.readyWithinMs)}, registry?, prefix = '${METRICS_DEFAULTS.prefix}'`);
     expect(readme).toContain(`concurrency = ${WEBHOOK_DEFAULTS.concurrency}, maxBodyBytes = ${WEBHOOK_DEFAULTS.maxBodyBytes / 1024 / 1024} MiB, dedupeWindow = ${spaced(WEBHOOK_DEFAULTS.dedupeWindow)}`);
     expect(readme).toContain(`concurrency = ${LAUNCHER_DEFAULTS.concurrency}, killAfterMs = ${us(LAUNCHER_DEFAULTS.killAfterMs)}`);
   });
