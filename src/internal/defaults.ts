@@ -1,8 +1,8 @@
 /**
  * Every default and bound a caller can set or see, defined once. The option schemas, the CLI help
  * text and error messages read them from here; `test/internal/defaults.test.ts` checks the README's
- * option table against them. Internal timings that no option changes (poll and ack cut-offs,
- * heartbeat floors) stay beside the code that uses them.
+ * option table against them. Internal timings used in one place only (heartbeat floors, backoff
+ * policy, idle reminder) stay beside the code that uses them.
  */
 
 /** Limits of the Memory Stores API the worker keeps on its side (the emulator enforces the same). */
@@ -15,6 +15,19 @@ export const API_LIMITS = {
   memoryBytes: 102_400,
   /** Longest a work poll may ask the server to hold it (`block_ms`). */
   pollBlockMaxMs: 999,
+} as const;
+
+/**
+ * Bounds on the work-queue calls, shared by the worker, the launcher and the webhook drain, so a
+ * hung request never outlives them.
+ */
+export const WORK_CALL_CUT_OFFS = {
+  /** One poll: with `block_ms` at most 999 an answer takes about a second. */
+  pollMs: 60_000,
+  /** One ack. */
+  ackMs: 30_000,
+  /** One force-stop (close() must stay bounded). */
+  stopMs: 15_000,
 } as const;
 
 /** `EnvironmentWorker` options. */

@@ -1,3 +1,4 @@
+import type { MarkerVerdict } from './folder-verdict.js';
 import type { OwnerVerdict } from './owner.js';
 
 /**
@@ -14,7 +15,8 @@ export type FoundAtPath =
   | { kind: 'file' }
   | {
       kind: 'folder';
-      marker: { storeId: string } | 'missing' | 'invalid';
+      /** The marker read against the store being mounted (the rule the sync loop applies too). */
+      marker: MarkerVerdict;
       /** Nothing in it but possibly the marker and our temp files. */
       empty?: boolean;
     };
@@ -50,7 +52,7 @@ export function adoptVerdict(storeId: string, found: FoundAtPath, journal: Journ
     return { action: 'clear', reason: `a folder a worker that is gone was removing at its session's end, everything in it saved (${journal.owner.reason})` };
   }
   if (
-    marker === 'missing' &&
+    marker.kind === 'missing' &&
     found.empty === true &&
     journal.kind === 'entry' &&
     journal.storeId === storeId &&
@@ -58,14 +60,18 @@ export function adoptVerdict(storeId: string, found: FoundAtPath, journal: Journ
   ) {
     return { action: 'clear', reason: `an empty folder a worker that is gone created for this store (${journal.owner.reason})` };
   }
-  if (marker === 'missing') {
-    return { action: 'refuse', recoverable: false, reason: 'a folder without the .anthropic-memory-store marker is there; not a leftover of this worker' };
-  }
-  if (marker === 'invalid') {
-    return { action: 'refuse', recoverable: false, reason: 'a folder whose .anthropic-memory-store marker is malformed is there; not a leftover of this worker' };
-  }
-  if (marker.storeId !== storeId) {
-    return { action: 'refuse', recoverable: false, reason: `a folder of another memory store (${marker.storeId}) is there` };
+  switch (marker.kind) {
+    case 'missing':
+      return { action: 'refuse', recoverable: false, reason: 'a folder without the .anthropic-memory-store marker is there; not a leftover of this worker' };
+    case 'malformed':
+    case 'not-a-file':
+      return { action: 'refuse', recoverable: false, reason: 'a folder whose .anthropic-memory-store marker is malformed is there; not a leftover of this worker' };
+    case 'other-store':
+      return { action: 'refuse', recoverable: false, reason: `a folder of another memory store (${marker.storeId}) is there` };
+    case 'ours':
+      break;
+    default:
+      return marker satisfies never;
   }
   switch (journal.kind) {
     case 'none':

@@ -1,7 +1,9 @@
 import type { BigIntStats } from 'node:fs';
 import pLimit from 'p-limit';
+import { statusOf } from '../api/classify.js';
 import { coerceError } from '../errors.js';
 import { isAbortError } from '../internal/abort.js';
+import { assertNever } from '../internal/assert-never.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 import type { ConflictCopies } from './conflict-copies.js';
 import { LocalDir, LocalDirError, MAX_MEMORY_BYTES } from './local-dir.js';
@@ -9,6 +11,7 @@ import { sha256Hex, type LocalScan } from './local-scan.js';
 import { relToRemotePath } from './paths.js';
 import type { SyncAction, SyncPlan } from './plan.js';
 import type { RemoteMemory, RemoteStore } from './remote-store.js';
+import { isNewBlockedPull, localDeleteVerdict, pullRaceVerdict, remoteDeleteVerdict, uploadVerdict } from './race-rules.js';
 import type { StatCache } from './stat-cache.js';
 import { applyOutcome, type ActionOutcome } from './sync-state.js';
 import type { MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
@@ -39,8 +42,6 @@ export interface ExecuteContext {
   /** True once the mount is gone: no file is touched after that. */
   disposed: () => boolean;
   emit: <K extends keyof MemoryEventMap>(event: K, ...args: MemoryEventMap[K]) => void;
-  /** Pull targets already reported as blocked locally, by path → sha (warned once per version). */
-  blockedPulls: Map<string, string>;
   /** True for the session's last passes (final sync, flush): no later sync will retry anything. */
   lastPass?: boolean;
 }
@@ -92,8 +93,15 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
       case 'noop':
         record(action, { ok: true });
         break;
-      default:
+      case 'pull':
+      case 'push-create':
+      case 'push-update':
+      case 'delete-local':
+      case 'delete-remote':
+        // Requests and file changes: run in the phases below.
         break;
+      default:
+        return assertNever(action);
     }
   }
   if (plan.deleteCapped > 0) {
@@ -140,14 +148,15 @@ async function runAction(ctx: ExecuteContext, state: StoreSyncState, action: Syn
     case 'delete-local':
       return deleteLocal(ctx, action, report);
     case 'delete-remote': {
-      // Re-check right before the request: a file that came back since the scan is not deleted
-      // (a folder at that path is not the memory's file: it stays gone).
-      const now = await ctx.dir.lstat(action.path).catch((e: unknown) =>
-        e instanceof LocalDirError && e.failure === 'not-directory' ? undefined : ('unknown' as const),
+      // Re-check right before the request: a file that came back since the scan is not deleted.
+      const now = await ctx.dir.lstat(action.path).then(
+        (st) => (st === undefined ? 'missing' : st.isDirectory() ? 'folder' : 'other'),
+        (e: unknown) => (e instanceof LocalDirError && e.failure === 'not-directory' ? 'missing' : 'unknown'),
       );
-      if (now !== undefined && (now === 'unknown' || !now.isDirectory())) {
+      const verdict = remoteDeleteVerdict(now);
+      if (verdict.action === 'keep') {
         ctx.log.info({ path: action.path }, 'the file is there again (or cannot be checked); its memory is not deleted');
-        return { ok: false, failure: 'precondition', reason: 'the file is there again' };
+        return verdict.outcome;
       }
       const r = await ctx.remote.delete(action.id, action.expectedSha, ctx.signal);
       if (r.ok) {
@@ -167,8 +176,16 @@ async function runAction(ctx: ExecuteContext, state: StoreSyncState, action: Syn
       }
       return { ok: false, failure: r.failure, reason: r.reason };
     }
-    default:
+    case 'refuse':
+    case 'would-delete-remote':
+    case 'await-delete':
+    case 'adopt':
+    case 'forget':
+    case 'noop':
+      // State-only: recorded before the phases run.
       return undefined;
+    default:
+      return assertNever(action);
   }
 }
 
@@ -182,23 +199,20 @@ async function pull(
   // Can the folder hold this path at all? Checked before fetching, so a blocked path costs no request.
   const blocked = await writeBlocker(ctx.dir, action.path);
   if (blocked !== undefined) {
-    if (ctx.blockedPulls.get(action.path) !== action.sha) {
-      ctx.blockedPulls.set(action.path, action.sha);
+    if (isNewBlockedPull(state.blockedPulls, action.path, action.sha)) {
       report.refusals++;
       log.warn({ reason: blocked }, 'memory cannot be written here; reported once per version, retried when the folder changes');
       ctx.emit('refused', { storeId: ctx.storeId, path: action.path, reason: blocked });
     }
-    return { ok: false, failure: 'transient', reason: blocked };
+    return { ok: false, failure: 'blocked', reason: blocked };
   }
-  ctx.blockedPulls.delete(action.path);
 
   let fetched;
   try {
     fetched = await ctx.remote.retrieve(action.id, ctx.signal);
   } catch (e) {
     if (ctx.signal.aborted || isAbortError(e)) throw e;
-    const status = (e as { status?: unknown }).status;
-    if (status === 404) return { ok: false, failure: 'not-found' };
+    if (statusOf(e) === 404) return { ok: false, failure: 'not-found' };
     report.errors++;
     log.warn({ error: errorSummary(coerceError(e)) }, `download failed; ${retried(ctx)}`);
     return { ok: false, failure: 'transient' };
@@ -210,34 +224,38 @@ async function pull(
   // Keep the local bytes the store's version is about to replace, when they were never synced:
   // a planned conflict, or an edit that raced this sync.
   let conflictCopy: string | undefined;
-  let conflict = action.why === 'conflict';
+  const plannedConflict = action.why === 'conflict';
   const current = await ctx.dir.lstat(action.path);
-  if (current?.isFile()) {
-    if (!conflict && !sameStat(current, ctx.scan.stats.get(action.path))) {
-      const now = await hashLocal(ctx.dir, action.path);
-      const base = state.baseline[action.path]?.sha;
-      conflict = now !== undefined && now !== base && now !== sha;
-      if (conflict && fetched.sha === base) {
-        // The agent wrote the file after the scan, and the store still holds the last synced
-        // version (a folder downloaded again after it was emptied): the store did not change, so
-        // it does not win. Keep the edit; the next sync uploads it.
-        log.info(
-          ctx.lastPass
-            ? 'changed here while being downloaded, and unchanged in the store; the local edit is kept (uploaded by the flush, or copied out)'
-            : 'changed here while being downloaded, and unchanged in the store; the local edit is kept and uploaded next sync',
-        );
-        return { ok: false, failure: 'transient', reason: 'file changed during the download' };
-      }
-    }
-    if (conflict) {
-      try {
-        conflictCopy = await ctx.conflicts.save(ctx.dir, ctx.storeId, action.path, ctx.stamp);
-      } catch (e) {
-        // Never overwrite bytes we could not keep.
-        report.errors++;
-        log.warn({ error: errorSummary(coerceError(e)) }, `could not keep a conflict copy; local file left as is; ${retried(ctx)}`);
-        return { ok: false, failure: 'transient' };
-      }
+  const fileThere = current?.isFile() === true;
+  const changed =
+    fileThere && !plannedConflict && !sameStat(current!, ctx.scan.stats.get(action.path))
+      ? { sha: await hashLocal(ctx.dir, action.path) }
+      : undefined;
+  const race = pullRaceVerdict({
+    plannedConflict,
+    fileThere,
+    changed,
+    baseSha: state.baseline[action.path]?.sha,
+    fetchedSha: sha,
+    storeSha: fetched.sha,
+  });
+  if (race.action === 'keep-local') {
+    log.info(
+      ctx.lastPass
+        ? 'changed here while being downloaded, and unchanged in the store; the local edit is kept (uploaded by the flush, or copied out)'
+        : 'changed here while being downloaded, and unchanged in the store; the local edit is kept and uploaded next sync',
+    );
+    return race.outcome;
+  }
+  const conflict = race.action === 'copy-then-write';
+  if (conflict) {
+    try {
+      conflictCopy = await ctx.conflicts.save(ctx.dir, ctx.storeId, action.path, ctx.stamp);
+    } catch (e) {
+      // Never overwrite bytes we could not keep.
+      report.errors++;
+      log.warn({ error: errorSummary(coerceError(e)) }, `could not keep a conflict copy; local file left as is; ${retried(ctx)}`);
+      return { ok: false, failure: 'transient' };
     }
   }
 
@@ -245,7 +263,7 @@ async function pull(
   const st = await ctx.dir.writeFileAtomic(action.path, bytes, { mtimeMs: backdatedMtimeMs(fetched.updatedAt ?? listed?.updatedAt) });
   ctx.cache.record(action.path, st, sha, true, ctx.cache.nowNs());
   report.downloads++;
-  if (conflict && current?.isFile()) {
+  if (conflict) {
     report.conflicts++;
     log.warn(
       { conflict_copy: conflictCopy },
@@ -276,7 +294,8 @@ async function push(
     throw e;
   }
   const sha = sha256Hex(bytes);
-  if (sha !== action.sha) return { ok: false, failure: 'transient', reason: 'file changed since the scan' };
+  const fresh = uploadVerdict(sha, action.sha);
+  if (fresh.action === 'skip') return fresh.outcome;
   const content = bytes.toString('utf8');
   const serverPath = relToRemotePath(action.path);
   const r =
@@ -318,6 +337,8 @@ async function push(
       report.errors++;
       log.warn({ reason: r.reason }, `upload failed; ${retried(ctx)}`);
       break;
+    default:
+      return assertNever(r.failure);
   }
   return { ok: false, failure: r.failure, reason: r.reason, sentSha: sha };
 }
@@ -329,12 +350,14 @@ async function deleteLocal(
 ): Promise<ActionOutcome | undefined> {
   if (ctx.disposed()) return undefined;
   const current = await ctx.dir.lstat(action.path);
-  if (current === undefined) return { ok: true };
-  if (!current.isFile()) return { ok: false, failure: 'precondition', reason: 'no longer a regular file' };
-  if (!sameStat(current, ctx.scan.stats.get(action.path))) {
-    const now = await hashLocal(ctx.dir, action.path);
-    if (now !== action.expectedLocalSha) return { ok: false, failure: 'precondition', reason: 'file changed since the scan' };
-  }
+  const isFile = current?.isFile() === true;
+  const changed = isFile && !sameStat(current!, ctx.scan.stats.get(action.path)) ? { sha: await hashLocal(ctx.dir, action.path) } : undefined;
+  const verdict = localDeleteVerdict({
+    current: current === undefined ? 'none' : isFile ? 'file' : 'not-a-file',
+    changed,
+    expectedSha: action.expectedLocalSha,
+  });
+  if (verdict.action === 'done') return verdict.outcome;
   await ctx.dir.removeFile(action.path);
   ctx.cache.delete(action.path);
   report.localDeletes++;

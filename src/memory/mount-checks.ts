@@ -7,7 +7,7 @@ import { API_LIMITS } from '../internal/defaults.js';
 import type { FoundAtPath } from './adopt.js';
 import type { JournalEntry } from './journal.js';
 import { LocalDir } from './local-dir.js';
-import { parseMarker } from './marker.js';
+import { markerVerdict } from './folder-verdict.js';
 import { findParentSymlink } from './mount-path-guard.js';
 import type { MemoryAccess } from './types.js';
 
@@ -109,17 +109,16 @@ export async function checkParent(spec: StoreSpec): Promise<void> {
   }
 }
 
-/** What is at a mount path now: nothing, a symlink, a file, or a folder and its marker. */
-export async function inspectPath(root: string): Promise<FoundAtPath> {
+/** What is at a mount path now: nothing, a symlink, a file, or a folder and its marker read against `storeId`. */
+export async function inspectPath(root: string, storeId: string): Promise<FoundAtPath> {
   const st = await fsp.lstat(root).catch(() => undefined);
   if (st === undefined) return { kind: 'nothing' };
   if (st.isSymbolicLink()) return { kind: 'symlink' };
   if (!st.isDirectory()) return { kind: 'file' };
   const dir = new LocalDir(root);
   const bytes = await dir.readMarker().catch(() => undefined);
-  if (bytes === undefined) return { kind: 'folder', marker: 'missing', empty: await dir.isEmpty().catch(() => false) };
-  const parsed = parseMarker(bytes);
-  return { kind: 'folder', marker: parsed === undefined ? 'invalid' : { storeId: parsed.storeId } };
+  if (bytes === undefined) return { kind: 'folder', marker: { kind: 'missing' }, empty: await dir.isEmpty().catch(() => false) };
+  return { kind: 'folder', marker: markerVerdict({ kind: 'bytes', bytes }, storeId) };
 }
 
 function alreadyExists(spec: StoreSpec, what: string): MemoryMountError {

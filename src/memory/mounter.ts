@@ -256,7 +256,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
    */
   async #checkPath(spec: StoreSpec): Promise<void> {
     await checkParent(spec);
-    const found = await inspectPath(spec.root);
+    const found = await inspectPath(spec.root, spec.storeId);
     if (found.kind === 'nothing') return;
     let journal: JournalFact = { kind: 'none' };
     let entry: JournalEntry | undefined;

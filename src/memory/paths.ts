@@ -195,6 +195,14 @@ export interface ShadowedPath {
   reason: string;
 }
 
+/** Why `path` is not synced: it collides, through `clash` (the file or one of its folders), with the kept `keptPath`. */
+export function caseCollisionReason(path: string, clash: string, keptPath: string): string {
+  return (
+    `"${path}" differs only by letter case from "${clash}" on a case-insensitive filesystem; ` +
+    `"${keptPath}" is kept and "${path}" is not synced (use a case-sensitive filesystem to sync both)`
+  );
+}
+
 /** Result of {@link groupCaseCollisions}. */
 export interface CaseCollisionGroups {
   /** Paths safe to materialise together, in ascending code-unit order. */
@@ -230,13 +238,7 @@ export function groupCaseCollisions(paths: Iterable<string>): CaseCollisionGroup
     }
     if (clash !== undefined) {
       const keptPath = kept.find((k) => k === clash || k.startsWith(`${clash}/`)) ?? clash;
-      shadowed.push({
-        path,
-        keptPath,
-        reason:
-          `"${path}" differs only by letter case from "${clash}" on a case-insensitive filesystem; ` +
-          `"${keptPath}" is kept and "${path}" is not synced (use a case-sensitive filesystem to sync both)`,
-      });
+      shadowed.push({ path, keptPath, reason: caseCollisionReason(path, clash, keptPath) });
       continue;
     }
     for (const prefix of prefixes) spellingByFold.set(foldCase(prefix), prefix);

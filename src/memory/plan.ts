@@ -27,7 +27,7 @@
  *   since the scan, skip the upload (`transient`) so the next sync sees the new version.
  */
 
-import { InternalError } from '../errors.js';
+import { assertNever } from '../internal/assert-never.js';
 import { checkRelPath } from './paths.js';
 import type { BaselineEntry, MemoryDeleteMode, StoreSyncState } from './types.js';
 
@@ -290,10 +290,6 @@ export function isRemoteWrite(action: SyncAction): boolean {
   return action.kind === 'push-create' || action.kind === 'push-update' || action.kind === 'delete-remote';
 }
 
-/** Compile-time exhaustiveness check. */
-export function assertNever(value: never): never {
-  throw new InternalError(`unhandled case: ${JSON.stringify(value)}`);
-}
 
 /** Presence of a path in (baseline, local, remote), one bit each, in that order. */
 type PresenceKey = '000' | '001' | '010' | '011' | '100' | '101' | '110' | '111';

@@ -6,7 +6,8 @@
 
 import { StateFileError } from '../errors.js';
 import type { SyncAction, SyncPhase } from './plan.js';
-import { DELETED_FINGERPRINT, assertNever } from './plan.js';
+import { assertNever } from '../internal/assert-never.js';
+import { DELETED_FINGERPRINT } from './plan.js';
 import type { BaselineEntry, MemoryAccess, StoreSyncState } from './types.js';
 
 /** At most this many unconfirmed sent shas are remembered per path (oldest dropped first). */
@@ -30,12 +31,15 @@ export const MAX_SENT_SHAS_PER_PATH = 4;
  *   - `lost-response`: the upload may have landed but no response came back: the sent sha
  *     (`sentSha`, default the action's sha) is remembered so the next listing showing it counts
  *     as our own write.
+ *   - `blocked` (pulls only): the folder cannot hold the path (a file where a folder is needed, a
+ *     folder where the file goes, a symlink): the listed sha is remembered in `blockedPulls`, so
+ *     it is reported once per version; retried next sync.
  */
 export type ActionOutcome =
   | { ok: true; id?: string | undefined; sha?: string | undefined }
   | {
       ok: false;
-      failure: 'precondition' | 'not-found' | 'refused' | 'transient' | 'lost-response';
+      failure: 'precondition' | 'not-found' | 'refused' | 'transient' | 'lost-response' | 'blocked';
       sentSha?: string | undefined;
       reason?: string | undefined;
     };
@@ -127,6 +131,12 @@ export function parseSyncState(text: string): StoreSyncState {
   for (const [path, entry] of Object.entries(value.shadowed as Record<string, unknown>)) {
     if (!isRecord(entry) || typeof entry.reason !== 'string') fail(`shadowed.${path}`, '{ reason: string }');
   }
+  if (value.blockedPulls !== undefined) {
+    if (!isRecord(value.blockedPulls)) fail('blockedPulls', 'an object');
+    for (const [path, sha] of Object.entries(value.blockedPulls as Record<string, unknown>)) {
+      if (typeof sha !== 'string') fail(`blockedPulls.${path}`, 'a string');
+    }
+  }
   return value as unknown as StoreSyncState;
 }
 
@@ -169,6 +179,19 @@ function rememberSent(state: StoreSyncState, path: string, sha: string): StoreSy
   const previous = (state.sentShas[path] ?? []).filter((s) => s !== sha);
   const next = [...previous, sha].slice(-MAX_SENT_SHAS_PER_PATH);
   return { ...state, sentShas: withEntry(state.sentShas, path, next) };
+}
+
+function withBlockedPull(state: StoreSyncState, path: string, sha: string): StoreSyncState {
+  if (state.blockedPulls?.[path] === sha) return state;
+  return { ...state, blockedPulls: withEntry(state.blockedPulls ?? {}, path, sha) };
+}
+
+function withoutBlockedPull(state: StoreSyncState, path: string): StoreSyncState {
+  if (state.blockedPulls === undefined || !Object.hasOwn(state.blockedPulls, path)) return state;
+  const blockedPulls = without(state.blockedPulls, path);
+  if (Object.keys(blockedPulls).length > 0) return { ...state, blockedPulls };
+  const { blockedPulls: _dropped, ...rest } = state;
+  return rest;
 }
 
 function rememberRefused(state: StoreSyncState, path: string, fingerprint: string, reason: string): StoreSyncState {
@@ -231,13 +254,18 @@ export function applyOutcome(input: StoreSyncState, action: SyncAction, outcome:
       };
     }
 
-    case 'pull':
+    case 'pull': {
+      // A blocked pull is remembered by listed sha (reported once per version); any other outcome
+      // means the folder could hold the path, so that memory of it ends.
+      const blocked = !outcome.ok && outcome.failure === 'blocked';
+      const next = blocked ? withBlockedPull(state, path, action.sha) : withoutBlockedPull(state, path);
       if (outcome.ok) {
         // The file now holds the fetched content; its sha (from the response) is the baseline.
-        return settled(state, path, { id: outcome.id ?? action.id, sha: outcome.sha ?? action.sha });
+        return settled(next, path, { id: outcome.id ?? action.id, sha: outcome.sha ?? action.sha });
       }
-      // A failed pull records nothing: the next listing decides again (404 = deleted meanwhile).
-      return state;
+      // A failed pull records nothing else: the next listing decides again (404 = deleted meanwhile).
+      return next;
+    }
 
     case 'push-create':
     case 'push-update': {
@@ -265,6 +293,7 @@ export function applyOutcome(input: StoreSyncState, action: SyncAction, outcome:
           // Maybe landed: a later listing showing this sha is our own write.
           return rememberSent(state, path, outcome.sentSha ?? action.sha);
         case 'transient':
+        case 'blocked':
           return state;
         default:
           return assertNever(outcome.failure);
@@ -288,6 +317,7 @@ export function applyOutcome(input: StoreSyncState, action: SyncAction, outcome:
         case 'refused':
         case 'transient':
         case 'lost-response':
+        case 'blocked':
           // Stays pending; a lost response is settled by the next listing (gone → forget).
           return state;
         default:

@@ -38,6 +38,11 @@ export interface StoreSyncState {
   refused: Record<string, { fingerprint: string; reason: string }>;
   /** Remote paths deliberately not materialised (case collisions, names this filesystem cannot hold). */
   shadowed: Record<string, { reason: string }>;
+  /**
+   * Pulls the folder could not hold (a file where a folder is needed, a folder where the file
+   * goes, a symlink), by path → listed sha: each version is reported once. Absent when none.
+   */
+  blockedPulls?: Record<string, string>;
 }
 
 /** A file seen missing locally whose remote delete waits for confirmation. */

@@ -12,6 +12,7 @@ import type { SyncWrapper } from '../memory/sync-loop.js';
 import type { ToolCallHooks } from './tool-guard.js';
 
 export type { FinishReport } from '../memory/index.js';
+export type { MemoryEventMap, StoreWrapper };
 import type { FinishReport } from '../memory/index.js';
 
 export interface MountedStoreView {

@@ -7,7 +7,7 @@ import { coerceError } from '../errors.js';
 import { combineSignals, sleepUnlessAborted } from '../internal/abort.js';
 import { backoffDelayMs, type BackoffPolicy } from '../internal/backoff.js';
 import { monotonicClock, type TimerClock } from '../internal/clock.js';
-import { API_LIMITS } from '../internal/defaults.js';
+import { API_LIMITS, WORK_CALL_CUT_OFFS } from '../internal/defaults.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 
 /** The API's cap on how long one poll may wait for work. */
@@ -15,9 +15,9 @@ export const POLL_BLOCK_MS = API_LIMITS.pollBlockMaxMs;
 /** Backoff after failed polls: 1 s, 2 s, 4 s … 60 s, minus up to 25 %. */
 export const POLL_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000, jitter: 0.25 };
 /** A poll that takes longer than this is cut off and counted as a transient failure. */
-export const POLL_CUT_OFF_MS = 60_000;
+export const POLL_CUT_OFF_MS = WORK_CALL_CUT_OFFS.pollMs;
 /** Bound on one ack request. */
-const ACK_CUT_OFF_MS = 30_000;
+const ACK_CUT_OFF_MS = WORK_CALL_CUT_OFFS.ackMs;
 /** An empty answer faster than this means the server did not hold the poll: pause briefly before the next. */
 const FAST_EMPTY_MS = 200;
 /** How often an idle poller says so at info level. */

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { adoptVerdict, type FoundAtPath, type JournalFact } from '../../src/memory/adopt.js';
 
 const STORE = 'memstore_a';
-const ours: FoundAtPath = { kind: 'folder', marker: { storeId: STORE } };
+const ours: FoundAtPath = { kind: 'folder', marker: { kind: 'ours' } };
 const dead: JournalFact = { kind: 'entry', storeId: STORE, owner: { alive: false, reason: 'process 9 is gone' } };
 const alive: JournalFact = { kind: 'entry', storeId: STORE, owner: { alive: true, reason: 'process 9 still runs' } };
 const none: JournalFact = { kind: 'none' };
@@ -36,32 +36,32 @@ const rows: Array<{ description: string; found: FoundAtPath; journal: JournalFac
   },
   {
     description: 'a folder of another store (marker names it): refuse, even with a dead journal',
-    found: { kind: 'folder', marker: { storeId: 'memstore_b' } },
+    found: { kind: 'folder', marker: { kind: 'other-store', storeId: 'memstore_b' } },
     journal: dead,
     action: 'refuse',
     recoverable: false,
     says: /another memory store \(memstore_b\)/,
   },
-  { description: 'a folder without a marker: refuse', found: { kind: 'folder', marker: 'missing' }, journal: dead, action: 'refuse', recoverable: false, says: /without the .anthropic-memory-store marker/ },
-  { description: 'an empty folder without a marker, dead journal owner of this store: clear it (crash before the marker)', found: { kind: 'folder', marker: 'missing', empty: true }, journal: dead, action: 'clear', says: /empty folder/ },
-  { description: 'an empty folder without a marker, owner alive: refuse', found: { kind: 'folder', marker: 'missing', empty: true }, journal: alive, action: 'refuse', recoverable: false },
-  { description: 'an empty folder without a marker and no journal entry: refuse', found: { kind: 'folder', marker: 'missing', empty: true }, journal: none, action: 'refuse', recoverable: false },
+  { description: 'a folder without a marker: refuse', found: { kind: 'folder', marker: { kind: 'missing' } }, journal: dead, action: 'refuse', recoverable: false, says: /without the .anthropic-memory-store marker/ },
+  { description: 'an empty folder without a marker, dead journal owner of this store: clear it (crash before the marker)', found: { kind: 'folder', marker: { kind: 'missing' }, empty: true }, journal: dead, action: 'clear', says: /empty folder/ },
+  { description: 'an empty folder without a marker, owner alive: refuse', found: { kind: 'folder', marker: { kind: 'missing' }, empty: true }, journal: alive, action: 'refuse', recoverable: false },
+  { description: 'an empty folder without a marker and no journal entry: refuse', found: { kind: 'folder', marker: { kind: 'missing' }, empty: true }, journal: none, action: 'refuse', recoverable: false },
   {
     description: 'a folder being removed at its session end (marker maybe gone already), dead owner: clear it',
-    found: { kind: 'folder', marker: 'missing', empty: false },
+    found: { kind: 'folder', marker: { kind: 'missing' }, empty: false },
     journal: { ...dead, unmounting: true },
     action: 'clear',
     says: /removing at its session's end/,
   },
   {
     description: 'a folder being removed by a worker that still runs: refuse',
-    found: { kind: 'folder', marker: { storeId: STORE } },
+    found: { kind: 'folder', marker: { kind: 'ours' } },
     journal: { ...alive, unmounting: true },
     action: 'refuse',
     recoverable: true,
   },
-  { description: 'a non-empty folder without a marker, dead journal owner: refuse', found: { kind: 'folder', marker: 'missing', empty: false }, journal: dead, action: 'refuse', recoverable: false },
-  { description: 'a folder with a malformed marker: refuse', found: { kind: 'folder', marker: 'invalid' }, journal: dead, action: 'refuse', recoverable: false, says: /malformed/ },
+  { description: 'a non-empty folder without a marker, dead journal owner: refuse', found: { kind: 'folder', marker: { kind: 'missing' }, empty: false }, journal: dead, action: 'refuse', recoverable: false },
+  { description: 'a folder with a malformed marker: refuse', found: { kind: 'folder', marker: { kind: 'malformed' } }, journal: dead, action: 'refuse', recoverable: false, says: /malformed/ },
   { description: 'a symlink: refuse', found: { kind: 'symlink' }, journal: dead, action: 'refuse', recoverable: false, says: /symlink/ },
   { description: 'a file: refuse', found: { kind: 'file' }, journal: dead, action: 'refuse', recoverable: false, says: /a file/ },
 ];

@@ -268,6 +268,36 @@ describe('applyOutcome', () => {
   });
 });
 
+describe('pulls the folder cannot hold', () => {
+  const pull: SyncAction = { kind: 'pull', path: P, id: 'mem_1', sha: B, why: 'remote-changed' };
+  const blocked: ActionOutcome = { ok: false, failure: 'blocked', reason: 'notes is a file here, where the store has a folder' };
+  const rows: Array<{ description: string; before?: Record<string, string>; outcome: ActionOutcome; after: Record<string, string> | undefined }> = [
+    { description: 'a blocked pull remembers the listed version', outcome: blocked, after: { [P]: B } },
+    { description: 'a newer listed version blocked replaces the older one', before: { [P]: A }, outcome: blocked, after: { [P]: B } },
+    { description: 'a pull that lands ends the block', before: { [P]: B }, outcome: { ok: true, id: 'mem_1', sha: B }, after: undefined },
+    { description: 'a pull that fails for another reason ends the block too (the folder could hold it)', before: { [P]: B }, outcome: { ok: false, failure: 'transient' }, after: undefined },
+    { description: 'the blocks of other paths stay', before: { [P]: B, 'x.md': A }, outcome: { ok: true, id: 'mem_1', sha: B }, after: { 'x.md': A } },
+  ];
+  it.each(rows)('$description', ({ before, outcome, after }) => {
+    const state = deepFreeze({ ...busyState(), ...(before ? { blockedPulls: before } : {}) });
+    const next = applyOutcome(state, pull, outcome);
+    expect(next.blockedPulls).toEqual(after);
+    if (!outcome.ok) expect(next.baseline[P]).toEqual({ id: 'mem_1', sha: A });
+  });
+
+  it('an upload reporting blocked records nothing but the end of its pending delete, as a transient failure does', () => {
+    const push: SyncAction = { kind: 'push-update', path: P, id: 'mem_1', sha: B, expectedSha: A };
+    expect(applyOutcome(busyState(), push, blocked)).toEqual({ ...busyState(), pendingDeletes: {} });
+  });
+
+  it('survives a JSON round trip, and a state without it reads back without it', () => {
+    const state = { ...busyState(), blockedPulls: { [P]: B } };
+    expect(parseSyncState(serializeSyncState(state))).toEqual(state);
+    expect(parseSyncState(serializeSyncState(busyState())).blockedPulls).toBeUndefined();
+    expect(() => parseSyncState(JSON.stringify({ ...busyState(), blockedPulls: { [P]: 1 } }))).toThrow(`"blockedPulls.${P}"`);
+  });
+});
+
 describe('generations', () => {
   const rowsGen = [
     { description: 'a routine sync counts as a generation', phase: 'sync' as const, expected: 8 },

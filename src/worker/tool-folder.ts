@@ -1,0 +1,108 @@
+import { createHash } from 'node:crypto';
+import * as fsp from 'node:fs/promises';
+import path from 'node:path';
+import { ConfigError, coerceError } from '../errors.js';
+import { errorSummary, type Logger } from '../internal/logger.js';
+
+/** Runs under way per session tool folder in one worker: the count each folder's runs share. */
+export type SessionFolderCounts = Map<string, number>;
+
+/**
+ * The folder a session's tools work in, and who cleans it. With one session at a time every
+ * session works in `workdir` itself, and each run cleans its own skills. With several at once
+ * each session gets `<workdir>/sessions/<session id>` of its own, so sessions share no file, nor
+ * the `skills/<name>` folders the skills setup writes and its cleanup removes. A session's item
+ * can come back while its previous run is still tearing down: runs of one session share its
+ * folder, counted in `SessionFolderCounts`, and only the last run out cleans the skills and
+ * removes the folder (if the session left it empty; files in it are kept for a later turn).
+ */
+export class ToolFolder {
+  readonly path: string;
+  readonly #counts: SessionFolderCounts | undefined;
+  readonly #own: boolean;
+  #left = false;
+
+  private constructor(dir: string, own: boolean, counts: SessionFolderCounts | undefined) {
+    this.path = dir;
+    this.#own = own;
+    this.#counts = counts;
+  }
+
+  /** The shared workdir: never counted, never removed. */
+  static shared(workdir: string): ToolFolder {
+    return new ToolFolder(workdir, false, undefined);
+  }
+
+  /** The session's own folder, counted in from now on (call {@link leave} whatever happens next). */
+  static enter(counts: SessionFolderCounts | undefined, workdir: string, sessionId: string): ToolFolder {
+    const dir = sessionWorkdir(workdir, sessionId);
+    counts?.set(dir, (counts.get(dir) ?? 0) + 1);
+    return new ToolFolder(dir, true, counts);
+  }
+
+  /** Create the session's own folder (0700); a ConfigError says why it cannot be. */
+  async create(ids: { workId: string; sessionId: string }): Promise<void> {
+    if (!this.#own) return;
+    await fsp.mkdir(this.path, { recursive: true, mode: 0o700 }).catch((e: unknown) => {
+      throw new ConfigError(
+        `work item ${ids.workId}: cannot create the tool folder ${this.path} of session ${ids.sessionId} ` +
+          `(${(e as NodeJS.ErrnoException).code ?? coerceError(e).message}); with concurrency > 1 every session works in ` +
+          '`<workdir>/sessions/<session id>`, so `workdir` must be a directory the worker can write to.',
+        [],
+        { cause: e },
+      );
+    });
+  }
+
+  /**
+   * Count this run out. Unless another run of the session still works in the folder, run the
+   * skills cleanup and remove the folder if it is empty. Never throws; runs once.
+   */
+  async leave(cleanupSkills: () => Promise<void>, log: Logger): Promise<void> {
+    if (this.#left) return;
+    this.#left = true;
+    const shared = this.#own && countOut(this.#counts, this.path) > 0;
+    if (shared) return;
+    try {
+      await cleanupSkills();
+    } catch (e) {
+      log.warn({ error: errorSummary(coerceError(e)) }, 'skill cleanup failed');
+    }
+    if (!this.#own) return;
+    // The skills cleanup removes `skills/<name>` but leaves `skills/` itself, which would keep the folder.
+    await removeIfEmpty(path.join(this.path, 'skills'), log);
+    await removeIfEmpty(this.path, log);
+  }
+}
+
+/**
+ * The tool workdir of one session when the worker serves several at once:
+ * `<workdir>/sessions/<session id>` (a hash of the id if it is not a plain id).
+ */
+export function sessionWorkdir(workdir: string, sessionId: string): string {
+  const name = /^[A-Za-z0-9][A-Za-z0-9_-]{0,199}$/.test(sessionId)
+    ? sessionId
+    : `session-${createHash('sha256').update(sessionId).digest('hex').slice(0, 32)}`;
+  return path.join(path.resolve(workdir), 'sessions', name);
+}
+
+/** Count one run out of a session folder; returns how many runs still use it. */
+function countOut(counts: SessionFolderCounts | undefined, dir: string): number {
+  if (!counts) return 0;
+  const left = (counts.get(dir) ?? 1) - 1;
+  if (left > 0) counts.set(dir, left);
+  else counts.delete(dir);
+  return left;
+}
+
+/** Remove a folder if it is empty; files in it are kept. */
+async function removeIfEmpty(dir: string, log: Logger): Promise<void> {
+  try {
+    await fsp.rmdir(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOENT') {
+      log.debug({ err: coerceError(e), dir }, 'could not remove the empty session folder');
+    }
+  }
+}

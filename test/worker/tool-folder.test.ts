@@ -1,0 +1,107 @@
+// Pins who cleans a session's tool folder when the worker serves several sessions at once: runs of
+// one session share `<workdir>/sessions/<session id>`, and only the last run out cleans its skills
+// and removes it (when empty). A session's item can come back while its previous run is still
+// tearing down, so the first run to end must leave the folder and the skills the second one uses.
+import * as fsp from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sessionWorkdir, ToolFolder, type SessionFolderCounts } from '../../src/worker/tool-folder.js';
+import { exists } from './helpers.js';
+
+const log = pino({ level: 'silent' });
+const ids = { workId: 'work_1', sessionId: 'sesn_1' };
+
+describe('a session tool folder', () => {
+  let workdir: string;
+  beforeEach(async () => {
+    workdir = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-tool-folder-'));
+  });
+  afterEach(async () => {
+    await fsp.rm(workdir, { recursive: true, force: true });
+  });
+
+  /** A skills setup as the SDK's: writes `skills/<name>/SKILL.md`; its cleanup removes `skills/<name>` only. */
+  async function setUpSkill(dir: string, cleanups: string[]): Promise<() => Promise<void>> {
+    const skill = path.join(dir, 'skills', 'pdf');
+    await fsp.mkdir(skill, { recursive: true });
+    await fsp.writeFile(path.join(skill, 'SKILL.md'), 'skill');
+    return async () => {
+      cleanups.push(dir);
+      await fsp.rm(skill, { recursive: true, force: true });
+    };
+  }
+
+  describe('when two runs of the same session overlap', () => {
+    it('the first run out leaves the folder and its skills to the second; the last run out removes them', async () => {
+      const counts: SessionFolderCounts = new Map();
+      const cleanups: string[] = [];
+      const first = ToolFolder.enter(counts, workdir, ids.sessionId);
+      await first.create(ids);
+      const firstCleanup = await setUpSkill(first.path, cleanups);
+      const second = ToolFolder.enter(counts, workdir, ids.sessionId);
+      await second.create({ ...ids, workId: 'work_2' });
+      const secondCleanup = await setUpSkill(second.path, cleanups);
+      expect(second.path).toBe(first.path);
+
+      await first.leave(firstCleanup, log);
+      expect(cleanups).toEqual([]);
+      expect(await exists(path.join(second.path, 'skills', 'pdf', 'SKILL.md'))).toBe(true);
+      expect(counts.get(first.path)).toBe(1);
+
+      await second.leave(secondCleanup, log);
+      expect(cleanups).toEqual([second.path]);
+      expect(await exists(second.path)).toBe(false);
+      expect(counts.size).toBe(0);
+    });
+
+    it('keeps the folder when the last run out leaves a file in it, for a later turn', async () => {
+      const counts: SessionFolderCounts = new Map();
+      const first = ToolFolder.enter(counts, workdir, ids.sessionId);
+      const second = ToolFolder.enter(counts, workdir, ids.sessionId);
+      await first.create(ids);
+      await fsp.writeFile(path.join(first.path, 'notes.txt'), 'kept');
+      await first.leave(async () => {}, log);
+      await second.leave(async () => {}, log);
+      expect(await fsp.readFile(path.join(first.path, 'notes.txt'), 'utf8')).toBe('kept');
+    });
+  });
+
+  it('counts a run out only once, however often it leaves', async () => {
+    const counts: SessionFolderCounts = new Map();
+    const first = ToolFolder.enter(counts, workdir, ids.sessionId);
+    const second = ToolFolder.enter(counts, workdir, ids.sessionId);
+    await second.create(ids);
+    await first.leave(async () => {}, log);
+    await first.leave(async () => {}, log);
+    expect(await exists(second.path)).toBe(true);
+    expect(counts.get(second.path)).toBe(1);
+  });
+
+  it('with one session at a time, works in the workdir itself: cleans its skills, never removes the folder', async () => {
+    const cleanups: string[] = [];
+    const folder = ToolFolder.shared(workdir);
+    await folder.create(ids);
+    const cleanup = await setUpSkill(folder.path, cleanups);
+    await folder.leave(cleanup, log);
+    expect(folder.path).toBe(workdir);
+    expect(cleanups).toEqual([workdir]);
+    expect(await exists(workdir)).toBe(true);
+  });
+
+  it('names the folder and the fix when it cannot be created', async () => {
+    const blocker = path.join(workdir, 'not-a-dir');
+    await fsp.writeFile(blocker, 'x');
+    const folder = ToolFolder.enter(new Map(), blocker, ids.sessionId);
+    await expect(folder.create(ids)).rejects.toMatchObject({
+      code: 'MAW_CONFIG',
+      message: expect.stringContaining(`cannot create the tool folder ${sessionWorkdir(blocker, ids.sessionId)} of session sesn_1`),
+    });
+  });
+
+  it('hashes a session id that is not a plain id into the folder name', () => {
+    expect(sessionWorkdir('/w', 'sesn_abc-1')).toBe('/w/sessions/sesn_abc-1');
+    expect(sessionWorkdir('/w', '../escape')).toMatch(/^\/w\/sessions\/session-[0-9a-f]{32}$/);
+  });
+});
