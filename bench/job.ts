@@ -1,9 +1,10 @@
 /**
  * One benchmark job: a fresh emulator (served by this process, with latency), a fresh temp folder
- * (mount parent, workdir, state dir) and one child process running the worker under test. The
+ * (mount parent, workdir, state dir; on tmpfs by default) and one child process running the worker under test. The
  * child reports its own CPU and peak RSS; timings come from the emulator's request log.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -35,6 +36,24 @@ export interface JobOptions {
   quick: boolean;
   /** Extra Node flags for the child (e.g. `--cpu-prof`). */
   execArgv?: string[];
+  /** Folder the job's temp folder (mount parent, workdir, state dir) is made in. */
+  tempParent: string;
+}
+
+/**
+ * Where jobs put their folders by default: tmpfs (`/dev/shm`) when the host has one, so both
+ * workers write to memory and the figures measure the workers rather than the host's disk.
+ */
+export function defaultTempParent(): string {
+  try {
+    if (fs.statSync('/dev/shm').isDirectory()) {
+      fs.accessSync('/dev/shm', fs.constants.W_OK);
+      return '/dev/shm';
+    }
+  } catch {
+    // No tmpfs there: the system temp folder.
+  }
+  return os.tmpdir();
 }
 
 const CHILD_STOP_TIMEOUT_MS = 30_000;
@@ -42,7 +61,7 @@ const CHILD_EXIT_GRACE_MS = 5_000;
 
 /** Run `body` with a fresh emulator and temp folder; everything is torn down afterwards. */
 export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Promise<T>): Promise<T> {
-  const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-bench-'));
+  const tmp = await fsp.mkdtemp(path.join(opts.tempParent, 'maw-bench-'));
   const mountRoot = path.join(tmp, 'mnt');
   const workdir = path.join(tmp, 'work');
   const stateDir = path.join(tmp, 'state');

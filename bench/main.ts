@@ -5,11 +5,13 @@
  * (a bare SDK client paging the same listings) runs in the same repetitions.
  *
  *   npm run bench -- [--reps N] [--latency MS] [--only ID[,ID]] [--kinds K[,K]] [--json] [--quick]
- *                   [--base REF] [--profile DIR]
+ *                   [--base REF] [--profile DIR] [--mount-root DIR]
  *
  * `--kinds ours[,official,floor]` runs only those children (the other columns stay empty).
  * `--base REF` replaces the official worker with ours as of git commit REF (before/after figures).
  * `--profile DIR` runs our child under `node --cpu-prof` and leaves one .cpuprofile per job in DIR.
+ * `--mount-root DIR` puts every job's folders (mounts, workdir, state dir) under DIR instead of
+ * tmpfs (`/dev/shm` when the host has one), to measure a real disk.
  *
  * `--quick` (the smoke mode CI runs) shrinks every scenario, runs one repetition and several jobs
  * at once: it proves the benchmark works, its figures mean nothing.
@@ -17,7 +19,7 @@
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
 import { buildChildren, type ChildKind } from './build-children.js';
-import { withJob } from './job.js';
+import { defaultTempParent, withJob } from './job.js';
 import { buildRows, formatTable, type RepResult } from './report.js';
 import { scenarios } from './scenarios.js';
 
@@ -31,6 +33,7 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     base: { type: 'string' },
     kinds: { type: 'string' },
+    'mount-root': { type: 'string' },
   },
 });
 const quick = values.quick === true;
@@ -41,6 +44,7 @@ if (!Number.isFinite(latencyMs) || latencyMs < 0) throw new Error(`--latency mus
 const only = values.only?.split(',');
 const kinds = values.kinds?.split(',');
 const parallelJobs = quick ? 4 : 1;
+const tempParent = values['mount-root'] ?? defaultTempParent();
 
 const startedAt = Date.now();
 const progress = (msg: string): void => {
@@ -80,7 +84,7 @@ async function lane(): Promise<void> {
     const job = jobs[next++]!;
     const t0 = Date.now();
     try {
-      const metrics = await withJob({ kind: job.kind, bundle: bundles[job.kind], latencyMs, quick, execArgv: profileArgs(job.kind) }, (ctx) => job.scenario.run(ctx));
+      const metrics = await withJob({ kind: job.kind, bundle: bundles[job.kind], latencyMs, quick, tempParent, execArgv: profileArgs(job.kind) }, (ctx) => job.scenario.run(ctx));
       results[job.scenario.id]![job.rep]![job.kind] = metrics;
       progress(`rep ${job.rep + 1}/${reps} ${job.scenario.id} ${job.kind}: ${JSON.stringify(metrics)} (${Date.now() - t0} ms)`);
     } catch (e) {
@@ -96,9 +100,9 @@ const rows = buildRows(results);
 const cpus = os.cpus();
 const machine = `${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, Node ${process.version}`;
 if (values.json) {
-  process.stdout.write(`${JSON.stringify({ machine, reps, latencyMs, quick, base: values.base ?? null, failures, durationMs: Date.now() - startedAt, rows, results }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ machine, reps, latencyMs, quick, tempParent, base: values.base ?? null, failures, durationMs: Date.now() - startedAt, rows, results }, null, 2)}\n`);
 } else {
   const header = values.base !== undefined ? `(official column: ours as of ${values.base})\n` : '';
-  process.stdout.write(`${header}${formatTable(rows)}\n\n${machine}; ${reps} repetition(s), emulator latency ${latencyMs} ms; ${Math.round((Date.now() - startedAt) / 1000)} s\n`);
+  process.stdout.write(`${header}${formatTable(rows)}\n\n${machine}; ${reps} repetition(s), emulator latency ${latencyMs} ms, folders under ${tempParent}; ${Math.round((Date.now() - startedAt) / 1000)} s\n`);
 }
 if (failures.length > 0) process.exitCode = 1;

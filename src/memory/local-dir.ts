@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { constants as fsc, createWriteStream, type BigIntStats } from 'node:fs';
+import { constants as fsc, createWriteStream, lstatSync, unlinkSync, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { InternalError } from '../errors.js';
 import { API_LIMITS } from '../internal/defaults.js';
+import { FreshFileWriter } from './fresh-file-writer.js';
 import { LocalDirError, errCode } from './local-dir-error.js';
 import { MARKER_FILE_NAME } from './marker.js';
 import { MAX_PATH_SEGMENTS, TEMP_FILE_PREFIX } from './paths.js';
@@ -49,8 +50,10 @@ export const COPY_OUT_MAX_BYTES = 64 * 1024 * 1024;
 export const MAX_SCAN_DEPTH = MAX_PATH_SEGMENTS - 1;
 /** Past this depth the removal moves a folder up to the root before emptying it (bounded open folders). */
 const REMOVE_FLATTEN_DEPTH = 32;
-/** Entries the removal unlinks at once in one folder. */
-const REMOVE_BATCH = 16;
+/** Entries the scan examines between two yields to the event loop. */
+const SCAN_YIELD_EVERY = 256;
+/** Entries the removal unlinks (synchronously) between two yields to the event loop. */
+const REMOVE_BATCH = 64;
 /** Most passes the removal makes over the root before giving up (an agent refilling it). */
 const REMOVE_MAX_PASSES = 64;
 
@@ -255,9 +258,9 @@ export class LocalDir {
    * missing folders one by one. `mtimeMs` backdates the file's modification time (see StatCache:
    * a file whose mtime is safely older than the moment its hash was recorded can be trusted
    * without re-reading it). Returns the stat of the written inode, taken through the still-open
-   * handle after the rename. `freshTree` is accepted for callers that write a just-created tree.
+   * handle after the rename. A tree being materialised is written faster by {@link freshWriter}.
    */
-  async writeFileAtomic(rel: string, bytes: Uint8Array, opts: { mtimeMs?: number; freshTree?: boolean } = {}): Promise<BigIntStats> {
+  async writeFileAtomic(rel: string, bytes: Uint8Array, opts: { mtimeMs?: number } = {}): Promise<BigIntStats> {
     const segments = splitRelPath(rel);
     const name = segments[segments.length - 1]!;
     if (isReservedName(name, segments.length === 1)) {
@@ -270,6 +273,26 @@ export class LocalDir {
     } finally {
       await chain.close();
     }
+  }
+
+  /**
+   * A writer for the files of a tree being materialised (the download at mount): folders pinned
+   * once, each file written atomically with synchronous calls (see {@link FreshFileWriter}). Close
+   * it when done.
+   */
+  freshWriter(): FreshFileWriter {
+    return new FreshFileWriter({
+      split: (rel) => {
+        const segments = splitRelPath(rel);
+        const name = segments[segments.length - 1]!;
+        if (isReservedName(name, segments.length === 1)) {
+          throw new LocalDirError('bad-path', rel, `refused to write ${rel}: the name is reserved`);
+        }
+        return { folders: segments.slice(0, -1), name };
+      },
+      pin: (folders, rel) => this.#pin(folders, rel, true),
+      assertLive: (rel) => this.#assertLive(rel),
+    });
   }
 
   /** Temp file + rename inside the pinned folder; the chain is re-checked right before the rename. */
@@ -405,6 +428,7 @@ export class LocalDir {
       skipped.push({ rel, kind, code, reason: `${what} (${code ?? String(e)})` });
     };
     const chain = await this.#pin([], '.');
+    let sinceYield = 0;
     const walk = async (depth: number): Promise<void> => {
       const relDir = chain.rel;
       let entries: import('node:fs').Dirent[];
@@ -430,9 +454,15 @@ export class LocalDir {
           skipped.push({ rel, kind: 'unreadable-name', reason: 'the name is not valid UTF-8, so no memory path can name it' });
           continue;
         }
+        // A synchronous lstat (a dentry lookup: microseconds, where a thread-pool round trip costs
+        // far more), with a yield to the event loop every SCAN_YIELD_EVERY entries.
+        if (++sinceYield >= SCAN_YIELD_EVERY) {
+          sinceYield = 0;
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
         let st: BigIntStats;
         try {
-          st = await fsp.lstat(chain.entry(name), { bigint: true });
+          st = lstatSync(chain.entry(name), { bigint: true });
         } catch (e) {
           if (errCode(e) === 'ENOENT' || errCode(e) === 'ENOTDIR') vanished(rel, errCode(e));
           else unreadable(rel, e, 'could not be examined');
@@ -537,20 +567,23 @@ export class LocalDir {
   async #emptyFolder(chain: PinnedChain, depth: number): Promise<boolean> {
     let movedUp = false;
     const entries = await fsp.readdir(chain.self(), { withFileTypes: true });
-    // Files, symlinks and special files first, a batch at a time; the folder is re-checked before
-    // each unlink. An entry that became a folder since the listing is handled with the folders.
+    // Files, symlinks and special files first, with synchronous calls (the folder re-checked right
+    // before each unlink), a batch at a time between two yields to the event loop. An entry that
+    // became a folder since the listing is handled with the folders.
     const folders = entries.filter((e) => e.isDirectory()).map((e) => e.name);
     const others = entries.filter((e) => !e.isDirectory()).map((e) => e.name);
     for (let i = 0; i < others.length; i += REMOVE_BATCH) {
-      await Promise.all(
-        others.slice(i, i + REMOVE_BATCH).map(async (name) => {
-          await chain.verify();
-          await unlinkIfThere(chain.entry(name)).catch((e: unknown) => {
-            if (errCode(e) !== 'EISDIR' && errCode(e) !== 'EPERM') throw e;
-            folders.push(name);
-          });
-        }),
-      );
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      for (const name of others.slice(i, i + REMOVE_BATCH)) {
+        chain.verifySync();
+        try {
+          unlinkSync(chain.entry(name));
+        } catch (e) {
+          if (errCode(e) === 'ENOENT') continue;
+          if (errCode(e) !== 'EISDIR' && errCode(e) !== 'EPERM') throw e;
+          folders.push(name);
+        }
+      }
     }
     for (const name of folders) {
       const entry = chain.entry(name);

@@ -2,7 +2,7 @@ import { EventEmitter, setMaxListeners } from 'node:events';
 import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
-import pLimit from 'p-limit';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { MemoryMountError, coerceError } from '../errors.js';
 import { abortReason, combineSignals, isAbortError } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
@@ -26,6 +26,7 @@ import { StatCache } from './stat-cache.js';
 import { storeRoot } from './store-root.js';
 import { SyncLoop } from './sync-loop.js';
 import { createSyncState } from './sync-state.js';
+import { WriteQueue } from './write-queue.js';
 import type { BaselineEntry, MemoryAccess, MemoryDeleteMode, MemoryEventMap } from './types.js';
 
 export { MountedSession, MountedStore } from './mounted.js';
@@ -34,8 +35,17 @@ export { slug } from './store-root.js';
 /** Default interval of the progress line of a mount still downloading. */
 export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
 
-/** Writes queued per mount, as a multiple of `concurrency`, past which the listing waits. */
-const WRITE_QUEUE_HIGH_WATER_FACTOR = 4;
+/** Writes queued per store, as a multiple of `concurrency`, past which the listing waits. */
+const WRITE_QUEUE_HIGH_WATER_FACTOR = 1;
+/** Files written (synchronously) between two yields to the event loop. */
+const WRITE_BATCH_FILES = 32;
+
+/** One downloaded memory waiting to be written: what the baseline needs, and its bytes. */
+interface Download {
+  m: { id: string; sha: string; updatedAt: string };
+  bytes: Buffer;
+  rel: string;
+}
 
 export { MAX_STORES_PER_SESSION } from './mount-checks.js';
 
@@ -127,7 +137,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #downloadVia: 'list-full' | 'retrieve';
   readonly #clock: Clock;
   readonly #assumeCaseInsensitive: boolean;
-  /** Listing pages in flight across all stores of this mounter's mounts. */
+  /** Where each mounted store's sync state is journaled. */
   readonly #journal: Journal;
   readonly #stateDir: string;
   readonly #deletions: MemoryDeleteMode;
@@ -181,6 +191,9 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       throw abortReason(signal);
     }
     const created: string[] = [];
+    // Listing pages in flight across every store of this mount: the page bodies held at once stay
+    // bounded whatever the number of stores.
+    const pages = pLimit(this.#concurrency);
     const ctrl = new AbortController();
     // Every request in flight listens on this one signal.
     setMaxListeners(10_000, ctrl.signal);
@@ -193,7 +206,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
             return await wrapStore(spec.storeId, () =>
               spec.adopt !== undefined
                 ? this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log)
-                : this.#mountOne(spec, created, binding, ctrl.signal, log),
+                : this.#mountOne(spec, created, binding, ctrl.signal, log, pages),
             );
           } catch (e) {
             ctrl.abort(e);
@@ -355,6 +368,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     binding: JournalBinding,
     signal: AbortSignal,
     sessionLog: Logger,
+    pages: LimitFunction,
   ): Promise<MountedStore> {
     const started = this.#clock.now();
     const log = sessionLog.child({ memory_store_id: spec.storeId });
@@ -396,17 +410,18 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const remote = new RemoteStore(this.#client, spec.storeId, { requestTimeoutMs: this.#timeoutMs });
     await this.#sendCarriedDeletes(spec, remote, signal, log);
     const limit = pLimit(this.#concurrency);
-    const writes: Promise<void>[] = [];
+    const writer = dir.freshWriter();
     let bytesWritten = 0;
 
     const shadow = (p: string, reason: string): void => {
       shadowed[p] = { reason };
       log.warn({ path: p, reason }, 'memory not materialised; it is never synced from this folder');
     };
-    const write = async (m: Omit<RemoteMemoryWithContent, 'content'>, bytes: Buffer, rel: string): Promise<void> => {
+    const write = async ({ m, bytes, rel }: Download): Promise<void> => {
       if (signal.aborted) return;
       try {
-        const st = await dir.writeFileAtomic(rel, bytes, { mtimeMs: backdatedMtimeMs(m.updatedAt), freshTree: true });
+        const st = await writer.write(rel, bytes, backdatedMtimeMs(m.updatedAt));
+        // Hashed once, from the bytes just written: the file need not be read back.
         const sha = sha256Hex(bytes);
         cache.record(rel, st, sha, true, cache.nowNs());
         if (sha !== m.sha) {
@@ -423,21 +438,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         throw e;
       }
     };
+    // Written behind the listing; with this many downloads queued the listing waits, so downloaded
+    // contents held in memory stay bounded however fast pages arrive.
+    const queue = new WriteQueue(write, { highWater: WRITE_QUEUE_HIGH_WATER_FACTOR * this.#concurrency, batch: WRITE_BATCH_FILES });
 
     const pending: Array<{ m: RemoteMemoryWithContent; rel: string }> = [];
-    const schedule = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined => {
+    const schedule = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined =>
       // Only the bytes wait in the queue, not the listed page's string: the page can be collected.
-      const bytes = Buffer.from(m.content, 'utf8');
-      const meta = { id: m.id, path: m.path, sha: m.sha, sizeBytes: m.sizeBytes, updatedAt: m.updatedAt };
-      const p = limit(() => write(meta, bytes, rel));
-      // Observed at once (so a failure during the listing is never an unhandled rejection) and
-      // again by Promise.all below, which reports it.
-      const settled = p.catch(() => {});
-      writes.push(p);
-      // With this many writes queued the listing waits for this one: downloaded contents held in
-      // memory stay bounded however fast pages arrive.
-      return limit.pendingCount >= WRITE_QUEUE_HIGH_WATER_FACTOR * this.#concurrency ? settled : undefined;
-    };
+      queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt }, bytes: Buffer.from(m.content, 'utf8'), rel });
     const accept = (m: RemoteMemoryWithContent): Promise<void> | undefined => {
       const check = remotePathToRel(m.path);
       if (!check.ok) {
@@ -464,27 +472,28 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           listed.map((item) =>
             limit(async () => {
               if (signal.aborted) return;
-              // Not waiting on the write queue: this job holds a slot of the limiter the writes need.
-              void accept(await remote.retrieve(item.id, signal));
+              await accept(await remote.retrieve(item.id, signal));
             }),
           ),
         );
       } else {
-        await remote.listFull(signal, accept, (m, reason) => shadow(m.path, reason));
+        await remote.listFull(signal, accept, (m, reason) => shadow(m.path, reason), { parallel: this.#concurrency, pages });
       }
       if (caseInsensitive) {
         const groups = groupCaseCollisions(pending.map((p) => p.rel));
         const kept = new Set(groups.kept);
         for (const s of groups.shadowed) shadow(s.path, s.reason);
-        for (const p of pending) if (kept.has(p.rel)) schedule(p.m, p.rel);
+        for (const p of pending) if (kept.has(p.rel)) await schedule(p.m, p.rel);
       }
-      await Promise.all(writes);
+      await queue.drained();
     } catch (e) {
-      // Let writes already started finish before the caller removes the folder.
-      await Promise.allSettled(writes);
+      // Let the write in flight finish before the caller removes the folder.
+      queue.stop();
+      await queue.settled();
       throw toMountError(spec, e, signal);
     } finally {
       clearInterval(progress);
+      await writer.close();
     }
     if (signal.aborted) throw toMountError(spec, signal.reason, signal);
 

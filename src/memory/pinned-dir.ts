@@ -1,4 +1,4 @@
-import { constants as fsc, existsSync, type BigIntStats } from 'node:fs';
+import { constants as fsc, existsSync, lstatSync, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { LocalDirError, errCode } from './local-dir-error.js';
@@ -198,12 +198,34 @@ export class PinnedChain {
    * symlink. Throws `replaced` otherwise.
    */
   async verify(): Promise<void> {
-    const stats = await Promise.all(
-      this.#links.map((link, i) => {
-        const where = i === 0 ? link.abs : this.#entryIn(this.#links[i - 1]!, path.basename(link.abs));
-        return fsp.lstat(where, { bigint: true }).catch(() => undefined);
+    const stats = await Promise.all(this.#links.map((_, i) => fsp.lstat(this.#whereIs(i), { bigint: true }).catch(() => undefined)));
+    this.#checkSame(stats);
+  }
+
+  /**
+   * {@link verify} with synchronous `lstat`s, for a batch of synchronous writes: nothing else runs
+   * between this check and the rename that follows it.
+   */
+  verifySync(): void {
+    this.#checkSame(
+      this.#links.map((_, i) => {
+        try {
+          return lstatSync(this.#whereIs(i), { bigint: true });
+        } catch {
+          return undefined;
+        }
       }),
     );
+  }
+
+  /** Where folder `i` of the chain is looked up: the root at its path, the others in their parent. */
+  #whereIs(i: number): string {
+    const link = this.#links[i]!;
+    return i === 0 ? link.abs : this.#entryIn(this.#links[i - 1]!, path.basename(link.abs));
+  }
+
+  /** Throw `replaced` unless every folder's fresh lstat is the folder first opened there. */
+  #checkSame(stats: Array<BigIntStats | undefined>): void {
     this.#links.forEach((link, i) => {
       const st = stats[i];
       if (st === undefined || !st.isDirectory() || !sameIdentity(identityOf(st), link.id)) {
@@ -211,6 +233,11 @@ export class PinnedChain {
         throw new LocalDirError('replaced', link.rel || '.', `${what} was moved or replaced while in use; nothing written through it`);
       }
     });
+  }
+
+  /** Open file descriptors the chain holds (one per folder). */
+  get openFolders(): number {
+    return this.#links.length;
   }
 
   /** Close every folder of the chain. */

@@ -1,8 +1,10 @@
+import { setMaxListeners } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/memory-stores/memories';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../api/classify.js';
 import { RemoteLimitError } from '../errors.js';
-import { abortReason, isAbortError } from '../internal/abort.js';
+import { abortReason, isAbortError, linkAbort } from '../internal/abort.js';
 import { API_LIMITS, MEMORY_DEFAULTS } from '../internal/defaults.js';
 import { readBodyCapped } from './bounded-body.js';
 import { MAX_MEMORY_BYTES } from './local-dir.js';
@@ -92,17 +94,75 @@ export class RemoteStore {
   /**
    * Every memory with its content, full view: one request per 20 memories. A memory whose content
    * is over the size limit goes to `onRefused` (with the reason) instead of `onMemory`.
+   *
+   * With `parallel` above 1 the listing is split by top-level folder: the store is listed at depth 1
+   * (its top-level memories, and one `memory_prefix` item per top-level folder), and each folder is
+   * paged on its own cursor as soon as it is named, at most `parallel` pages in flight (or as many
+   * as `pages`, a limiter the caller may share between stores, lets run). Every bound
+   * holds across the parts as for one cursor: one memory count and one set of paths (a path listed
+   * by two parts is a duplicate), one page budget (the pages a full store can fill, plus one per
+   * folder), cursors never repeated within a part; a folder item that is not one top-level folder
+   * is refused as malformed, one named twice as a duplicate. The first part to fail stops the others.
    */
   async listFull(
     signal: AbortSignal | undefined,
     onMemory: (m: RemoteMemoryWithContent) => Promise<void> | void,
     onRefused?: (m: RemoteMemory, reason: string) => void,
+    opts: { parallel?: number; pages?: LimitFunction } = {},
   ): Promise<void> {
-    await this.#eachPage('full', FULL_PAGE_LIMIT, signal, (m) => {
+    const onItem = (m: BetaManagedAgentsMemory): Promise<void> | void => {
       const tooLarge = oversizeReason(m);
       if (tooLarge !== undefined) return onRefused?.(toRemote(m), tooLarge);
       return onMemory({ ...toRemote(m), content: m.content ?? '' });
-    });
+    };
+    const budget = newBudget(FULL_PAGE_LIMIT);
+    const parallel = Math.floor(opts.parallel ?? 1);
+    if (parallel <= 1) {
+      await this.#eachPage('full', FULL_PAGE_LIMIT, signal, onItem, { budget });
+      return;
+    }
+    await this.#listSplit(opts.pages ?? pLimit(parallel), budget, signal, onItem);
+  }
+
+  async #listSplit(limit: LimitFunction, budget: ListingBudget, signal: AbortSignal | undefined, onItem: (m: BetaManagedAgentsMemory) => Promise<void> | void): Promise<void> {
+    const ctrl = new AbortController();
+    // Every request in flight, and its body read, listens on this one signal.
+    setMaxListeners(10_000, ctrl.signal);
+    const detach = linkAbort(signal, ctrl);
+    const parts: Promise<void>[] = [];
+    let failure: { reason: unknown } | undefined;
+    const fail = (e: unknown): void => {
+      failure ??= { reason: e };
+      ctrl.abort(e);
+    };
+    const prefixes = new Set<string>();
+    const onPrefix = (prefix: unknown): void => {
+      const what = `the folder-split listing of memory store ${this.storeId}`;
+      if (typeof prefix !== 'string' || !TOP_LEVEL_PREFIX.test(prefix)) {
+        throw malformed(this.storeId, `${what}: a memory_prefix item whose path is not one top-level folder ending in /`);
+      }
+      if (prefixes.has(prefix)) throw this.#limit('duplicate-path', `${what} names the folder ${JSON.stringify(prefix)} twice`);
+      if (prefixes.size >= MAX_LISTED_MEMORIES) {
+        throw this.#limit('memory-count', `${what} named more than ${MAX_LISTED_MEMORIES} folders (a store holds at most ${MAX_MEMORIES_PER_STORE} memories); stopped reading it`);
+      }
+      prefixes.add(prefix);
+      // A folder's last page may be a partial one: each folder may take one page more.
+      budget.maxPages++;
+      const part = limit(() => (failure === undefined ? this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix }) : undefined));
+      parts.push(part.catch(fail));
+    };
+    try {
+      await limit(() => this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix: '/', depth: 1, onPrefix })).catch(fail);
+      // Parts started later are pushed while earlier ones run: wait until none is left.
+      for (let i = 0; i < parts.length; i++) await parts[i];
+    } finally {
+      detach();
+    }
+    if (failure !== undefined) {
+      // The caller's abort, rather than the error it caused in the parts.
+      if (signal?.aborted) throw abortReason(signal);
+      throw failure.reason;
+    }
   }
 
   /** One memory with its content. Throws (classified by the caller) on failure, and for content over the size limit. */
@@ -175,40 +235,51 @@ export class RemoteStore {
     limit: number,
     signal: AbortSignal | undefined,
     onItem: (m: BetaManagedAgentsMemory) => unknown,
+    part: { budget?: ListingBudget; prefix?: string; depth?: 1; onPrefix?: (path: unknown) => void } = {},
   ): Promise<void> {
-    const maxPages = Math.ceil(MAX_LISTED_MEMORIES / limit) * 2 + 10;
+    const budget = part.budget ?? newBudget(limit);
     const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
     const cursors = new Set<string>();
-    const paths = new Set<string>();
-    const what = `the ${view} listing of memory store ${this.storeId}`;
+    const inFolder = part.prefix !== undefined && part.prefix !== '/' ? ` (folder ${part.prefix})` : '';
+    const what = `the ${view} listing of memory store ${this.storeId}${inFolder}`;
+    const query = { ...(part.prefix !== undefined ? { path_prefix: part.prefix } : {}), ...(part.depth !== undefined ? { depth: part.depth } : {}) };
     let cursor: string | undefined;
-    let memories = 0;
     for (let pages = 1; ; pages++) {
+      budget.pages++;
       const res = await this.#client.beta.memoryStores.memories
         .list(
           this.storeId,
-          { view, limit, ...(cursor !== undefined ? { page: cursor } : {}) },
+          { view, limit, ...query, ...(cursor !== undefined ? { page: cursor } : {}) },
           { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
         )
         .asResponse();
       const body = await this.#readJson(res, pageCap, what, signal);
       const { data, next } = checkPage(body, this.storeId, what);
-      for (const raw of data) {
-        if (typeof raw === 'object' && raw !== null && (raw as { type?: unknown }).type !== 'memory') continue;
+      for (let i = 0; i < data.length; i++) {
+        const raw = data[i];
+        // Each item is dropped from the page once handed on: a page waiting for the writes to catch
+        // up holds only the contents not written yet.
+        data[i] = undefined;
+        const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
+        if (type === 'memory_prefix' && part.onPrefix !== undefined) {
+          part.onPrefix((raw as { path?: unknown }).path);
+          continue;
+        }
+        if (typeof raw === 'object' && raw !== null && type !== 'memory') continue;
         const item = checkMemory(raw, this.storeId, what);
-        if (++memories > MAX_LISTED_MEMORIES) {
+        if (++budget.memories > MAX_LISTED_MEMORIES) {
           throw this.#limit('memory-count', `${what} passed ${MAX_LISTED_MEMORIES} memories (a store holds at most ${MAX_MEMORIES_PER_STORE}); stopped reading it`);
         }
-        if (paths.has(item.path)) {
+        if (budget.paths.has(item.path)) {
           throw this.#limit('duplicate-path', `${what} lists ${JSON.stringify(item.path)} twice; a path names one memory, so the listing cannot be trusted`);
         }
-        paths.add(item.path);
+        budget.paths.add(item.path);
         await onItem(item);
       }
       if (next === undefined) return;
       if (cursors.has(next)) throw this.#limit('repeated-cursor', `${what} returned a next_page cursor it had returned before (page ${pages}); stopped reading it`);
-      if (pages >= maxPages) {
-        throw this.#limit('page-count', `${what} kept paging past ${maxPages} pages (${memories} memories so far); stopped reading it`);
+      if (budget.pages >= budget.maxPages) {
+        throw this.#limit('page-count', `${what} kept paging past ${budget.maxPages} pages (${budget.memories} memories so far); stopped reading it`);
       }
       cursors.add(next);
       cursor = next;
@@ -236,6 +307,23 @@ export class RemoteStore {
     );
   }
 }
+
+/** What one listing may still spend, shared by the parts of a folder-split listing. */
+interface ListingBudget {
+  memories: number;
+  pages: number;
+  maxPages: number;
+  /** Every path listed so far: a path listed twice, by one part or two, is refused. */
+  paths: Set<string>;
+}
+
+/** The budget of a listing of `limit` items per page: the pages a full store can fill, twice, plus 10. */
+function newBudget(limit: number): ListingBudget {
+  return { memories: 0, pages: 0, maxPages: Math.ceil(MAX_LISTED_MEMORIES / limit) * 2 + 10, paths: new Set() };
+}
+
+/** A `memory_prefix` path naming one top-level folder: `/name/`. */
+const TOP_LEVEL_PREFIX = /^\/[^/]+\/$/u;
 
 /** The `data` and `next_page` of a listing page, or a `malformed` error. */
 function checkPage(body: unknown, storeId: string, what: string): { data: unknown[]; next: string | undefined } {

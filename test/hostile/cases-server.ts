@@ -145,6 +145,39 @@ export const serverCases: HostileCase[] = [
   },
   {
     group: 'endless or malformed listings',
+    description: 'folder listings at the mount that together pass the memory cap',
+    async run(ctx) {
+      const storeId = await ctx.store();
+      const pages = new Map<string, number>();
+      ctx.emu.faults.add({
+        route: LISTING,
+        rewrite: (_b, req) => {
+          if (req.query.get('depth') === '1') return { data: Array.from({ length: 20 }, (_, i) => ({ type: 'memory_prefix', path: `/d${i}/` })), next_page: null };
+          const prefix = req.query.get('path_prefix') ?? '/';
+          const page = (pages.get(prefix) ?? 0) + 1;
+          pages.set(prefix, page);
+          const data = Array.from({ length: 20 }, (_, i) => ({
+            type: 'memory',
+            id: `mem_fake_${prefix.slice(1, -1)}_${page}_${i}`,
+            path: `${prefix}m${page}-${i}.md`,
+            content: 'x',
+            content_sha256: 'a'.repeat(64),
+            content_size_bytes: 1,
+            memory_store_id: storeId,
+            memory_version_id: 'memver_x',
+            created_at: '2026-01-01T00:00:00Z',
+            updated_at: '2026-01-01T00:00:00Z',
+          }));
+          return { data, next_page: page < 10 ? cursor(`${prefix}${page}`) : null };
+        },
+      });
+      await ctx.armed();
+      await ctx.mount({ storeId });
+    },
+    expects: { path: 'memstore_', says: /passed 2200 memories/ },
+  },
+  {
+    group: 'endless or malformed listings',
     description: 'a listing that is not JSON',
     async run(ctx) {
       const storeId = await ctx.store();

@@ -133,6 +133,110 @@ describe('a listing', () => {
   });
 });
 
+describe('a folder-split listing', () => {
+  const split = { parallel: 4 };
+  const collect = (r: { remote: RemoteStore }) => {
+    const got: string[] = [];
+    return { got, run: () => r.remote.listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split) };
+  };
+  /** Answer the depth-1 listing with `top`, and each folder's listing with `folder(prefix, page)`. */
+  function answer(top: () => unknown, folder: (prefix: string, page: number) => unknown): void {
+    const pages = new Map<string, number>();
+    h.emu.faults.add({
+      route: LISTING,
+      rewrite: (_b, req) => {
+        if (req.query.get('depth') === '1') return top();
+        const prefix = req.query.get('path_prefix') ?? '';
+        const page = (pages.get(prefix) ?? 0) + 1;
+        pages.set(prefix, page);
+        return folder(prefix, page);
+      },
+    });
+  }
+  const prefixItem = (p: unknown) => ({ type: 'memory_prefix', path: p });
+
+  it('lists every memory once with its content: the store at depth 1, then each top-level folder on its own cursor', async () => {
+    const memories: Record<string, string> = { '/top.md': 'top' };
+    for (let i = 0; i < 45; i++) memories[`/f${i % 3}/n${String(i).padStart(2, '0')}.md`] = `n${i}`;
+    const store = await h.emu.createMemoryStore({ name: 'Split', memories });
+    const { client } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const mark = h.emu.requests.length;
+    const got: string[] = [];
+    await new RemoteStore(client, store.id).listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split);
+    expect(got.sort()).toEqual(Object.entries(memories).map(([p, c]) => `${p}=${c}`).sort());
+    const queries = h.emu.requests.slice(mark).filter((r) => r.route === 'GET /v1/memory_stores/:id/memories').map((r) => r.query);
+    expect(queries[0]).toMatchObject({ path_prefix: '/', depth: '1' });
+    // 15 memories per folder: one full page each.
+    expect(queries.slice(1).map((q) => q['path_prefix']).sort()).toEqual(['/f0/', '/f1/', '/f2/']);
+  });
+
+  it(`stops past ${MAX_LISTED_MEMORIES} memories counted across the folders`, async () => {
+    const r = await rig();
+    answer(
+      () => ({ data: Array.from({ length: 20 }, (_, i) => prefixItem(`/d${i}/`)), next_page: null }),
+      (prefix, page) => ({ data: Array.from({ length: 20 }, (_, i) => fakeMemory(r.storeId, `${prefix}p${page}-${i}.md`)), next_page: cursor(`${prefix}${page}`) }),
+    );
+    const err = await limitOf(collect(r).run());
+    expect(err.limit).toBe('memory-count');
+    expect(r.listings()).toBeLessThan(MAX_LISTED_MEMORIES / 20 + 30);
+  });
+
+  it('refuses one path listed by two folders as a duplicate', async () => {
+    const r = await rig();
+    answer(
+      () => ({ data: [prefixItem('/a/'), prefixItem('/b/')], next_page: null }),
+      () => ({ data: [fakeMemory(r.storeId, '/a/same.md', 'x')], next_page: null }),
+    );
+    expect((await limitOf(collect(r).run())).limit).toBe('duplicate-path');
+  });
+
+  it('stops folders whose next_page never ends at one page budget shared by all of them', async () => {
+    const r = await rig();
+    let n = 0;
+    answer(
+      () => ({ data: Array.from({ length: 10 }, (_, i) => prefixItem(`/d${i}/`)), next_page: null }),
+      () => ({ data: [], next_page: cursor(String(n++)) }),
+    );
+    const err = await limitOf(collect(r).run());
+    expect(err.limit).toBe('page-count');
+    // The budget of one cursor plus one page per folder, and the pages in flight when it ran out.
+    expect(r.listings()).toBeLessThanOrEqual(Math.ceil(MAX_LISTED_MEMORIES / 20) * 2 + 10 + 10 + split.parallel);
+  });
+
+  it('stops a depth-1 listing that never ends', async () => {
+    const r = await rig();
+    let n = 0;
+    answer(
+      () => ({ data: [], next_page: cursor(`top${n++}`) }),
+      () => ({ data: [], next_page: null }),
+    );
+    expect((await limitOf(collect(r).run())).limit).toBe('page-count');
+    expect(r.listings()).toBeLessThanOrEqual(Math.ceil(MAX_LISTED_MEMORIES / 20) * 2 + 10);
+  });
+
+  it.each([
+    { description: 'a folder item two levels deep', item: prefixItem('/a/b/'), limit: 'malformed' },
+    { description: 'a folder item without a trailing slash', item: prefixItem('/a'), limit: 'malformed' },
+    { description: 'a folder item without a path', item: { type: 'memory_prefix' }, limit: 'malformed' },
+  ])('refuses $description', async ({ item, limit }) => {
+    const r = await rig();
+    answer(
+      () => ({ data: [item], next_page: null }),
+      () => ({ data: [], next_page: null }),
+    );
+    expect((await limitOf(collect(r).run())).limit).toBe(limit);
+  });
+
+  it('refuses a folder named twice', async () => {
+    const r = await rig();
+    answer(
+      () => ({ data: [prefixItem('/a/'), prefixItem('/a/')], next_page: null }),
+      () => ({ data: [], next_page: null }),
+    );
+    expect((await limitOf(collect(r).run())).limit).toBe('duplicate-path');
+  });
+});
+
 describe('a memory over the size limit', () => {
   it('is refused by retrieve', async () => {
     const r = await rig();

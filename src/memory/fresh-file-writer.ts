@@ -1,0 +1,134 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants as fsc, fstatSync, futimesSync, openSync, renameSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
+import { LocalDirError, errCode } from './local-dir-error.js';
+import { TEMP_FILE_PREFIX } from './paths.js';
+import type { PinnedChain } from './pinned-dir.js';
+
+/**
+ * Writes the files of a tree being materialised (a store's download at mount) with few round
+ * trips per file, and the same guarantees as `LocalDir.writeFileAtomic`:
+ * - each folder is opened (created when missing) and pinned once, then kept open for the writer's
+ *   life: the files of a folder are written through `/proc/self/fd/<fd>/` of that one pin (on
+ *   Linux), so a folder swapped for a symlink after it was opened cannot redirect them;
+ * - each file is written atomically: a temp file created with `O_CREAT|O_EXCL|O_NOFOLLOW` in the
+ *   target's folder, written, its mtime backdated, then renamed over the target right after the
+ *   whole chain was re-checked; a crash mid-write leaves only a reserved temp file, never half a
+ *   memory under its name;
+ * - those five calls (open, write, futimes, rename, fstat, plus the chain check) are synchronous:
+ *   on a local disk each takes microseconds, where a round trip through the thread pool costs far
+ *   more. Callers write a bounded batch and then yield to the event loop;
+ * - pinned folders are closed least recently used first past {@link MAX_OPEN_FOLDERS} open
+ *   descriptors, and all of them by {@link close}.
+ */
+
+/**
+ * Folder descriptors one writer keeps open at most (one per folder of each cached chain): enough
+ * for a dozen top-level folders written in turn, while 16 sessions of 8 stores mounting at once
+ * stay far below common descriptor limits.
+ */
+export const MAX_OPEN_FOLDERS = 24;
+
+const CREATE_FLAGS = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW;
+
+export interface FreshFileWriterDeps {
+  /** Split a store-relative path for writing, refusing unclean paths and reserved names. */
+  split(rel: string): { folders: string[]; name: string };
+  /** Pin the folders below the root, creating missing ones. */
+  pin(folders: string[], rel: string): Promise<PinnedChain>;
+  /** Throw once the folder is unmounted; called right before each call that changes the disk. */
+  assertLive(rel: string): void;
+}
+
+export class FreshFileWriter {
+  readonly #deps: FreshFileWriterDeps;
+  /** Pinned folders by store-relative folder path, least recently used first. */
+  readonly #chains = new Map<string, PinnedChain>();
+  /** Unique per writer: temp names need only a counter after it. */
+  readonly #tempStem = `${TEMP_FILE_PREFIX}${randomBytes(6).toString('hex')}-`;
+  #tempCount = 0;
+  #openFolders = 0;
+
+  constructor(deps: FreshFileWriterDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Write `bytes` to `rel` (temp file + rename), its mtime set to `mtimeMs`. Returns the stat of the
+   * written inode taken after the rename. Awaits only to pin a folder not pinned yet.
+   */
+  async write(rel: string, bytes: Uint8Array, mtimeMs: number): Promise<BigIntStats> {
+    const { folders, name } = this.#deps.split(rel);
+    const key = folders.join('/');
+    let chain = this.#chains.get(key);
+    if (chain !== undefined) {
+      this.#chains.delete(key);
+      this.#chains.set(key, chain);
+    } else {
+      this.#deps.assertLive(rel);
+      chain = await this.#deps.pin(folders, rel);
+      await this.#keep(key, chain);
+    }
+    try {
+      return this.#writeIn(chain, name, rel, bytes, mtimeMs);
+    } catch (e) {
+      // A folder found replaced is pinned again (and refused again) by the next write, never reused.
+      if (e instanceof LocalDirError && e.failure === 'replaced') await this.#drop(key);
+      throw e;
+    }
+  }
+
+  /** Close every pinned folder. The writer may be used again (folders are pinned again). */
+  async close(): Promise<void> {
+    for (const key of [...this.#chains.keys()]) await this.#drop(key);
+  }
+
+  #writeIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+    const tmp = chain.entry(`${this.#tempStem}${(this.#tempCount++).toString(36)}`);
+    this.#deps.assertLive(rel);
+    const fd = openSync(tmp, CREATE_FLAGS, 0o644);
+    let renamed = false;
+    try {
+      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+      const t = mtimeMs / 1000;
+      futimesSync(fd, t, t);
+      this.#deps.assertLive(rel);
+      chain.verifySync();
+      // A folder at the target makes the rename fail (EISDIR), mapped below.
+      renameSync(tmp, chain.entry(name));
+      renamed = true;
+      return fstatSync(fd, { bigint: true });
+    } catch (e) {
+      const code = errCode(e);
+      if (code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST') {
+        throw new LocalDirError('not-regular', rel, `${rel} is a folder here; a file of that name cannot be written`, { cause: e });
+      }
+      throw e;
+    } finally {
+      closeSync(fd);
+      if (!renamed) {
+        try {
+          unlinkSync(tmp);
+        } catch {
+          // Already gone, or the folder with it: nothing to clean.
+        }
+      }
+    }
+  }
+
+  async #keep(key: string, chain: PinnedChain): Promise<void> {
+    this.#chains.set(key, chain);
+    this.#openFolders += chain.openFolders;
+    for (const oldest of this.#chains.keys()) {
+      if (this.#openFolders <= MAX_OPEN_FOLDERS || oldest === key) break;
+      await this.#drop(oldest);
+    }
+  }
+
+  async #drop(key: string): Promise<void> {
+    const chain = this.#chains.get(key);
+    if (chain === undefined) return;
+    this.#chains.delete(key);
+    this.#openFolders -= chain.openFolders;
+    await chain.close();
+  }
+}

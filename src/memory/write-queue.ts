@@ -1,0 +1,95 @@
+/**
+ * Writes what a listing delivers behind it, one item at a time, so the listing asks for its next
+ * page while the last one is written.
+ *
+ * Rules:
+ * - items are written in the order pushed, by one runner started on the next turn of the event
+ *   loop (after the listing has sent its next request), which yields to the event loop every
+ *   `batch` items: synchronous writes never hold it for long;
+ * - {@link push} returns a promise once `highWater` items wait: the listing awaits it, so the
+ *   contents held in memory stay bounded however fast pages arrive;
+ * - the first write that throws stops the queue: what waits is dropped, and that error rejects the
+ *   pending and later {@link push} promises and {@link drained};
+ * - {@link stop} drops what waits (a failed listing); {@link settled} waits for the write in flight.
+ */
+export class WriteQueue<T> {
+  readonly #write: (item: T) => Promise<void>;
+  readonly #highWater: number;
+  readonly #batch: number;
+  #items: T[] = [];
+  #head = 0;
+  #running: Promise<void> | undefined;
+  #error: { reason: unknown } | undefined;
+  #waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
+
+  constructor(write: (item: T) => Promise<void>, opts: { highWater: number; batch: number }) {
+    this.#write = write;
+    this.#highWater = Math.max(1, opts.highWater);
+    this.#batch = Math.max(1, opts.batch);
+  }
+
+  get #queued(): number {
+    return this.#items.length - this.#head;
+  }
+
+  /** Queue `item`; returns a promise to await when the queue is full (or already failed). */
+  push(item: T): Promise<void> | undefined {
+    if (this.#error !== undefined) return Promise.reject(this.#error.reason);
+    this.#items.push(item);
+    this.#running ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#run());
+    if (this.#queued < this.#highWater) return undefined;
+    return new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
+  }
+
+  /** Resolves once everything pushed is written; rejects with the first write failure. */
+  async drained(): Promise<void> {
+    while (this.#running !== undefined) await this.#running;
+    if (this.#error !== undefined) throw this.#error.reason;
+  }
+
+  /** Drop every item not written yet. */
+  stop(): void {
+    this.#items = [];
+    this.#head = 0;
+  }
+
+  /** Resolves once no write is in flight (never rejects). */
+  async settled(): Promise<void> {
+    while (this.#running !== undefined) await this.#running;
+  }
+
+  async #run(): Promise<void> {
+    try {
+      let sinceYield = 0;
+      while (this.#queued > 0) {
+        const item = this.#items[this.#head]!;
+        this.#items[this.#head++] = undefined as T;
+        if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+          this.#items = this.#items.slice(this.#head);
+          this.#head = 0;
+        }
+        await this.#write(item);
+        if (this.#queued < this.#highWater) this.#wake();
+        if (++sinceYield >= this.#batch) {
+          sinceYield = 0;
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+      }
+    } catch (e) {
+      this.#error = { reason: e };
+      this.stop();
+    } finally {
+      this.#running = undefined;
+      this.#wake();
+    }
+  }
+
+  #wake(): void {
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const w of waiters) {
+      if (this.#error !== undefined) w.reject(this.#error.reason);
+      else w.resolve();
+    }
+  }
+}

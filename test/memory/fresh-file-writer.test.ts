@@ -1,0 +1,132 @@
+/**
+ * Pins the writer of a tree being materialised (the download at mount): each file lands whole under
+ * its name with its backdated mtime and no temp file left, folders are created and pinned once and
+ * closed past the descriptor budget, reserved names and unclean paths are refused, a folder swapped
+ * for a symlink after it was pinned is never written through, and a folder where the file goes is
+ * reported as such.
+ */
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_OPEN_FOLDERS } from '../../src/memory/fresh-file-writer.js';
+import { LocalDir, LocalDirError } from '../../src/memory/local-dir.js';
+import { forceProcFd } from '../../src/memory/pinned-dir.js';
+
+let tmp: string;
+let root: string;
+let outside: string;
+let dir: LocalDir;
+
+beforeEach(async () => {
+  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-fresh-'));
+  root = path.join(tmp, 'store');
+  outside = path.join(tmp, 'outside');
+  await fsp.mkdir(root);
+  await fsp.mkdir(outside);
+  dir = new LocalDir(root);
+  await dir.createRoot();
+});
+
+afterEach(async () => {
+  forceProcFd(undefined);
+  await fsp.rm(tmp, { recursive: true, force: true });
+});
+
+async function failureOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof LocalDirError) return e.failure;
+    throw e;
+  }
+  return 'no failure';
+}
+
+function allFiles(abs: string): string[] {
+  return (fs.readdirSync(abs, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(abs, path.join(e.parentPath, e.name)))
+    .sort();
+}
+
+const openFds = (): number => fs.readdirSync('/proc/self/fd').length;
+
+describe.each([
+  { description: 'through /proc/self/fd', procFd: true },
+  { description: 'with the portable re-check', procFd: false },
+])('a fresh writer ($description)', ({ procFd }) => {
+  beforeEach(() => forceProcFd(procFd));
+
+  it('writes each file whole under its name, mtime backdated, returning the stat of the file there, with no temp file left', async () => {
+    const writer = dir.freshWriter();
+    const mtimeMs = Date.parse('2026-01-02T03:04:05Z');
+    const st = await writer.write('notes/deep/a.md', Buffer.from('alpha'), mtimeMs);
+    await writer.write('notes/b.md', Buffer.from('beta'), mtimeMs);
+    await writer.write('top.md', Buffer.from(''), mtimeMs);
+    await writer.close();
+    expect(allFiles(root)).toEqual(['notes/b.md', 'notes/deep/a.md', 'top.md']);
+    expect(await fsp.readFile(path.join(root, 'notes/deep/a.md'), 'utf8')).toBe('alpha');
+    const onDisk = await fsp.lstat(path.join(root, 'notes/deep/a.md'), { bigint: true });
+    expect(onDisk.mtimeMs).toBe(BigInt(mtimeMs));
+    expect({ ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs }).toEqual({
+      ino: onDisk.ino,
+      size: onDisk.size,
+      mtimeNs: onDisk.mtimeNs,
+      ctimeNs: onDisk.ctimeNs,
+    });
+  });
+
+  it.each([
+    { description: 'a parent segment', rel: 'a/../b.md', failure: 'bad-path' },
+    { description: 'an empty segment', rel: 'a//b.md', failure: 'bad-path' },
+    { description: 'our temp-file prefix', rel: 'sub/.maw-tmp-x', failure: 'bad-path' },
+    { description: 'the marker name at the root', rel: '.anthropic-memory-store', failure: 'bad-path' },
+  ])('refuses $description', async ({ rel, failure }) => {
+    const writer = dir.freshWriter();
+    expect(await failureOf(writer.write(rel, Buffer.from('x'), Date.now()))).toBe(failure);
+    await writer.close();
+    expect(allFiles(root)).toEqual([]);
+  });
+
+  it('never writes through a folder swapped for a symlink after it was pinned', async () => {
+    const writer = dir.freshWriter();
+    await writer.write('sub/first.md', Buffer.from('1'), Date.now());
+    await fsp.rename(path.join(root, 'sub'), path.join(tmp, 'moved'));
+    await fsp.symlink(outside, path.join(root, 'sub'));
+    expect(await failureOf(writer.write('sub/second.md', Buffer.from('2'), Date.now()))).toMatch(/replaced|symlink/);
+    // Pinned again on the next write, and refused again.
+    expect(await failureOf(writer.write('sub/third.md', Buffer.from('3'), Date.now()))).toBe('symlink');
+    await writer.close();
+    expect(fs.readdirSync(outside)).toEqual([]);
+    expect(fs.readdirSync(path.join(tmp, 'moved'))).toEqual(['first.md']);
+  });
+
+  it('reports a folder where the file goes, and leaves no temp file', async () => {
+    await fsp.mkdir(path.join(root, 'taken.md'));
+    const writer = dir.freshWriter();
+    expect(await failureOf(writer.write('taken.md', Buffer.from('x'), Date.now()))).toBe('not-regular');
+    await writer.close();
+    expect(fs.readdirSync(root)).toEqual(['taken.md']);
+  });
+});
+
+describe('a fresh writer over many folders', () => {
+  it(`keeps at most ${MAX_OPEN_FOLDERS} folders open and writes every file`, async () => {
+    const before = openFds();
+    const writer = dir.freshWriter();
+    let most = 0;
+    for (let i = 0; i < 3 * MAX_OPEN_FOLDERS; i++) {
+      await writer.write(`f${i}/g/x.md`, Buffer.from(String(i)), Date.now());
+      most = Math.max(most, openFds() - before);
+    }
+    // Written again into the first folder, evicted long ago: pinned again.
+    await writer.write('f0/g/y.md', Buffer.from('again'), Date.now());
+    await writer.close();
+    expect(most).toBeLessThanOrEqual(MAX_OPEN_FOLDERS);
+    expect(openFds()).toBe(before);
+    expect(allFiles(root)).toHaveLength(3 * MAX_OPEN_FOLDERS + 1);
+    expect(await fsp.readFile(path.join(root, 'f0/g/y.md'), 'utf8')).toBe('again');
+  });
+});
