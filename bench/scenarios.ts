@@ -168,10 +168,10 @@ export function scenarios(quick: boolean): Scenario[] {
           resources: [{ memoryStoreId: store!.id }],
           script: [readStep(ctx.mountRoot, store!.dir), writeFilesStep(dir, count, 1024), { sleepMs: PAST_INTERVAL_MS }, readStep(ctx.mountRoot, store!.dir)],
         });
-        await runSessions(ctx, [sessionId]);
+        const { cpuMs } = await runSessions(ctx, [sessionId]);
         const creates = requestsOf(ctx.emu, ROUTES.createMemory).filter((r) => r.status === 200);
         if (creates.length !== count) throw new Error(`bench sync-200: expected ${count} creates, saw ${creates.length}`);
-        return { firstToLastWriteMs: Math.max(...creates.map(endOf)) - first(creates, 'create').startedAt };
+        return { firstToLastWriteMs: Math.max(...creates.map(endOf)) - first(creates, 'create').startedAt, cpuMs };
       },
     },
     {
@@ -185,12 +185,12 @@ export function scenarios(quick: boolean): Scenario[] {
           resources: [{ memoryStoreId: store!.id }],
           script: [writeFilesStep(dir, count, 1024), readStep(ctx.mountRoot, store!.dir)],
         });
-        await runSessions(ctx, [sessionId]);
+        const { cpuMs } = await runSessions(ctx, [sessionId]);
         const creates = requestsOf(ctx.emu, ROUTES.createMemory).filter((r) => r.status === 200);
         if (creates.length !== count) throw new Error(`bench final-500: expected ${count} creates, saw ${creates.length}`);
         const lastResult = last(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
         const stopped = Math.max(...requestsOf(ctx.emu, ROUTES.stop, workId).map(endOf));
-        return { lastResultToStoppedMs: stopped - lastResult };
+        return { lastResultToStoppedMs: stopped - lastResult, cpuMs };
       },
     },
     {
@@ -205,11 +205,11 @@ export function scenarios(quick: boolean): Scenario[] {
           const script = Array.from({ length: calls }, (_, i) => readStep(ctx.mountRoot, store.dir, i % 5));
           ids.push((await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script })).sessionId);
         }
-        await runSessions(ctx, ids, ctx.kind === 'ours' ? 16 : 1);
+        const { cpuMs } = await runSessions(ctx, ids, ctx.kind === 'ours' ? 16 : 1);
         const acks = requestsOf(ctx.emu, ROUTES.ack);
         const stops = requestsOf(ctx.emu, ROUTES.stop);
         if (stops.length < sessions) throw new Error(`bench queue: ${stops.length} of ${sessions} work items stopped`);
-        return { wallMs: Math.max(...stops.map(endOf)) - first(acks, 'ack').startedAt };
+        return { wallMs: Math.max(...stops.map(endOf)) - first(acks, 'ack').startedAt, cpuMs };
       },
     },
     {

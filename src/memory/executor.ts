@@ -13,14 +13,14 @@ import type { SyncAction, SyncPlan } from './plan.js';
 import type { RemoteMemory, RemoteStore } from './remote-store.js';
 import { isNewBlockedPull, localDeleteVerdict, pullRaceVerdict, remoteDeleteVerdict, uploadVerdict } from './race-rules.js';
 import type { StatCache } from './stat-cache.js';
-import { applyOutcome, type ActionOutcome } from './sync-state.js';
+import { applyOutcomes, type ActionOutcome } from './sync-state.js';
 import type { MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
 
 /**
  * Runs one store's sync plan: the I/O edge of the planner. Actions run in four phases so that a
  * path freed on one side is free before another path needs it (local deletes, remote deletes,
  * pulls, uploads), each phase with bounded parallelism. Every action's outcome goes through the
- * planner's pure `applyOutcome`, one at a time, so the state is always a consistent value.
+ * planner's pure `applyOutcome` (as one transition per phase), so the state is always a consistent value.
  *
  * One failed file never fails the pass: it is logged, counted in `errors` and retried next sync.
  * An abort stops starting new actions; the ones in flight are cancelled through the signal.
@@ -68,8 +68,15 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
   let state = initial;
   const report = emptyReport();
   const notSaved = new Set<string>();
+  // Outcomes are applied as one transition per phase: a plan holds one action per path and an
+  // action reads only its own path's state, so no action depends on another's outcome in its phase.
+  let steps: Array<[SyncAction, ActionOutcome]> = [];
   const record = (action: SyncAction, outcome: ActionOutcome): void => {
-    state = applyOutcome(state, action, outcome);
+    steps.push([action, outcome]);
+  };
+  const settle = (): void => {
+    state = applyOutcomes(state, steps);
+    steps = [];
   };
 
   // State-only actions first: they touch nothing and need no request.
@@ -108,33 +115,48 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
     ctx.log.warn({ capped: plan.deleteCapped }, 'remote deletes held back by the per-sync cap; the next syncs (or the final one) send them');
   }
 
+  settle();
   const limit = pLimit(ctx.concurrency);
   for (const kinds of PHASES) {
     const actions = plan.actions.filter((a) => kinds.includes(a.kind));
     await Promise.all(
       actions.map((action) =>
         limit(async () => {
-          const isUpload = action.kind === 'push-create' || action.kind === 'push-update';
-          if (ctx.signal.aborted || ctx.disposed()) {
-            if (isUpload) notSaved.add(action.path);
-            return;
-          }
-          try {
-            const outcome = await runAction(ctx, state, action, report);
-            if (outcome === undefined) return;
-            record(action, outcome);
-            if (!outcome.ok && isUpload && outcome.failure !== 'refused') notSaved.add(action.path);
-          } catch (e) {
-            if (isUpload) notSaved.add(action.path);
-            if (ctx.signal.aborted || isAbortError(e) || ctx.disposed()) return;
-            report.errors++;
-            ctx.log.warn({ path: action.path, action: action.kind, error: errorSummary(coerceError(e)) }, `sync action failed; ${retried(ctx)}`);
-          }
+          const done = await executeAction(ctx, state, action, report);
+          if (done.outcome !== undefined) record(action, done.outcome);
+          if (done.notSaved) notSaved.add(action.path);
         }),
       ),
     );
+    settle();
   }
   return { state, report, notSaved: [...notSaved].sort() };
+}
+
+/** What one executed action left: the outcome to record (none when skipped), and whether it was an upload left undone. */
+export interface ActionDone {
+  outcome: ActionOutcome | undefined;
+  notSaved: boolean;
+}
+
+/**
+ * Run one request or file action of a plan as {@link executePlan} does: nothing once the pass is
+ * aborted or the mount gone, and a failure is logged and counted, never thrown. `state` is read
+ * for the action's own path only.
+ */
+export async function executeAction(ctx: ExecuteContext, state: StoreSyncState, action: SyncAction, report: SyncReport): Promise<ActionDone> {
+  const isUpload = action.kind === 'push-create' || action.kind === 'push-update';
+  if (ctx.signal.aborted || ctx.disposed()) return { outcome: undefined, notSaved: isUpload };
+  try {
+    const outcome = await runAction(ctx, state, action, report);
+    return { outcome, notSaved: outcome !== undefined && !outcome.ok && isUpload && outcome.failure !== 'refused' };
+  } catch (e) {
+    if (!(ctx.signal.aborted || isAbortError(e) || ctx.disposed())) {
+      report.errors++;
+      ctx.log.warn({ path: action.path, action: action.kind, error: errorSummary(coerceError(e)) }, `sync action failed; ${retried(ctx)}`);
+    }
+    return { outcome: undefined, notSaved: isUpload };
+  }
 }
 
 /** Run one action; `undefined` means "record nothing" (skipped without an outcome). */

@@ -45,6 +45,11 @@ export interface ScanOptions {
   maxBytes?: number;
   /** Most bytes of read files kept in `contents`. Default {@link KEPT_BYTES_BUDGET}. */
   keptBytesBudget?: number;
+  /**
+   * Called for each regular text file as soon as its entry is known (from the cache, or once read
+   * with the bytes when the scan keeps them), while the scan goes on.
+   */
+  onFile?: (rel: string, entry: LocalEntry, bytes: Buffer | undefined) => void;
 }
 
 export function sha256Hex(bytes: Uint8Array): string {
@@ -86,7 +91,9 @@ export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptio
     }
     const hit = cache.lookup(rel, st);
     if (hit) {
-      entries.set(rel, toEntry(hit.sha, hit.utf8, Number(st.size)));
+      const entry = toEntry(hit.sha, hit.utf8, Number(st.size));
+      entries.set(rel, entry);
+      if (entry.kind === 'file') opts.onFile?.(rel, entry, undefined);
       continue;
     }
     jobs.push(
@@ -99,11 +106,13 @@ export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptio
           const utf8 = isUtf8(bytes);
           cache.record(rel, stat, sha, utf8, hashedAtNs);
           stats.set(rel, stat);
-          entries.set(rel, toEntry(sha, utf8, bytes.length));
+          const entry = toEntry(sha, utf8, bytes.length);
+          entries.set(rel, entry);
           if (utf8 && keptBytes + bytes.length <= keptBytesBudget) {
             keptBytes += bytes.length;
             contents.set(rel, bytes);
           }
+          if (entry.kind === 'file') opts.onFile?.(rel, entry, contents.get(rel));
         } catch (e) {
           if (e instanceof LocalDirError && e.failure === 'too-large') {
             entries.set(rel, { kind: 'unsyncable', reason: e.message, fingerprint: statFingerprint(st) });

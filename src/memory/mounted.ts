@@ -212,19 +212,22 @@ export class MountedSession {
     this.#unmounting ??= (async () => {
       this.#disposed = true;
       for (const s of this.stores) s.dir.dispose();
-      const removed: string[] = [];
-      const kept: string[] = [];
-      for (const store of this.stores) {
-        const keepReason = opts.keep?.get(store.root);
-        const outcome = keepReason !== undefined ? { removed: false, reason: keepReason } : await store.removeFolder();
-        if (outcome.removed) {
-          await store.removeJournal().catch((err: unknown) => store.log.warn({ error: errorSummary(coerceError(err)) }, 'could not remove the journal entry'));
-        } else {
-          await store.release();
-        }
-        (outcome.removed ? removed : kept).push(store.root);
-        this.#emit({ storeId: store.storeId, root: store.root, ...outcome });
-      }
+      // Each store's folder and journal entry are its own: the stores go away side by side.
+      const outcomes = await Promise.all(
+        this.stores.map(async (store) => {
+          const keepReason = opts.keep?.get(store.root);
+          const outcome = keepReason !== undefined ? { removed: false, reason: keepReason } : await store.removeFolder();
+          if (outcome.removed) {
+            await store.removeJournal().catch((err: unknown) => store.log.warn({ error: errorSummary(coerceError(err)) }, 'could not remove the journal entry'));
+          } else {
+            await store.release();
+          }
+          this.#emit({ storeId: store.storeId, root: store.root, ...outcome });
+          return outcome;
+        }),
+      );
+      const removed = this.stores.filter((_, i) => outcomes[i]!.removed).map((s) => s.root);
+      const kept = this.stores.filter((_, i) => !outcomes[i]!.removed).map((s) => s.root);
       return { removed, kept };
     })();
     return this.#unmounting;

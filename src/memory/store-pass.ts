@@ -7,14 +7,16 @@ import type { Clock } from '../internal/clock.js';
 import { errorSummary, snakeCaseKeys } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import type { ConflictCopies } from './conflict-copies.js';
-import { emptyReport, executePlan } from './executor.js';
+import { emptyReport, executeAction, executePlan, type ExecuteContext } from './executor.js';
+import { earlyUploadIndex } from './early-upload-rule.js';
+import { EarlyUploads } from './early-uploads.js';
 import { MARKER_CHANGED_DURING_SYNC, folderVerdict, markerProblemWarning, markerVerdict, type FolderFacts, type MarkerRead } from './folder-verdict.js';
 import { isUnderSkipped, scanLocal, type LocalScan } from './local-scan.js';
 import { MARKER_FILE_NAME, markerContent } from './marker.js';
 import type { MountedStore } from './mounted.js';
-import { isRemoteWrite, planSync, type SyncPhase } from './plan.js';
-import { RemoteStore } from './remote-store.js';
-import { cloneSyncState, completeGeneration } from './sync-state.js';
+import { isRemoteWrite, planSync, type LocalEntry, type SyncPhase } from './plan.js';
+import { RemoteStore, type RemoteMemory } from './remote-store.js';
+import { applyOutcomes, cloneSyncState, completeGeneration } from './sync-state.js';
 import { addReport, changedSomething, hasLocalChanges, releaseResolvedPathConflicts, remoteView, skipFix, warnsSkip } from './sync-rules.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
 
@@ -85,17 +87,29 @@ export class StorePass {
       // the scan found local changes).
       const listing = phase === 'flush' ? undefined : this.#remote.listBasic(signal);
       listing?.catch(() => {});
+      // In the final sync, new files go up while the scan runs, as soon as the listing shows
+      // nothing they could clash with.
+      const early = listing !== undefined && phase === 'final' ? this.#earlyUploads(listing, phase, signal, stamp) : undefined;
       const scan = await scanLocal(this.store.dir, this.store.cache, {
         exclude: new Set(Object.keys(this.#state.shadowed)),
         concurrency: ctx.concurrency,
+        ...(early !== undefined ? { onFile: (rel: string, entry: LocalEntry, bytes: Buffer | undefined) => early.offer(rel, entry, bytes) } : {}),
       });
-      log.debug({ phase, files: scan.entries.size, files_read: scan.filesRead }, 'local scan done');
+      const earlyDone = await early?.settle();
+      if (earlyDone !== undefined) {
+        this.#state = applyOutcomes(this.#state, earlyDone.steps);
+        addReport(report, earlyDone.report);
+        this.#notSaved = earlyDone.notSaved;
+      }
+      log.debug({ phase, files: scan.entries.size, files_read: scan.filesRead, uploaded_early: earlyDone?.created.size ?? 0 }, 'local scan done');
       this.#warnSkipped(scan);
       if (phase === 'flush' && !hasLocalChanges(this.#state, scan.entries)) return report;
       if (signal.aborted) throw coerceError(signal.reason);
 
       const listed = await (listing ?? this.#remote.listBasic(signal));
       const view = remoteView(listed, this.#state, this.store.caseInsensitive);
+      // The listing was taken before the early uploads: what they created is in the store now.
+      for (const [rel, entry] of earlyDone?.created ?? []) view.remote.set(rel, entry);
       for (const s of view.newlyShadowed) log.warn({ path: s.path, reason: s.reason }, 'memory not materialised; never synced from this folder');
       this.#state = releaseResolvedPathConflicts({ ...this.#state, shadowed: view.shadowed }, view.remote);
       const plan = planSync({
@@ -116,28 +130,11 @@ export class StorePass {
         report.skippedStores++;
         return report;
       }
-      const result = await executePlan(
-        {
-          storeId: this.store.storeId,
-          dir: this.store.dir,
-          cache: this.store.cache,
-          remote: this.#remote,
-          log,
-          conflicts: ctx.conflicts,
-          stamp,
-          scan,
-          listed: view.byRel,
-          concurrency: ctx.concurrency,
-          signal,
-          disposed: ctx.disposed,
-          emit: (event, ...args) => safeEmit(ctx.emitter, log, event, ...args),
-          lastPass: phase !== 'sync',
-        },
-        this.#state,
-        plan,
-      );
+      // A path uploaded early had its one attempt of this pass; its outcome is in the state already.
+      const rest = earlyDone === undefined ? plan : { ...plan, actions: plan.actions.filter((a) => !earlyDone.attempted.has(a.path)) };
+      const result = await executePlan(this.#executeContext({ scan, listed: view.byRel, signal, stamp, phase }), this.#state, rest);
       this.#state = result.state;
-      this.#notSaved = result.notSaved;
+      this.#notSaved = [...this.#notSaved, ...result.notSaved].sort();
       addReport(report, result.report);
       if (!signal.aborted) this.#state = completeGeneration(this.#state, phase);
     } catch (err) {
@@ -157,6 +154,50 @@ export class StorePass {
     if (changedSomething(report)) log.info({ phase, ...snakeCaseKeys(report) }, 'memory sync changed this store');
     safeEmit(ctx.emitter, log, 'synced', { storeId: this.store.storeId, report: { ...report }, phase });
     return report;
+  }
+
+  #executeContext(p: { scan: LocalScan; listed: ReadonlyMap<string, RemoteMemory>; signal: AbortSignal; stamp: string; phase: SyncPhase }): ExecuteContext {
+    const ctx = this.#ctx;
+    const log = this.store.log;
+    return {
+      storeId: this.store.storeId,
+      dir: this.store.dir,
+      cache: this.store.cache,
+      remote: this.#remote,
+      log,
+      conflicts: ctx.conflicts,
+      stamp: p.stamp,
+      scan: p.scan,
+      listed: p.listed,
+      concurrency: ctx.concurrency,
+      signal: p.signal,
+      disposed: ctx.disposed,
+      emit: (event, ...args) => safeEmit(ctx.emitter, log, event, ...args),
+      lastPass: p.phase !== 'sync',
+    };
+  }
+
+  /**
+   * The uploads of this pass that start during its scan. They open once the listing is in and the
+   * marker is still ours (an upload never leaves a folder whose marker went away); a failed listing
+   * opens nothing, and the pass reports it as usual.
+   */
+  #earlyUploads(listing: Promise<RemoteMemory[]>, phase: SyncPhase, signal: AbortSignal, stamp: string): EarlyUploads {
+    const early = new EarlyUploads((action, bytes, report) => {
+      const scan: LocalScan = { entries: new Map(), stats: new Map(), skipped: [], reserved: [], markerPresent: true, filesRead: 0, contents: new Map(bytes !== undefined ? [[action.path, bytes]] : []) };
+      return executeAction(this.#executeContext({ scan, listed: new Map(), signal, stamp, phase }), this.#state, action, report);
+    }, this.#ctx.concurrency);
+    const state = this.#state;
+    void listing
+      .then(async (listed) => {
+        const view = remoteView(listed, state, this.store.caseInsensitive);
+        if (!(await this.#markerStillOurs())) return;
+        early.open(
+          earlyUploadIndex({ state: { ...state, shadowed: view.shadowed }, remote: view.remote, deletions: this.#ctx.deletions, caseInsensitive: this.store.caseInsensitive, phase }),
+        );
+      })
+      .catch(() => {});
+    return early;
   }
 
   /** Observe the folder and its marker, then act on the pure verdict (re-create, skip, go on). */

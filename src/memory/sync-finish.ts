@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events';
+import pLimit from 'p-limit';
 import { coerceError, StateFileError } from '../errors.js';
 import { combineSignals } from '../internal/abort.js';
 import type { Clock } from '../internal/clock.js';
@@ -6,7 +7,8 @@ import { errorSummary, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import { conflictStamp, type ConflictCopies } from './conflict-copies.js';
 import { emptyReport } from './executor.js';
-import { scanLocal } from './local-scan.js';
+import { goneCandidates } from './gone-paths.js';
+import { scanLocal, type LocalScan } from './local-scan.js';
 import type { MountedSession } from './mounted.js';
 import type { StorePass } from './store-pass.js';
 import type { SyncScheduler } from './sync-scheduler.js';
@@ -57,6 +59,9 @@ export interface FinishContext {
   dispose: () => void;
 }
 
+/** Files checked at once for being gone at the end. */
+const GONE_CHECKS_IN_FLIGHT = 16;
+
 interface Unsaved extends UnsavedPath {
   pass: StorePass;
 }
@@ -77,7 +82,7 @@ export async function finishSession(ctx: FinishContext, opts: FinishOptions): Pr
   // Whatever differs from the store (cut off, failed, skipped by the flush because the store
   // changed too, refused, unreadable) is about to be removed with the folder: copy it out first.
   // A folder holding a file that could not be copied is kept.
-  const unsaved = await unsavedPaths(ctx.passes);
+  const { unsaved, scans } = await unsavedPaths(ctx.passes);
   const notSaved = unsaved.filter((u) => u.upload).map((u) => `${u.pass.store.root}/${u.rel}`);
   const { copies, uncopied, keep } = await keepCopies(ctx.conflicts, unsaved);
   const keptAt = copies.length > 0 ? `; copies kept at ${copies.join(', ')}` : '';
@@ -96,7 +101,7 @@ export async function finishSession(ctx: FinishContext, opts: FinishOptions): Pr
 
   // Deletions this clean end confirmed but could not send (cut off, failed) go to the next
   // session of the store, which sends them first; nothing promised is dropped.
-  if (opts.clean && ctx.finalDeletes === 'all' && ctx.deletions === 'enabled') await carryPendingDeletes(ctx.passes);
+  if (opts.clean && ctx.finalDeletes === 'all' && ctx.deletions === 'enabled') await carryPendingDeletes(ctx.passes, scans);
 
   ctx.dispose();
   // A sync that outlived the unwind wait can no longer write, create or remove anything.
@@ -152,26 +157,35 @@ async function lastPasses(
   return { final, flush, cutOff, phase };
 }
 
-async function carryPendingDeletes(passes: readonly StorePass[]): Promise<void> {
-  for (const { store, state } of passes) {
-    if (store.access !== 'read_write') continue;
-    // At a clean end every synced file still gone is a confirmed deletion (the final sync waives
-    // the wait); one the final sync sent is out of the baseline already. Anything that is there
-    // in any form (a FIFO, an unreadable entry) is not gone.
-    const gone = new Set<string>();
-    for (const rel of Object.keys(state.baseline)) {
-      if (Object.hasOwn(state.refused, rel)) continue;
-      if (await store.dir.lstat(rel).then((st) => st === undefined, () => false)) gone.add(rel);
-    }
-    const carried = carriedDeletes(state, gone);
-    const paths = Object.keys(carried);
-    if (paths.length === 0) continue;
-    try {
-      await store.carryDeletes(carried);
-      store.log.warn({ paths }, `${paths.length} local deletion(s) not sent before the end; the next session of this store sends them first`);
-    } catch (err) {
-      store.log.warn({ paths, error: errorSummary(coerceError(err)) }, 'could not record the deletions not sent; the memories stay in the store');
-    }
+async function carryPendingDeletes(passes: readonly StorePass[], scans: ReadonlyMap<StorePass, LocalScan>): Promise<void> {
+  await Promise.all(passes.map((pass) => carryStoreDeletes(pass, scans.get(pass))));
+}
+
+async function carryStoreDeletes(pass: StorePass, scan: LocalScan | undefined): Promise<void> {
+  const { store, state } = pass;
+  if (store.access !== 'read_write') return;
+  // At a clean end every synced file still gone is a confirmed deletion (the final sync waives
+  // the wait); one the final sync sent is out of the baseline already. Anything that is there
+  // in any form (a FIFO, an unreadable entry) is not gone. The unsaved check's scan narrows the
+  // check to the files it did not see; each of those is confirmed on disk.
+  const candidates = scan !== undefined ? goneCandidates(state, scan) : Object.keys(state.baseline).filter((rel) => !Object.hasOwn(state.refused, rel));
+  const limit = pLimit(GONE_CHECKS_IN_FLIGHT);
+  const gone = new Set<string>();
+  await Promise.all(
+    candidates.map((rel) =>
+      limit(async () => {
+        if (await store.dir.lstat(rel).then((st) => st === undefined, () => false)) gone.add(rel);
+      }),
+    ),
+  );
+  const carried = carriedDeletes(state, gone);
+  const paths = Object.keys(carried);
+  if (paths.length === 0) return;
+  try {
+    await store.carryDeletes(carried);
+    store.log.warn({ paths }, `${paths.length} local deletion(s) not sent before the end; the next session of this store sends them first`);
+  } catch (err) {
+    store.log.warn({ paths, error: errorSummary(coerceError(err)) }, 'could not record the deletions not sent; the memories stay in the store');
   }
 }
 
@@ -180,19 +194,23 @@ async function carryPendingDeletes(passes: readonly StorePass[]): Promise<void> 
  * When a folder cannot be scanned, the uploads its last sync planned but did not do are reported
  * instead.
  */
-async function unsavedPaths(passes: readonly StorePass[]): Promise<Unsaved[]> {
+async function unsavedPaths(passes: readonly StorePass[]): Promise<{ unsaved: Unsaved[]; scans: Map<StorePass, LocalScan> }> {
   const out: Unsaved[] = [];
-  for (const pass of passes) {
-    const { store, state } = pass;
-    try {
-      const scan = await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)) });
-      for (const u of unsavedInScan(state, scan, store.access === 'read_write')) out.push({ ...u, pass });
-    } catch {
-      out.push(...pass.notSaved.map((rel) => ({ pass, rel, upload: true, copyable: true })));
-    }
-  }
+  const scans = new Map<StorePass, LocalScan>();
+  await Promise.all(
+    passes.map(async (pass) => {
+      const { store, state } = pass;
+      try {
+        const scan = await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)) });
+        scans.set(pass, scan);
+        for (const u of unsavedInScan(state, scan, store.access === 'read_write')) out.push({ ...u, pass });
+      } catch {
+        out.push(...pass.notSaved.map((rel) => ({ pass, rel, upload: true, copyable: true })));
+      }
+    }),
+  );
   const where = (u: Unsaved): string => `${u.pass.store.root}/${u.rel}`;
-  return out.sort((a, b) => (where(a) < where(b) ? -1 : 1));
+  return { unsaved: out.sort((a, b) => (where(a) < where(b) ? -1 : 1)), scans };
 }
 
 /**

@@ -140,17 +140,31 @@ export function parseSyncState(text: string): StoreSyncState {
   return value as unknown as StoreSyncState;
 }
 
-/** Copy of a record without `key`. */
+/**
+ * Records copied by the {@link applyOutcomes} call in progress: only that call holds them, so it
+ * changes them in place instead of copying them again for every action (a plan of n uploads into
+ * a baseline of m paths costs n + m, not n × m). Undefined outside such a call.
+ */
+let batchOwned: WeakSet<object> | undefined;
+
+/** Copy of a record without `key` (the same record, changed in place, when a batch owns it). */
 function without<T>(record: Record<string, T>, key: string): Record<string, T> {
   if (!Object.hasOwn(record, key)) return record;
-  const next = { ...record };
+  const next = batchOwned?.has(record) ? record : { ...record };
+  batchOwned?.add(next);
   delete next[key];
   return next;
 }
 
-/** Copy of a record with `key` set to `value`. */
+/** Copy of a record with `key` set to `value` (the same record, changed in place, when a batch owns it). */
 function withEntry<T>(record: Record<string, T>, key: string, value: T): Record<string, T> {
-  return { ...record, [key]: value };
+  if (batchOwned?.has(record)) {
+    record[key] = value;
+    return record;
+  }
+  const next = { ...record, [key]: value };
+  batchOwned?.add(next);
+  return next;
 }
 
 /** The path now holds the same bytes on both sides: new baseline, nothing pending, sent or refused. */
@@ -326,6 +340,23 @@ export function applyOutcome(input: StoreSyncState, action: SyncAction, outcome:
 
     default:
       return assertNever(action);
+  }
+}
+
+/**
+ * {@link applyOutcome} for each step in order, as one transition: the same result, but each
+ * record of the state is copied at most once. Pure; the input state is not modified.
+ */
+export function applyOutcomes(input: StoreSyncState, steps: ReadonlyArray<readonly [SyncAction, ActionOutcome]>): StoreSyncState {
+  if (steps.length === 0) return input;
+  const outer = batchOwned;
+  batchOwned = new WeakSet();
+  try {
+    let state = input;
+    for (const [action, outcome] of steps) state = applyOutcome(state, action, outcome);
+    return state;
+  } finally {
+    batchOwned = outer;
   }
 }
 

@@ -6,6 +6,7 @@ import { DELETED_FINGERPRINT, planSync, type SyncAction } from '../../src/memory
 import {
   MAX_SENT_SHAS_PER_PATH,
   applyOutcome,
+  applyOutcomes,
   cloneSyncState,
   completeGeneration,
   createSyncState,
@@ -265,6 +266,43 @@ describe('applyOutcome', () => {
       state = applyOutcome(state, { kind: 'push-create', path: P, sha }, { ok: false, failure: 'lost-response' });
     }
     expect(state.sentShas[P]).toEqual(['3', '2', '4', '5'].map((c) => c.repeat(64)));
+  });
+});
+
+describe('applyOutcomes', () => {
+  it('gives, for every row above, the state applyOutcome gives, and leaves its input untouched', () => {
+    for (const row of rows) {
+      const before = deepFreeze(busyState());
+      expect(applyOutcomes(before, [[row.action, row.outcome]]), row.description).toEqual(applyOutcome(busyState(), row.action, row.outcome));
+    }
+  });
+
+  it('applies many steps on several paths as applyOutcome one step at a time would, without touching its input', () => {
+    const base = createSyncState({ storeId: 's', root: '/r', access: 'read_write', baseline: { 'keep.md': { id: 'mem_k', sha: A }, 'gone.md': { id: 'mem_g', sha: A } } });
+    const before = deepFreeze({ ...base, pendingDeletes: { 'gone.md': { sinceGeneration: 0, baseSha: A } }, refused: { 'r.md': { fingerprint: B, reason: '413' } } });
+    const steps: Array<[SyncAction, ActionOutcome]> = [
+      ...Array.from({ length: 50 }, (_, i): [SyncAction, ActionOutcome] => [{ kind: 'push-create', path: `new-${i}.md`, sha: B }, { ok: true, id: `mem_${i}`, sha: B }]),
+      [{ kind: 'delete-remote', path: 'gone.md', id: 'mem_g', expectedSha: A }, { ok: true }],
+      [{ kind: 'push-create', path: 'lost.md', sha: C }, { ok: false, failure: 'lost-response' }],
+      [{ kind: 'push-create', path: 'r.md', sha: C }, { ok: false, failure: 'refused', reason: '400' }],
+      [{ kind: 'noop', path: 'keep.md' }, { ok: true }],
+    ];
+    let oneByOne: StoreSyncState = before;
+    for (const [action, outcome] of steps) oneByOne = applyOutcome(oneByOne, action, outcome);
+    const batched = applyOutcomes(before, steps);
+    expect(batched).toEqual(oneByOne);
+    expect(Object.keys(batched.baseline)).toHaveLength(51);
+    expect(batched.baseline['gone.md']).toBeUndefined();
+    expect(before.baseline['new-0.md']).toBeUndefined();
+  });
+
+  it('hands back records that a later transition copies instead of changing', () => {
+    const first = applyOutcomes(createSyncState({ storeId: 's', root: '/r', access: 'read_write' }), [
+      [{ kind: 'push-create', path: 'a.md', sha: A }, { ok: true, id: 'mem_a', sha: A }],
+    ]);
+    const second = applyOutcome(first, { kind: 'push-create', path: 'b.md', sha: B }, { ok: true, id: 'mem_b', sha: B });
+    expect(Object.keys(first.baseline)).toEqual(['a.md']);
+    expect(Object.keys(second.baseline)).toEqual(['a.md', 'b.md']);
   });
 });
 

@@ -81,6 +81,51 @@ describe('uploads and downloads', () => {
     expect(requestsSince(mark)).toEqual(['GET /v1/memory_stores/:id/memories']);
   });
 
+  it('uploads many new files in a routine sync once each, keeps them on disk, and the next sync sends nothing', async () => {
+    const r = await rig({ '/a.md': 'a', '/topic/b.md': 'b' });
+    const expected: Record<string, string> = { '/a.md': 'a', '/topic/b.md': 'b' };
+    for (let i = 0; i < 300; i++) {
+      const rel = `new-${i % 7}/file-${i}.md`;
+      await fsp.mkdir(path.dirname(r.file(rel)), { recursive: true });
+      await fsp.writeFile(r.file(rel), `file ${i}`);
+      expected[`/${rel}`] = `file ${i}`;
+    }
+    // Beside a listed memory, in its folder: qualifies for an early upload like the others.
+    await fsp.writeFile(r.file('topic/c.md'), 'c');
+    expected['/topic/c.md'] = 'c';
+    const mark = h.emu.requests.length;
+    const report = await r.loop.syncNow();
+    expect(report).toMatchObject({ uploads: 301, errors: 0, downloads: 0, localDeletes: 0 });
+    expect(h.emu.memories(r.storeId)).toEqual(expected);
+    expect(requestsSince(mark).filter((route) => route === 'POST /v1/memory_stores/:id/memories')).toHaveLength(301);
+    expect(Object.keys(await readTree(r.root))).toHaveLength(303);
+    const again = h.emu.requests.length;
+    expect(await r.loop.syncNow()).toMatchObject({ uploads: 0, downloads: 0, localDeletes: 0, deletes: 0 });
+    expect(requestsSince(again)).toEqual(['GET /v1/memory_stores/:id/memories', 'GET /v1/memory_stores/:id/memories', 'GET /v1/memory_stores/:id/memories', 'GET /v1/memory_stores/:id/memories']);
+  });
+
+  it('at the end, uploads many new files once each (most while the final scan runs) and removes the folder with nothing left unsaved', async () => {
+    const r = await rig({ '/a.md': 'a', '/topic/b.md': 'b' });
+    const expected: Record<string, string> = { '/a.md': 'a', '/topic/b.md': 'b' };
+    for (let i = 0; i < 300; i++) {
+      const rel = `new-${i % 7}/file-${i}.md`;
+      await fsp.mkdir(path.dirname(r.file(rel)), { recursive: true });
+      await fsp.writeFile(r.file(rel), `file ${i}`);
+      expected[`/${rel}`] = `file ${i}`;
+    }
+    // Named like a listed file plus a suffix, so beside it, not below it: it goes like the others.
+    await fsp.mkdir(r.file('a.md.d'), { recursive: true });
+    await fsp.writeFile(r.file('a.md.d/x.md'), 'beside, not below');
+    expected['/a.md.d/x.md'] = 'beside, not below';
+    const mark = h.emu.requests.length;
+    const end = await r.loop.finish({ clean: true });
+    expect(end).toMatchObject({ cutOff: false, pendingUploads: 0, unsavedCopies: [], removed: [r.root] });
+    expect(end.final).toMatchObject({ uploads: 301, errors: 0, downloads: 0, localDeletes: 0, deletes: 0 });
+    expect(end.flush).toMatchObject({ uploads: 0, errors: 0 });
+    expect(h.emu.memories(r.storeId)).toEqual(expected);
+    expect(requestsSince(mark).filter((route) => route === 'POST /v1/memory_stores/:id/memories')).toHaveLength(301);
+  });
+
   it('writes a Console edit and a new nested memory to disk', async () => {
     const r = await rig({ '/a.md': 'old' });
     h.emu.putMemory(r.storeId, '/a.md', 'edited in the Console');
