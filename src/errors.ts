@@ -13,6 +13,11 @@
  * | `MAW_MISSING_INPUT`          | {@link MissingInputError} | pass the named value or set its environment variable |
  * | `MAW_WORK_FAILED`            | {@link WorkItemFailedError} | read `cause` (the typed reason) and `outcome`; the item is already stopped |
  * | `MAW_REMOTE_LIMIT`           | {@link RemoteLimitError} | check the base URL points at the API; the answer broke a documented bound |
+ * | `MAW_STATE_FILE`             | {@link StateFileError}   | check the file named under `stateDir`; an unreadable one is ignored |
+ * | `MAW_INTERNAL`               | {@link InternalError}    | report it: a rule of the library itself broke (the message says which) |
+ *
+ * What the library throws or rejects with is one of these; an error from Node, the SDK or a tool
+ * is kept as its `cause`.
  */
 export type WorkerErrorCode =
   | 'MAW_CONFIG'
@@ -23,7 +28,9 @@ export type WorkerErrorCode =
   | 'MAW_MEMORY_UNAVAILABLE'
   | 'MAW_MISSING_INPUT'
   | 'MAW_WORK_FAILED'
-  | 'MAW_REMOTE_LIMIT';
+  | 'MAW_REMOTE_LIMIT'
+  | 'MAW_STATE_FILE'
+  | 'MAW_INTERNAL';
 
 /** Base class of every error thrown by this library. */
 export class WorkerError extends Error {
@@ -190,6 +197,28 @@ export class RemoteLimitError extends WorkerError {
     super('MAW_REMOTE_LIMIT', message, options);
     this.limit = limit;
     this.storeId = fields.storeId;
+  }
+}
+
+/**
+ * A file the worker keeps under its state directory (a journal entry, a sync state, a conflict
+ * copy) is unreadable, malformed or cannot be written. A journal entry that fails to read is
+ * ignored, and the folder it describes is left in place.
+ */
+export class StateFileError extends WorkerError {
+  /** The file or folder involved, when known. */
+  readonly path: string | undefined;
+
+  constructor(message: string, fields: { path?: string | undefined } = {}, options?: { cause?: unknown }) {
+    super('MAW_STATE_FILE', message, options);
+    this.path = fields.path;
+  }
+}
+
+/** A rule the library keeps for itself broke (a case no code handles, a relative path where only absolute ones are made). */
+export class InternalError extends WorkerError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('MAW_INTERNAL', `${message} (a bug in managed-agents-worker; please report it with this message)`, options);
   }
 }
 

@@ -1,4 +1,5 @@
 import { Option } from 'commander';
+import { LAUNCHER_DEFAULTS } from '../internal/defaults.js';
 import { Launcher } from '../launcher/launcher.js';
 import { SANDBOX_BASE_ENV_VARS } from '../launcher/sandbox-env.js';
 import { logError, logRefusedForGood } from './cli.js';
@@ -44,8 +45,16 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
   flags(cmd) {
     cmd
       .requiredOption('--on-work <command>', 'the sandbox command, run with /bin/sh -c once per item (required)')
-      .addOption(new Option('--concurrency <n>', 'sandboxes at once, 1..256 (default 1)').argParser(intArg(1, 256)))
-      .addOption(new Option('--kill-after <ms>', 'after a shutdown signal, SIGKILL sandboxes still running (default 60000)').argParser(intArg(0, 3_600_000)))
+      .addOption(
+        new Option('--concurrency <n>', `sandboxes at once, 1..${LAUNCHER_DEFAULTS.concurrencyMax} (default ${LAUNCHER_DEFAULTS.concurrency})`).argParser(
+          intArg(1, LAUNCHER_DEFAULTS.concurrencyMax),
+        ),
+      )
+      .addOption(
+        new Option('--kill-after <ms>', `after a shutdown signal, SIGKILL sandboxes still running (default ${LAUNCHER_DEFAULTS.killAfterMs})`).argParser(
+          intArg(0, LAUNCHER_DEFAULTS.killAfterMaxMs),
+        ),
+      )
       .addOption(new Option('--pass-env <name>', 'also pass this variable to <command> (repeatable), e.g. DOCKER_HOST').argParser(collect))
       .option('--worker-id <id>', 'Anthropic-Worker-ID on polls');
     addApiFlags(cmd);

@@ -20,6 +20,7 @@ export function scrubProcEnviron(isSecret: (name: string) => boolean): EnvironSc
   if (process.platform !== 'linux') return { status: 'unsupported', reason: `no /proc/self/environ on ${process.platform}` };
   try {
     const start = environStart();
+    if (start === undefined) return { status: 'failed', reason: 'env_start missing from /proc/self/stat' };
     const block = fs.readFileSync('/proc/self/environ');
     const targets = secretEntries(block, isSecret);
     if (targets.length === 0) return { status: 'nothing_to_scrub' };
@@ -37,14 +38,13 @@ export function scrubProcEnviron(isSecret: (name: string) => boolean): EnvironSc
   }
 }
 
-/** Address of the environment block: field 50 (`env_start`) of `/proc/self/stat`. */
-function environStart(): number {
+/** Address of the environment block: field 50 (`env_start`) of `/proc/self/stat`; undefined when it is missing. */
+function environStart(): number | undefined {
   const stat = fs.readFileSync('/proc/self/stat', 'utf8');
   // Fields from the third on follow the command name, which is in parentheses and may hold spaces.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const start = Number(fields[50 - 3]);
-  if (!Number.isSafeInteger(start) || start <= 0) throw new Error('env_start missing from /proc/self/stat');
-  return start;
+  return Number.isSafeInteger(start) && start > 0 ? start : undefined;
 }
 
 /** Offset and length of every `NAME=value` entry of `block` whose name `isSecret` picks. */

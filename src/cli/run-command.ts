@@ -1,4 +1,5 @@
 import { Option } from 'commander';
+import { WORKER_DEFAULTS } from '../internal/defaults.js';
 import { serveMetrics, type MetricsServer } from '../metrics/index.js';
 import { EnvironmentWorker } from '../worker/environment-worker.js';
 import { logError, logRefusedForGood } from './cli.js';
@@ -27,7 +28,11 @@ their final sync and flush (bounded), stop their items, exit 0. A second signal 
   ],
   flags(cmd) {
     cmd
-      .addOption(new Option('--concurrency <n>', 'sessions served at once, 1..64 (default 1)').argParser(intArg(1, 64)))
+      .addOption(
+        new Option('--concurrency <n>', `sessions served at once, 1..${WORKER_DEFAULTS.concurrencyMax} (default ${WORKER_DEFAULTS.concurrency})`).argParser(
+          intArg(1, WORKER_DEFAULTS.concurrencyMax),
+        ),
+      )
       .addOption(new Option('--metrics-port <port>', 'serve /healthz, /readyz and /metrics on this port (default: off)').argParser(intArg(0, 65_535)))
       .option('--metrics-host <host>', 'interface for the metrics port (default 0.0.0.0)');
     addWorkerFlags(cmd);

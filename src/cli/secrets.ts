@@ -42,16 +42,20 @@ export function readSecretFile(flag: string, file: string): string {
       // Read the descriptor itself: a socket on stdin (as some spawners use) cannot be opened by path.
       text = readFileSync(0, 'utf8');
     } else {
-      if (!statSync(file).isFile() && !file.startsWith('/dev/')) throw new Error('not a regular file');
+      if (!statSync(file).isFile() && !file.startsWith('/dev/')) throw cannotRead(flag, file, 'not a regular file');
       text = readFileSync(file, 'utf8');
     }
   } catch (e) {
-    const reason = e instanceof Error ? ((e as NodeJS.ErrnoException).code ?? e.message) : String(e);
-    throw new ConfigError(`--${flag} ${file}: cannot read the file (${reason}); write the credential alone into a file readable by this user`);
+    if (e instanceof ConfigError) throw e;
+    throw cannotRead(flag, file, e instanceof Error ? ((e as NodeJS.ErrnoException).code ?? e.message) : String(e));
   }
   const value = text.replace(/\r?\n$/, '');
   if (value === '' || value.length > 4096 || /\s/.test(value)) {
     throw new ConfigError(`--${flag} ${file}: expected one credential on one line, without spaces; write the credential alone into the file`);
   }
   return value;
+}
+
+function cannotRead(flag: string, file: string, reason: string): ConfigError {
+  return new ConfigError(`--${flag} ${file}: cannot read the file (${reason}); write the credential alone into a file readable by this user`);
 }

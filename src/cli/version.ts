@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { InternalError } from '../errors.js';
 
 const PACKAGE_NAME = 'managed-agents-worker';
 
@@ -14,7 +15,7 @@ export function packageVersion(moduleUrl: string = import.meta.url): string {
     const version = versionIn(path.join(dir, 'package.json'));
     if (version !== undefined) return version;
     const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`no package.json named ${PACKAGE_NAME} above ${fileURLToPath(moduleUrl)}`);
+    if (parent === dir) throw new InternalError(`no package.json named ${PACKAGE_NAME} above ${fileURLToPath(moduleUrl)}`);
     dir = parent;
   }
 }

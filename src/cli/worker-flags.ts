@@ -1,14 +1,14 @@
 import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { InvalidArgumentError, Option, type Command as CommanderCommand, type OptionValues } from 'commander';
-import { FINAL_FLUSH_MAX_MS, FINAL_FLUSH_MIN_MS, MEMORY_DELETE_AFTER_MAX_MS, MEMORY_SYNC_INTERVAL_MIN_MS } from '../memory/options.js';
+import { MEMORY_DEFAULTS, WORKER_DEFAULTS } from '../internal/defaults.js';
 import type { EnvironmentWorkerOptions } from '../worker/environment-worker.js';
 import { addLogFlags, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import { addEnvironmentKeyFlags, ENVIRONMENT_KEY_VARIABLE, environmentKeyFrom } from './credential-flags.js';
 import { collect, firstSet, intArg } from './flags.js';
 import type { CommandIo } from './io.js';
 
-const MEMORY_SYNC_INTERVAL_MAX_MS = 86_400_000;
+const { syncIntervalMinMs, syncIntervalMaxMs } = MEMORY_DEFAULTS;
 
 /**
  * `--memory-sync-interval`: milliseconds (>= 5000) or `off` (sessions run without their memory
@@ -17,9 +17,9 @@ const MEMORY_SYNC_INTERVAL_MAX_MS = 86_400_000;
 export function parseMemorySyncInterval(raw: string): number | 'off' {
   if (raw === 'off') return 'off';
   const n = Number(raw);
-  if (raw.trim() === '' || !Number.isInteger(n) || n < MEMORY_SYNC_INTERVAL_MIN_MS || n > MEMORY_SYNC_INTERVAL_MAX_MS) {
+  if (raw.trim() === '' || !Number.isInteger(n) || n < syncIntervalMinMs || n > syncIntervalMaxMs) {
     throw new InvalidArgumentError(
-      `expected milliseconds from ${MEMORY_SYNC_INTERVAL_MIN_MS} to ${MEMORY_SYNC_INTERVAL_MAX_MS}, or "off" to run sessions without their memory stores.`,
+      `expected milliseconds from ${syncIntervalMinMs} to ${syncIntervalMaxMs}, or "off" to run sessions without their memory stores.`,
     );
   }
   return n;
@@ -39,17 +39,34 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
   cmd
     .option('--workdir <dir>', "base folder of each session's tools (default: current folder)")
     .addOption(
-      new Option('--memory-sync-interval <ms>', 'memory sync interval in ms, >= 5000 (default 15000); "off" runs sessions without their memory stores').argParser(
+      new Option(
+        '--memory-sync-interval <ms>',
+        `memory sync interval in ms, >= ${syncIntervalMinMs} (default ${MEMORY_DEFAULTS.syncIntervalMs}); "off" runs sessions without their memory stores`,
+      ).argParser(
         parseMemorySyncInterval,
       ),
     )
-    .addOption(new Option('--memory-sync-deletions <mode>', 'deletions of memories whose file is gone (default enabled)').choices(['enabled', 'log_only', 'disabled']))
     .addOption(
-      new Option('--memory-delete-after <ms>', 'a file must be gone this long before its memory is deleted (default 30000)').argParser(intArg(0, MEMORY_DELETE_AFTER_MAX_MS)),
+      new Option('--memory-sync-deletions <mode>', `deletions of memories whose file is gone (default ${WORKER_DEFAULTS.memorySyncDeletions})`).choices([
+        'enabled',
+        'log_only',
+        'disabled',
+      ]),
     )
-    .addOption(new Option('--max-idle <ms>', 'stop a session idle this long after its turn ended (default 60000)').argParser(intArg(0, 86_400_000)))
     .addOption(
-      new Option('--final-flush <ms>', 'bound of the end-of-session final sync and flush (default 30000)').argParser(intArg(FINAL_FLUSH_MIN_MS, FINAL_FLUSH_MAX_MS)),
+      new Option('--memory-delete-after <ms>', `a file must be gone this long before its memory is deleted (default ${MEMORY_DEFAULTS.deleteAfterMs})`).argParser(
+        intArg(0, MEMORY_DEFAULTS.deleteAfterMaxMs),
+      ),
+    )
+    .addOption(
+      new Option('--max-idle <ms>', `stop a session idle this long after its turn ended (default ${WORKER_DEFAULTS.maxIdleMs})`).argParser(
+        intArg(0, WORKER_DEFAULTS.maxIdleMaxMs),
+      ),
+    )
+    .addOption(
+      new Option('--final-flush <ms>', `bound of the end-of-session final sync and flush (default ${MEMORY_DEFAULTS.finalFlushMs})`).argParser(
+        intArg(MEMORY_DEFAULTS.finalFlushMinMs, MEMORY_DEFAULTS.finalFlushMaxMs),
+      ),
     )
     .option('--state-dir <dir>', 'journal, conflict and unsaved copies (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)')
     .addOption(new Option('--allowed-mount-root <dir>', 'mount memory stores only inside <dir> (repeatable; default: anywhere)').argParser(collect))

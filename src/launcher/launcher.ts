@@ -5,7 +5,7 @@ import { coerceError } from '../errors.js';
 import { linkAbort } from '../internal/abort.js';
 import { monotonicClock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
-import { defaultWorkerId, Poller, type ClaimedWork } from '../worker/poller.js';
+import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork } from '../worker/poller.js';
 import { scopedClient } from '../worker/scoped-client.js';
 import { stopUnservedWork } from '../worker/stop-work.js';
 import { resolveLauncherOptions, type LauncherOptions, type ResolvedLauncherOptions } from './options.js';
@@ -112,7 +112,7 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
   async #loop(signal: AbortSignal | undefined): Promise<void> {
     const unlink = linkAbort(signal, this.#closeCtrl);
     const poller = new Poller({
-      client: this.#envClient,
+      api: workQueueApi(this.#envClient),
       environmentId: this.#o.environmentId,
       workerId: this.workerId,
       logger: this.#log,

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import type Anthropic from '@anthropic-ai/sdk';
+import { LAUNCHER_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
 import { isObject, looksLikeClient, looksLikeLogger, parseOptions } from '../internal/option-schema.js';
 import { ENV_VAR_NAME, SANDBOX_ENV_VARS } from './sandbox-env.js';
 
 /** Most sandboxes one launcher runs at once. */
-export const LAUNCHER_CONCURRENCY_MAX = 256;
+export const LAUNCHER_CONCURRENCY_MAX = LAUNCHER_DEFAULTS.concurrencyMax;
 /** Default delay between the SIGTERM and the SIGKILL of a sandbox still running after close(). */
-export const KILL_AFTER_DEFAULT_MS = 60_000;
+export const KILL_AFTER_DEFAULT_MS = LAUNCHER_DEFAULTS.killAfterMs;
 
 export interface LauncherOptions {
   /** An SDK client; polls go through a copy keyed with `environmentKey`, and its base URL is handed to sandboxes. */
@@ -85,7 +86,7 @@ const schema = z
       })
       .optional(),
     stdio: z.enum(['inherit', 'ignore']).optional(),
-    killAfterMs: z.number().int().min(0).max(3_600_000).optional(),
+    killAfterMs: z.number().int().min(0).max(LAUNCHER_DEFAULTS.killAfterMaxMs).optional(),
     workerId: nonEmpty.optional(),
     logger: z.custom<Logger>(looksLikeLogger).optional(),
   })
@@ -110,7 +111,7 @@ const EXPECTED: Record<string, string> = {
   env: 'an object of environment variables',
   passEnv: 'an array of environment variable names',
   stdio: '"inherit" or "ignore"',
-  killAfterMs: 'an integer number of milliseconds from 0 to 3600000',
+  killAfterMs: `an integer number of milliseconds from 0 to ${LAUNCHER_DEFAULTS.killAfterMaxMs}`,
   workerId: 'a non-empty string',
   logger: 'a pino logger',
 };
@@ -123,7 +124,7 @@ export function resolveLauncherOptions(input: unknown): ResolvedLauncherOptions 
     environmentId: o.environmentId,
     environmentKey: o.environmentKey,
     command: o.command,
-    concurrency: o.concurrency ?? 1,
+    concurrency: o.concurrency ?? LAUNCHER_DEFAULTS.concurrency,
     env: o.env ?? process.env,
     passEnv: [...new Set(o.passEnv ?? [])],
     stdio: o.stdio ?? 'inherit',

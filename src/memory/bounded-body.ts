@@ -1,10 +1,13 @@
+import { RemoteApiError, RemoteLimitError } from '../errors.js';
+
 /**
  * Read a response body as UTF-8 text without ever holding more than `capBytes` of it: a declared
  * length over the cap is refused before reading, and the read stops (and the body is cancelled)
  * as soon as the cap is passed. The read also gives up after `timeoutMs` without data, so a
  * server that sends headers and then stalls costs a bounded wait.
  *
- * Throws a `RangeError` for a body over the cap; the caller turns it into its own error.
+ * Throws a {@link RemoteLimitError} (`body-size`) for a body over the cap, and a retryable
+ * {@link RemoteApiError} for a body that stalls; the caller adds what was read.
  */
 export async function readBodyCapped(
   res: Response,
@@ -13,7 +16,7 @@ export async function readBodyCapped(
   const declared = Number(res.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > opts.capBytes) {
     await res.body?.cancel().catch(() => {});
-    throw new RangeError(`the answer declares ${declared} bytes, over the ${opts.capBytes} bytes it can weigh; not read`);
+    throw new RemoteLimitError('body-size', `the answer declares ${declared} bytes, over the ${opts.capBytes} bytes it can weigh; not read`);
   }
   if (res.body === null) return '';
   const reader = res.body.getReader();
@@ -35,12 +38,12 @@ export async function readBodyCapped(
       arm();
       const { done, value } = await reader.read();
       if (opts.signal?.aborted) throw opts.signal.reason;
-      if (timedOut) throw new Error(`the answer's body stalled for ${opts.timeoutMs} ms; gave up`);
+      if (timedOut) throw new RemoteApiError(`the answer's body stalled for ${opts.timeoutMs} ms; gave up`, { retryable: true });
       if (done) break;
       total += value.byteLength;
       if (total > opts.capBytes) {
         await reader.cancel().catch(() => {});
-        throw new RangeError(`the answer passed ${opts.capBytes} bytes, more than it can weigh; stopped reading it`);
+        throw new RemoteLimitError('body-size', `the answer passed ${opts.capBytes} bytes, more than it can weigh; stopped reading it`);
       }
       chunks.push(value);
     }

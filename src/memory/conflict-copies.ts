@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { StateFileError } from '../errors.js';
 import type { LocalDir } from './local-dir.js';
 import { splitRelPath } from './local-dir.js';
 import { ensureStateSubdir, safeSegment } from './state-dir.js';
@@ -52,6 +53,6 @@ export class ConflictCopies {
         throw e;
       }
     }
-    throw new Error(`too many copies of ${rel} in ${folder}`);
+    throw new StateFileError(`too many copies of ${rel} in ${folder}; remove the old ones`, { path: folder });
   }
 }

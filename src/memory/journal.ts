@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
+import { StateFileError } from '../errors.js';
 import type { OwnerIdentity } from './owner.js';
 import { ensureStateSubdir, safeSegment, syncDir, writeFileDurable } from './state-dir.js';
 import { parseSyncState } from './sync-state.js';
@@ -73,7 +74,7 @@ export function fromJournalState(state: StoreSyncState, nowMs: number): StoreSyn
 export function parseJournalEntry(text: string): JournalEntry {
   const value = JSON.parse(text) as Record<string, unknown>;
   const bad = (field: string): never => {
-    throw new TypeError(`journal field "${field}" is missing or malformed`);
+    throw new StateFileError(`journal field "${field}" is missing or malformed`);
   };
   if (typeof value !== 'object' || value === null) bad('(root)');
   if (value['version'] !== 1) bad('version');
@@ -199,7 +200,7 @@ async function readNoFollow(file: string): Promise<string> {
   const fh = await fsp.open(file, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
   try {
     const st = await fh.stat();
-    if (!st.isFile()) throw new Error(`${file} is not a regular file`);
+    if (!st.isFile()) throw new StateFileError(`${file} is not a regular file`, { path: file });
     return await fh.readFile('utf8');
   } finally {
     await fh.close();

@@ -3,6 +3,8 @@ import { constants as fsc, createWriteStream, lstatSync, unlinkSync, type BigInt
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { InternalError } from '../errors.js';
+import { API_LIMITS } from '../internal/defaults.js';
 import { FreshFileWriter } from './fresh-file-writer.js';
 import { LocalDirError, errCode } from './local-dir-error.js';
 import { MARKER_FILE_NAME } from './marker.js';
@@ -39,7 +41,7 @@ const MARKER_FILE = MARKER_FILE_NAME;
 /** Prefix of our own temp files; reserved, never synced in either direction. */
 const TEMP_PREFIX = TEMP_FILE_PREFIX;
 /** The server refuses content larger than this many bytes. */
-export const MAX_MEMORY_BYTES = 102_400;
+export const MAX_MEMORY_BYTES = API_LIMITS.memoryBytes;
 /** Largest file {@link LocalDir.copyOut} copies out of a mount (conflict and unsaved copies). */
 export const COPY_OUT_MAX_BYTES = 64 * 1024 * 1024;
 /**
@@ -128,7 +130,7 @@ export class LocalDir {
   #disposed = false;
 
   constructor(root: string) {
-    if (!path.isAbsolute(root)) throw new Error(`LocalDir root must be absolute, got ${JSON.stringify(root)}`);
+    if (!path.isAbsolute(root)) throw new InternalError(`LocalDir root must be absolute, got ${JSON.stringify(root)}`);
     this.root = path.resolve(root);
   }
 

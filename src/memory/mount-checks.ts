@@ -3,6 +3,7 @@ import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { MemoryMountError, coerceError } from '../errors.js';
+import { API_LIMITS } from '../internal/defaults.js';
 import type { FoundAtPath } from './adopt.js';
 import type { JournalEntry } from './journal.js';
 import { LocalDir } from './local-dir.js';
@@ -18,7 +19,7 @@ import type { MemoryAccess } from './types.js';
  */
 
 /** Most memory stores one session may attach. */
-export const MAX_STORES_PER_SESSION = 8;
+export const MAX_STORES_PER_SESSION = API_LIMITS.storesPerSession;
 
 export interface StoreSpec {
   storeId: string;

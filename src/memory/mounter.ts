@@ -6,6 +6,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import { MemoryMountError, coerceError } from '../errors.js';
 import { abortReason, combineSignals, isAbortError } from '../internal/abort.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
+import { MEMORY_DEFAULTS, WORKER_DEFAULTS } from '../internal/defaults.js';
 import { childLogger, errorSummary, resolveLogger, snakeCaseKeys, type Logger } from '../internal/logger.js';
 import { backdatedMtimeMs } from './executor.js';
 import { LocalDir, LocalDirError } from './local-dir.js';
@@ -49,7 +50,7 @@ interface Download {
 export { MAX_STORES_PER_SESSION } from './mount-checks.js';
 
 /** Default bound on a whole mount (every store's listing and download), in ms. */
-const MOUNT_TIMEOUT_DEFAULT_MS = 300_000;
+const MOUNT_TIMEOUT_DEFAULT_MS = WORKER_DEFAULTS.mountTimeoutMs;
 
 export interface MemoryMounterOptions {
   /** Client whose credential may read the session's stores (the work item's sessions token). */
@@ -153,7 +154,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#concurrency = Math.max(1, Math.floor(opts.concurrency ?? 16));
     this.#signal = opts.signal;
     this.#workdir = opts.workdir ?? process.cwd();
-    this.#timeoutMs = opts.requestTimeoutMs ?? 60_000;
+    this.#timeoutMs = opts.requestTimeoutMs ?? MEMORY_DEFAULTS.requestTimeoutMs;
     this.#downloadVia = opts.downloadVia ?? 'list-full';
     this.#clock = opts.clock ?? monotonicClock;
     this.#assumeCaseInsensitive = opts.assumeCaseInsensitive ?? false;

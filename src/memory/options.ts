@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { MEMORY_DEFAULTS } from '../internal/defaults.js';
 
 /**
  * The memory options, defined once: the worker options, the CLI flags and the SyncLoop all accept
@@ -7,15 +8,15 @@ import { ConfigError } from '../errors.js';
  */
 
 /** Default and minimum memory sync interval. */
-export const MEMORY_SYNC_INTERVAL_DEFAULT_MS = 15_000;
-export const MEMORY_SYNC_INTERVAL_MIN_MS = 5_000;
+export const MEMORY_SYNC_INTERVAL_DEFAULT_MS = MEMORY_DEFAULTS.syncIntervalMs;
+export const MEMORY_SYNC_INTERVAL_MIN_MS = MEMORY_DEFAULTS.syncIntervalMinMs;
 /** Default and bounds of the end-of-session final sync plus flush. */
-export const FINAL_FLUSH_DEFAULT_MS = 30_000;
-export const FINAL_FLUSH_MIN_MS = 1;
-export const FINAL_FLUSH_MAX_MS = 600_000;
+export const FINAL_FLUSH_DEFAULT_MS = MEMORY_DEFAULTS.finalFlushMs;
+export const FINAL_FLUSH_MIN_MS = MEMORY_DEFAULTS.finalFlushMinMs;
+export const FINAL_FLUSH_MAX_MS = MEMORY_DEFAULTS.finalFlushMaxMs;
 /** Default and bounds of the time a file must be gone before its memory is deleted. */
-export const MEMORY_DELETE_AFTER_DEFAULT_MS = 30_000;
-export const MEMORY_DELETE_AFTER_MAX_MS = 86_400_000;
+export const MEMORY_DELETE_AFTER_DEFAULT_MS = MEMORY_DEFAULTS.deleteAfterMs;
+export const MEMORY_DELETE_AFTER_MAX_MS = MEMORY_DEFAULTS.deleteAfterMaxMs;
 
 /** zod fields of the memory options, to spread into an options schema. */
 export const memoryOptionFields = {

@@ -2,6 +2,7 @@ import * as fsp from 'node:fs/promises';
 import type Anthropic from '@anthropic-ai/sdk';
 import { coerceError } from '../errors.js';
 import { monotonicClock, type Clock } from '../internal/clock.js';
+import { MEMORY_DEFAULTS } from '../internal/defaults.js';
 import { errorSummary, resolveLogger, type Logger } from '../internal/logger.js';
 import { fromJournalState, Journal, type JournalEntry } from './journal.js';
 import { LocalDir } from './local-dir.js';
@@ -214,7 +215,7 @@ async function recoverOne(
 async function planOne(client: Anthropic, entry: JournalEntry, clock: Clock): Promise<RecoverLine> {
   const dir = new LocalDir(entry.root);
   const scan = await scanLocal(dir, new StatCache());
-  const listed = await new RemoteStore(client, entry.storeId).listBasic(AbortSignal.timeout(60_000));
+  const listed = await new RemoteStore(client, entry.storeId).listBasic(AbortSignal.timeout(MEMORY_DEFAULTS.requestTimeoutMs));
   const remote = new Map<string, RemoteEntry>();
   for (const m of listed) {
     const check = remotePathToRel(m.path);

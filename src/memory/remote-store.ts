@@ -5,6 +5,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../api/classify.js';
 import { RemoteLimitError } from '../errors.js';
 import { abortReason, isAbortError, linkAbort } from '../internal/abort.js';
+import { API_LIMITS, MEMORY_DEFAULTS } from '../internal/defaults.js';
 import { readBodyCapped } from './bounded-body.js';
 import { MAX_MEMORY_BYTES } from './local-dir.js';
 
@@ -26,7 +27,7 @@ import { MAX_MEMORY_BYTES } from './local-dir.js';
  */
 
 /** Most memories a store may hold. */
-export const MAX_MEMORIES_PER_STORE = 2_000;
+export const MAX_MEMORIES_PER_STORE = API_LIMITS.memoriesPerStore;
 /** Memories a listing may return before it is cut off: the cap plus 10 % slack. */
 export const MAX_LISTED_MEMORIES = MAX_MEMORIES_PER_STORE + MAX_MEMORIES_PER_STORE / 10;
 /**
@@ -80,7 +81,7 @@ export class RemoteStore {
     this.#client = client;
     this.storeId = storeId;
     this.#readRetries = opts.readRetries ?? 2;
-    this.#timeoutMs = opts.requestTimeoutMs ?? 60_000;
+    this.#timeoutMs = opts.requestTimeoutMs ?? MEMORY_DEFAULTS.requestTimeoutMs;
   }
 
   /** Every memory in the store, basic view: one request per 100 memories. */
@@ -287,7 +288,7 @@ export class RemoteStore {
 
   async #readJson(res: Response, cap: number, what: string, signal: AbortSignal | undefined): Promise<unknown> {
     const text = await readBodyCapped(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch((e: unknown) => {
-      if (e instanceof RangeError) throw this.#limit('body-size', `${what}: ${e.message}`);
+      if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
       throw e;
     });
     try {

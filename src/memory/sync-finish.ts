@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import pLimit from 'p-limit';
-import { coerceError } from '../errors.js';
+import { coerceError, StateFileError } from '../errors.js';
 import { combineSignals } from '../internal/abort.js';
 import type { Clock } from '../internal/clock.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
@@ -229,7 +229,7 @@ async function keepCopies(
     const { store } = pass;
     const where = `${store.root}/${rel}`;
     try {
-      if (!copyable) throw new Error('it could not be read');
+      if (!copyable) throw new StateFileError('it could not be read', { path: where });
       copies.push(await conflicts.save(store.dir, store.storeId, rel, stamp, 'unsaved'));
     } catch (err) {
       uncopied.push(where);

@@ -4,6 +4,7 @@
  * every function returns a new state, so a journal can persist each step as is.
  */
 
+import { StateFileError } from '../errors.js';
 import type { SyncAction, SyncPhase } from './plan.js';
 import { assertNever } from '../internal/assert-never.js';
 import { DELETED_FINGERPRINT } from './plan.js';
@@ -85,13 +86,13 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Parse a state written by {@link serializeSyncState}. Throws a `TypeError` naming the first
+ * Parse a state written by {@link serializeSyncState}. Throws a {@link StateFileError} naming the first
  * field that is missing or of the wrong type (a journal that fails here is ignored by recovery).
  */
 export function parseSyncState(text: string): StoreSyncState {
   const value: unknown = JSON.parse(text);
   const fail = (field: string, expected: string): never => {
-    throw new TypeError(`sync state field "${field}" must be ${expected}; the journal is unreadable and is ignored`);
+    throw new StateFileError(`sync state field "${field}" must be ${expected}; the journal is unreadable and is ignored`);
   };
   if (!isRecord(value)) return fail('(root)', 'an object');
   if (typeof value.storeId !== 'string') fail('storeId', 'a string');

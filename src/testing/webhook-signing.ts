@@ -5,6 +5,7 @@
  * signed `session.status_run_started` to a URL whenever a session is created.
  */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { ConfigError } from '../errors.js';
 
 const SECRET_PREFIX = 'whsec_';
 
@@ -34,7 +35,7 @@ export function signWebhook(payload: unknown, secret: string, options: SignOptio
   const id = options.id ?? (typeof payloadId === 'string' ? payloadId : `msg_${randomUUID().replaceAll('-', '')}`);
   const timestamp = String(options.timestampSeconds ?? Math.floor(Date.now() / 1000));
   const key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
-  if (key.length === 0) throw new Error('signWebhook: the secret decodes to an empty key; pass a whsec_<base64> secret (generateWebhookSecret())');
+  if (key.length === 0) throw new ConfigError('signWebhook: the secret decodes to an empty key; pass a whsec_<base64> secret (generateWebhookSecret())');
   const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
   return {
     body,

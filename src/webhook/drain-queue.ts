@@ -1,6 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaSelfHostedWork } from '@anthropic-ai/sdk/resources/beta/environments/work';
 import { combineSignals } from '../internal/abort.js';
+import { API_LIMITS, WORK_CALL_CUT_OFFS } from '../internal/defaults.js';
 
 /** One work item claimed from the queue (polled and acknowledged), with what `handleItem` needs. */
 export interface ClaimedItem {
@@ -14,9 +15,9 @@ export interface ClaimedItem {
 }
 
 /** Bound on one poll: with `block_ms` at most 999 an answer takes about a second; past this the poll is cut off. */
-export const CLAIM_POLL_CUT_OFF_MS = 60_000;
+export const CLAIM_POLL_CUT_OFF_MS = WORK_CALL_CUT_OFFS.pollMs;
 /** Bound on one ack. */
-export const CLAIM_ACK_CUT_OFF_MS = 30_000;
+export const CLAIM_ACK_CUT_OFF_MS = WORK_CALL_CUT_OFFS.ackMs;
 
 /**
  * Poll the environment's queue once (waiting at most `blockMs`, capped by the API at 999) and
@@ -36,7 +37,7 @@ export async function claimOne(
   try {
     item = await envClient.beta.environments.work.poll(
       environmentId,
-      { block_ms: Math.min(opts.blockMs ?? 999, 999), 'Anthropic-Worker-ID': opts.workerId },
+      { block_ms: Math.min(opts.blockMs ?? API_LIMITS.pollBlockMaxMs, API_LIMITS.pollBlockMaxMs), 'Anthropic-Worker-ID': opts.workerId },
       { signal: pollCut.signal },
     );
   } catch (e) {

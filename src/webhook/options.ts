@@ -1,17 +1,18 @@
 import { z } from 'zod';
 import type Anthropic from '@anthropic-ai/sdk';
+import { WEBHOOK_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
 import { isObject, looksLikeClient, looksLikeLogger, parseOptions } from '../internal/option-schema.js';
 import type { ItemOutcome } from '../worker/events.js';
 
 /** Most items one webhook handler runs at once. */
-export const WEBHOOK_CONCURRENCY_MAX = 64;
+export const WEBHOOK_CONCURRENCY_MAX = WEBHOOK_DEFAULTS.concurrencyMax;
 /** Default largest accepted request body: 1 MiB. */
-export const MAX_BODY_BYTES_DEFAULT = 1024 * 1024;
+export const MAX_BODY_BYTES_DEFAULT = WEBHOOK_DEFAULTS.maxBodyBytes;
 /** Largest `maxBodyBytes` accepted: 64 MiB (a webhook event is a few hundred bytes). */
-export const MAX_BODY_BYTES_LIMIT = 64 * 1024 * 1024;
+export const MAX_BODY_BYTES_LIMIT = WEBHOOK_DEFAULTS.maxBodyBytesLimit;
 /** Default number of webhook ids remembered to drop redeliveries. */
-export const DEDUPE_WINDOW_DEFAULT = 10_000;
+export const DEDUPE_WINDOW_DEFAULT = WEBHOOK_DEFAULTS.dedupeWindow;
 /** The event type that triggers a drain by default. */
 export const DEFAULT_EVENT_TYPES: readonly string[] = ['session.status_run_started'];
 
@@ -120,7 +121,7 @@ export function resolveWebhookHandlerOptions(input: unknown): ResolvedWebhookHan
     environmentId: o.environmentId,
     environmentKey: o.environmentKey,
     eventTypes: new Set(o.eventTypes ?? DEFAULT_EVENT_TYPES),
-    concurrency: o.concurrency ?? 1,
+    concurrency: o.concurrency ?? WEBHOOK_DEFAULTS.concurrency,
     maxBodyBytes: o.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT,
     dedupeWindow: o.dedupeWindow ?? DEDUPE_WINDOW_DEFAULT,
     workerId: o.workerId,

@@ -1,7 +1,6 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { ConfigError, MissingInputError, WorkItemFailedError } from '../errors.js';
 import { linkAbort } from '../internal/abort.js';
-import { monotonicClock } from '../internal/clock.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import type { ItemOutcome, WorkerEventMap } from './events.js';
@@ -12,7 +11,7 @@ import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
 import { assertPosixPlatform, resolveWorkerOptions, type EnvironmentWorkerOptions, type ResolvedWorkerOptions } from './options.js';
 import { ToolCallRecord } from './tool-guard.js';
 import { PathLocks } from './path-locks.js';
-import { defaultWorkerId, Poller, type ClaimedWork } from './poller.js';
+import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork } from './poller.js';
 import { scopedClient } from './scoped-client.js';
 
 export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
@@ -65,7 +64,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #opts: ResolvedWorkerOptions;
   readonly #log: Logger;
   readonly #metrics = new WorkerMetrics();
-  readonly #pathLocks = new PathLocks();
+  readonly #pathLocks: PathLocks;
   readonly #toolRecord = new ToolCallRecord();
   readonly #sessionFolders = new Map<string, number>();
   readonly #memory: MemoryPort;
@@ -88,6 +87,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     this.workerId = this.#opts.workerId ?? defaultWorkerId();
     this.#log = resolveLogger(this.#opts.logger).child({ worker_id: this.workerId });
     this.#memory = internals.memory ?? defaultMemoryPort;
+    this.#pathLocks = new PathLocks(this.#opts.clock);
     // Every running item and the poller listen on the close signal.
     setMaxListeners(this.#opts.concurrency * 2 + 16, this.#closeCtrl.signal);
     // The constructor's signal is listened to only while run() or handleItem() is under way, so a
@@ -138,11 +138,11 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     const detachRunSignal = linkAbortToClose(signal, () => void this.close());
     const detachOwnSignal = this.#listenToOwnSignal();
     const poller = new Poller({
-      client: scopedClient(this.#opts.client, environmentKey),
+      api: workQueueApi(scopedClient(this.#opts.client, environmentKey), this.#opts.requestOptions),
       environmentId,
       workerId: this.workerId,
       logger: this.#log.child({ component: 'poller' }),
-      requestOptions: this.#opts.requestOptions,
+      clock: this.#opts.clock,
       waitForSlot: (s) => this.#waitForSlot(s),
       onPolled: (workId) => safeEmit(this, this.#log, 'polled', { workId }),
       onPollFailed: (error, retryInMs) => safeEmit(this, this.#log, 'pollFailed', { error, retryInMs }),
@@ -229,7 +229,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   }
 
   #startItem(work: ClaimedWork, environmentKey: string | undefined, signal?: AbortSignal): Promise<ItemOutcome> {
-    const claimedAt = monotonicClock.now();
+    const claimedAt = this.#opts.clock.now();
     this.#metrics.add('itemsClaimed');
     safeEmit(this, this.#log, 'workClaimed', {
       workId: work.id,
@@ -247,6 +247,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       memory: this.#memory,
       toolRecord: this.#toolRecord,
       sessionFolders: this.#sessionFolders,
+      clock: this.#opts.clock,
     };
     const p: Promise<ItemOutcome> = runItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
       .catch((e: unknown) => {

@@ -1,6 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { coerceError, MissingInputError } from '../errors.js';
-import type { Clock } from '../internal/clock.js';
+import type { TimerClock } from '../internal/clock.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 import { decodeWorkSecret } from './credentials.js';
 import { ItemControl } from './item-control.js';
@@ -35,7 +35,7 @@ export interface Acquired {
  */
 export function acquire(
   work: ClaimedWork,
-  ctx: { options: ResolvedWorkerOptions; environmentKey: string | undefined; signal: AbortSignal; log: Logger; clock: Clock },
+  ctx: { options: ResolvedWorkerOptions; environmentKey: string | undefined; signal: AbortSignal; log: Logger; clock: TimerClock },
 ): Acquired | { error: Error } {
   const { log } = ctx;
   const secret = decodeWorkSecret(work.secret);

@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import { context } from '@opentelemetry/api';
-import { monotonicClock, type Clock } from '../internal/clock.js';
+import { monotonicClock, type TimerClock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
 import type { ItemOutcome, WorkerEventMap } from './events.js';
 import { acquire } from './item-acquire.js';
@@ -36,7 +36,7 @@ export interface ItemRunnerDeps {
    */
   sessionFolders?: SessionFolderCounts;
   /** Every time read of the item (duration, time to ready, the lease's deadline). */
-  clock?: Clock;
+  clock?: TimerClock;
 }
 
 export interface ItemRun {

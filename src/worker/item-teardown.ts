@@ -1,6 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { statusOf } from '../api/classify.js';
 import { combineSignals } from '../internal/abort.js';
+import { WORK_CALL_CUT_OFFS } from '../internal/defaults.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 import type { Acquired } from './item-acquire.js';
 import type { MemoryEnd } from './item-end.js';
@@ -10,7 +11,7 @@ import type { FinishReport } from './memory-port.js';
 import type { ClaimedWork } from './poller.js';
 
 /** Bound on the final force-stop request (close() must stay bounded). */
-const STOP_CUT_OFF_MS = 15_000;
+const STOP_CUT_OFF_MS = WORK_CALL_CUT_OFFS.stopMs;
 
 /**
  * Tear-down phase, run whatever happened before it; never throws. In order: count the run out of

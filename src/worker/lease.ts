@@ -1,7 +1,7 @@
 import type { BetaSelfHostedWorkHeartbeatResponse } from '@anthropic-ai/sdk/resources/beta/environments/work';
 import { classifyFailure, isApiError, statusOf } from '../api/classify.js';
 import { sleepUnlessAborted } from '../internal/abort.js';
-import { monotonicClock, type Clock } from '../internal/clock.js';
+import { monotonicClock, type CancelTimer, type TimerClock } from '../internal/clock.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 
 /** The sentinel the first heartbeat sends to claim an unclaimed lease. */
@@ -39,7 +39,8 @@ export interface LeaseOptions {
   workId: string;
   environmentId: string;
   logger: Logger;
-  clock?: Clock;
+  /** Time source of the beat interval, the beat cut-off and the TTL deadline. Default: the process's monotonic clock. */
+  clock?: TimerClock;
   /** Called with the server's TTL after every successful beat that reports one. */
   onTtl?: (ttlMs: number) => void;
   /** @internal test tuning */
@@ -68,7 +69,7 @@ export class Lease {
   readonly #workId: string;
   readonly #environmentId: string;
   readonly #log: Logger;
-  readonly #clock: Clock;
+  readonly #clock: TimerClock;
   readonly #onTtl: ((ttlMs: number) => void) | undefined;
   readonly #ctrl = new AbortController();
   readonly #floorMs: number;
@@ -77,7 +78,7 @@ export class Lease {
   #intervalMs: number;
   #last = NO_HEARTBEAT;
   #lastSuccessAt = 0;
-  #deadline: NodeJS.Timeout | undefined;
+  #cancelDeadline: CancelTimer | undefined;
   #reason: LeaseEndReason | undefined;
   #loop: Promise<void> | undefined;
   #beats = 0;
@@ -146,21 +147,22 @@ export class Lease {
   /** Record why the lease ended (first reason wins) and stop heartbeating. */
   #end(reason: LeaseEndReason): void {
     this.#reason ??= reason;
-    clearTimeout(this.#deadline);
-    this.#deadline = undefined;
+    this.#cancelDeadline?.();
+    this.#cancelDeadline = undefined;
     this.#ctrl.abort(new Error(`lease ended: ${this.#reason}`));
   }
 
   /** (Re-)arm the deadline: one TTL after the last successful beat, on the injected clock. */
   #armDeadline(): void {
-    clearTimeout(this.#deadline);
+    this.#cancelDeadline?.();
+    this.#cancelDeadline = undefined;
     if (this.#ctrl.signal.aborted) return;
     const remainingMs = this.#lastSuccessAt + this.#ttlMs - this.#clock.now();
-    this.#deadline = setTimeout(() => this.#onDeadline(), Math.max(0, remainingMs));
+    this.#cancelDeadline = this.#clock.schedule(remainingMs, () => this.#onDeadline());
   }
 
   #onDeadline(): void {
-    this.#deadline = undefined;
+    this.#cancelDeadline = undefined;
     const silentMs = this.#clock.now() - this.#lastSuccessAt;
     // A timer may fire a little early by the clock's reckoning: wait out the rest.
     if (silentMs < this.#ttlMs) return this.#armDeadline();
@@ -179,7 +181,7 @@ export class Lease {
     while (!signal.aborted) {
       const ok = await this.#beat();
       if (signal.aborted) return;
-      if (!(await sleepUnlessAborted(ok ? this.#intervalMs : this.#retryDelayMs(), signal))) return;
+      if (!(await sleepUnlessAborted(ok ? this.#intervalMs : this.#retryDelayMs(), signal, this.#clock))) return;
     }
   }
 
@@ -197,7 +199,8 @@ export class Lease {
     const cutOff = new AbortController();
     const onEnd = (): void => cutOff.abort();
     this.#ctrl.signal.addEventListener('abort', onEnd, { once: true });
-    const timer = setTimeout(() => cutOff.abort(new Error(`heartbeat cut off after ${this.#intervalMs} ms`)), this.#intervalMs);
+    const cutOffMs = this.#intervalMs;
+    const cancelCutOff = this.#clock.schedule(cutOffMs, () => cutOff.abort(new Error(`heartbeat cut off after ${cutOffMs} ms`)));
     try {
       const resp = await this.#api.heartbeat(
         this.#workId,
@@ -244,7 +247,7 @@ export class Lease {
       this.#log.warn({ silent_ms: silentMs, error: errorSummary(e) }, 'heartbeat failed; retrying before the lease TTL runs out');
       return false;
     } finally {
-      clearTimeout(timer);
+      cancelCutOff();
       this.#ctrl.signal.removeEventListener('abort', onEnd);
     }
   }

@@ -6,6 +6,8 @@ import type { BetaToolRunnerRequestOptions } from '@anthropic-ai/sdk/lib/tools/B
 import type { AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { ConfigError, PlatformError } from '../errors.js';
 import { describeValue as describeReceived, isObject, looksLikeClient, looksLikeLogger } from '../internal/option-schema.js';
+import { isTimerClock, monotonicClock, type TimerClock } from '../internal/clock.js';
+import { WORKER_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryDeleteMode } from '../memory/types.js';
 
@@ -20,11 +22,12 @@ import {
 
 export { FINAL_FLUSH_DEFAULT_MS, MEMORY_SYNC_INTERVAL_DEFAULT_MS, MEMORY_SYNC_INTERVAL_MIN_MS };
 /** Default time a session waits for a mount path held by another session of this process. */
-export const PATH_WAIT_DEFAULT_MS = 60_000;
+export const PATH_WAIT_DEFAULT_MS = WORKER_DEFAULTS.pathWaitMs;
 /** Default bound on a session's whole mount (listing and downloading every store). */
-export const MOUNT_TIMEOUT_DEFAULT_MS = 300_000;
+export const MOUNT_TIMEOUT_DEFAULT_MS = WORKER_DEFAULTS.mountTimeoutMs;
 /** Most sessions one worker serves at once. */
-export const CONCURRENCY_MAX = 64;
+export const CONCURRENCY_MAX = WORKER_DEFAULTS.concurrencyMax;
+const { mountTimeoutMinMs, mountTimeoutMaxMs } = WORKER_DEFAULTS;
 
 /** Either a fixed tool list, or a factory called once per session with that session's tool context. */
 export type EnvironmentWorkerTools = BetaRunnableTool[] | ((ctx: AgentToolContext) => BetaRunnableTool[]);
@@ -100,6 +103,12 @@ export interface EnvironmentWorkerOptions {
    */
   mountTimeoutMs?: number;
   /**
+   * Time source of the worker's waits and bounds: poll backoff and cut-offs, heartbeat interval and
+   * cut-off, lease deadline, item timings. Default: the process's monotonic clock.
+   * @internal for tests, which drive it by hand; not a supported option.
+   */
+  clock?: TimerClock;
+  /**
    * Removed official option. Passing it throws a {@link ConfigError} explaining the migration.
    * @deprecated
    */
@@ -128,6 +137,7 @@ export interface ResolvedWorkerOptions {
   pathWaitMs: number;
   allowedMountRoots: string[];
   mountTimeoutMs: number;
+  clock: TimerClock;
 }
 
 const isFunction = (v: unknown): boolean => typeof v === 'function';
@@ -155,7 +165,8 @@ const schema = z
     logger: z.custom<Logger>(looksLikeLogger).optional(),
     pathWaitMs: z.number().int().min(0).optional(),
     allowedMountRoots: z.array(z.string().startsWith('/')).optional(),
-    mountTimeoutMs: z.number().int().min(1_000).max(3_600_000).optional(),
+    mountTimeoutMs: z.number().int().min(mountTimeoutMinMs).max(mountTimeoutMaxMs).optional(),
+    clock: z.custom<TimerClock>(isTimerClock).optional(),
   })
   .strict();
 
@@ -176,7 +187,12 @@ const EXPECTED: Record<string, string> = {
   logger: 'a pino logger',
   pathWaitMs: 'an integer number of milliseconds >= 0',
   allowedMountRoots: 'an array of absolute folder paths',
-  mountTimeoutMs: 'an integer number of milliseconds from 1000 to 3600000',
+  mountTimeoutMs: `an integer number of milliseconds from ${mountTimeoutMinMs} to ${mountTimeoutMaxMs}`,
+};
+
+/** What the test-only options accept; they are left out of the list of accepted options. */
+const INTERNAL_EXPECTED: Record<string, string> = {
+  clock: 'a clock { now(), schedule(ms, callback) }',
 };
 
 /** Options whose value must never appear in a message, even when it is wrong. */
@@ -223,7 +239,7 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
       const key = String(issue.path[0] ?? 'options');
       if (seen.has(key)) continue;
       seen.add(key);
-      issues.push(`${key}: expected ${EXPECTED[key] ?? issue.message}, got ${describeValue(key, rest[key])}`);
+      issues.push(`${key}: expected ${EXPECTED[key] ?? INTERNAL_EXPECTED[key] ?? issue.message}, got ${describeValue(key, rest[key])}`);
     }
   }
   if (issues.length > 0 || !parsed.success) {
@@ -239,11 +255,11 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     maxFileBytes: o.maxFileBytes,
     maxIdleMs: o.maxIdleMs,
     memorySyncIntervalMs: o.memorySyncIntervalMs === undefined ? MEMORY_SYNC_INTERVAL_DEFAULT_MS : o.memorySyncIntervalMs,
-    memorySyncDeletions: o.memorySyncDeletions ?? 'enabled',
+    memorySyncDeletions: o.memorySyncDeletions ?? WORKER_DEFAULTS.memorySyncDeletions,
     workerId: o.workerId,
     signal: o.signal,
     requestOptions: o.requestOptions,
-    concurrency: o.concurrency ?? 1,
+    concurrency: o.concurrency ?? WORKER_DEFAULTS.concurrency,
     logger: o.logger,
     finalFlushMs: o.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS,
     memoryDeleteAfterMs: o.memoryDeleteAfterMs ?? MEMORY_DELETE_AFTER_DEFAULT_MS,
@@ -251,5 +267,6 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     pathWaitMs: o.pathWaitMs ?? PATH_WAIT_DEFAULT_MS,
     allowedMountRoots: o.allowedMountRoots ?? [],
     mountTimeoutMs: o.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS,
+    clock: o.clock ?? monotonicClock,
   };
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { MemoryMountError } from '../errors.js';
 import { abortReason } from '../internal/abort.js';
+import { monotonicClock, type TimerClock } from '../internal/clock.js';
 import { storeRoot, type StoreRootInput } from '../memory/store-root.js';
 
 /** The mount paths a session's stores take: the same folders the mounter creates. */
@@ -29,6 +30,12 @@ interface Waiter {
 export class PathLocks {
   readonly #held = new Map<string, PathHolder>();
   readonly #waiters: Waiter[] = [];
+  readonly #clock: TimerClock;
+
+  /** `clock` times the waits. Default: the process's monotonic clock. */
+  constructor(clock: TimerClock = monotonicClock) {
+    this.#clock = clock;
+  }
 
   /** Paths currently held, with their holders (for diagnostics). */
   snapshot(): Array<{ path: string } & PathHolder> {
@@ -51,7 +58,7 @@ export class PathLocks {
     return new Promise((resolve, reject) => {
       const waiter: Waiter = { paths: normalized, holder, resolve: () => {} };
       const cleanup = (): void => {
-        clearTimeout(timer);
+        cancelTimer();
         opts.signal?.removeEventListener('abort', onAbort);
         const i = this.#waiters.indexOf(waiter);
         if (i >= 0) this.#waiters.splice(i, 1);
@@ -61,12 +68,12 @@ export class PathLocks {
         reject(abortReason(opts.signal!));
         this.#wake();
       };
-      const timer = setTimeout(() => {
+      const cancelTimer = this.#clock.schedule(opts.waitMs, () => {
         const busy = this.#conflict(normalized);
         cleanup();
         reject(busyError(busy?.path ?? normalized[0]!, holder, busy?.holder, opts.waitMs));
         this.#wake();
-      }, opts.waitMs);
+      });
       waiter.resolve = (release) => {
         cleanup();
         resolve(release);

@@ -6,17 +6,18 @@ import { classifyFailure, toRemoteApiError } from '../api/classify.js';
 import { coerceError } from '../errors.js';
 import { combineSignals, sleepUnlessAborted } from '../internal/abort.js';
 import { backoffDelayMs, type BackoffPolicy } from '../internal/backoff.js';
-import { monotonicClock, type Clock } from '../internal/clock.js';
+import { monotonicClock, type TimerClock } from '../internal/clock.js';
+import { API_LIMITS, WORK_CALL_CUT_OFFS } from '../internal/defaults.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 
 /** The API's cap on how long one poll may wait for work. */
-export const POLL_BLOCK_MS = 999;
+export const POLL_BLOCK_MS = API_LIMITS.pollBlockMaxMs;
 /** Backoff after failed polls: 1 s, 2 s, 4 s … 60 s, minus up to 25 %. */
 export const POLL_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000, jitter: 0.25 };
 /** A poll that takes longer than this is cut off and counted as a transient failure. */
-export const POLL_CUT_OFF_MS = 60_000;
+export const POLL_CUT_OFF_MS = WORK_CALL_CUT_OFFS.pollMs;
 /** Bound on one ack request. */
-const ACK_CUT_OFF_MS = 30_000;
+const ACK_CUT_OFF_MS = WORK_CALL_CUT_OFFS.ackMs;
 /** An empty answer faster than this means the server did not hold the poll: pause briefly before the next. */
 const FAST_EMPTY_MS = 200;
 /** How often an idle poller says so at info level. */
@@ -30,18 +31,36 @@ export interface ClaimedWork {
   secret: string | null;
 }
 
+/** The two work-queue calls the poller makes: a narrow interface so unit tests can pass a plain object. */
+export interface WorkQueueApi {
+  poll(
+    environmentId: string,
+    params: { 'Anthropic-Worker-ID': string; block_ms: number },
+    options: { signal: AbortSignal },
+  ): Promise<BetaSelfHostedWork | null | undefined>;
+  ack(workId: string, params: { environment_id: string }, options: { signal: AbortSignal }): Promise<unknown>;
+}
+
+/** The work-queue calls over a client scoped to the environment key, with the caller's request options merged in. */
+export function workQueueApi(client: Anthropic, requestOptions: BetaToolRunnerRequestOptions = {}): WorkQueueApi {
+  return {
+    poll: (environmentId, params, options) => client.beta.environments.work.poll(environmentId, params, { ...requestOptions, signal: options.signal }),
+    ack: (workId, params, options) => client.beta.environments.work.ack(workId, params, { ...requestOptions, signal: options.signal }),
+  };
+}
+
 export interface PollerOptions {
-  /** A client already scoped to the environment key. */
-  client: Anthropic;
+  /** The work queue, reached with the environment key (see {@link workQueueApi}). */
+  api: WorkQueueApi;
   environmentId: string;
   workerId: string;
   logger: Logger;
-  requestOptions?: BetaToolRunnerRequestOptions | undefined;
   /** Resolves when a session slot is free; the poller polls only after it resolves. */
   waitForSlot?: (signal: AbortSignal) => Promise<void>;
   onPolled?: (workId: string | undefined) => void;
   onPollFailed?: (error: Error, retryInMs: number) => void;
-  clock?: Clock;
+  /** Time source of every wait and cut-off. Default: the process's monotonic clock. */
+  clock?: TimerClock;
   random?: () => number;
 }
 
@@ -60,7 +79,7 @@ export function defaultWorkerId(): string {
  */
 export class Poller {
   readonly #o: PollerOptions;
-  readonly #clock: Clock;
+  readonly #clock: TimerClock;
   #lastOkAt: number | undefined;
   #idleSince: number | undefined;
   #lastIdleLogAt = 0;
@@ -105,7 +124,7 @@ export class Poller {
         // An expected failure: its stack only at debug.
         this.#o.logger.debug({ err: error }, 'poll failure, with its stack');
         this.#o.onPollFailed?.(error, retryInMs);
-        await sleepUnlessAborted(retryInMs, signal);
+        await sleepUnlessAborted(retryInMs, signal, this.#clock);
         continue;
       }
       failures = 0;
@@ -113,7 +132,9 @@ export class Poller {
       this.#o.onPolled?.(work?.id);
       if (!work) {
         this.#noteIdle();
-        if (this.#clock.now() - started < FAST_EMPTY_MS) await sleepUnlessAborted(FAST_EMPTY_MS + Math.random() * 300, signal);
+        if (this.#clock.now() - started < FAST_EMPTY_MS) {
+          await sleepUnlessAborted(FAST_EMPTY_MS + (this.#o.random ?? Math.random)() * 300, signal, this.#clock);
+        }
         continue;
       }
       this.#idleSince = undefined;
@@ -121,13 +142,9 @@ export class Poller {
       log.info({ type: work.data.type }, 'work item polled');
       // The ack is not cut short by close(): an ack that reached the server makes the item ours, and
       // an item of ours must end stopped, so the caller gets it even when it is closing.
-      const ackCut = combineSignals([], ACK_CUT_OFF_MS);
+      const ackCut = combineSignals([], ACK_CUT_OFF_MS, this.#clock);
       try {
-        await this.#o.client.beta.environments.work.ack(
-          work.id,
-          { environment_id: work.environment_id },
-          { ...this.#o.requestOptions, signal: ackCut.signal },
-        );
+        await this.#o.api.ack(work.id, { environment_id: work.environment_id }, { signal: ackCut.signal });
       } catch (e) {
         // Not acknowledged: the item is not ours, and the server hands it out again after its reclaim delay.
         log.warn({ error: errorSummary(coerceError(e)) }, 'ack failed; the item is left for the server to hand out again');
@@ -145,12 +162,12 @@ export class Poller {
   }
 
   async #poll(signal: AbortSignal): Promise<BetaSelfHostedWork | null | undefined> {
-    const cut = combineSignals([signal], POLL_CUT_OFF_MS);
+    const cut = combineSignals([signal], POLL_CUT_OFF_MS, this.#clock);
     try {
-      return await this.#o.client.beta.environments.work.poll(
+      return await this.#o.api.poll(
         this.#o.environmentId,
         { 'Anthropic-Worker-ID': this.#o.workerId, block_ms: POLL_BLOCK_MS },
-        { ...this.#o.requestOptions, signal: cut.signal },
+        { signal: cut.signal },
       );
     } finally {
       cut.dispose();

@@ -2,10 +2,11 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { statusOf } from '../api/classify.js';
 import { coerceError } from '../errors.js';
 import { combineSignals } from '../internal/abort.js';
+import { WORK_CALL_CUT_OFFS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
 
 /** Bound on one stop request. */
-export const STOP_WORK_CUT_OFF_MS = 15_000;
+export const STOP_WORK_CUT_OFF_MS = WORK_CALL_CUT_OFFS.stopMs;
 
 /**
  * Force-stop a work item that nobody will serve (an item that is not a session, claimed by the

@@ -1,9 +1,10 @@
 /**
  * Pins readBodyCapped: a body is read whole when under the cap; a declared length over the cap is
- * refused without reading; a body that passes the cap is cut off there; a body that stalls is
- * given up after the timeout; an abort stops the read.
+ * refused without reading; a body that passes the cap is cut off there (a RemoteLimitError); a
+ * body that stalls is given up after the timeout (a retryable RemoteApiError); an abort stops the read.
  */
 import { describe, expect, it } from 'vitest';
+import { RemoteApiError, RemoteLimitError } from '../../src/errors.js';
 import { readBodyCapped } from '../../src/memory/bounded-body.js';
 
 function streamed(chunks: string[], opts: { stallAfter?: boolean; headers?: Record<string, string> } = {}): { res: Response; pulled: () => number } {
@@ -25,7 +26,7 @@ describe('readBodyCapped', () => {
   const rows = [
     { description: 'a body under the cap is read whole', chunks: ['{"a":', '1}'], cap: 100, result: '{"a":1}' },
     { description: 'a body exactly at the cap is read whole', chunks: ['12345'], cap: 5, result: '12345' },
-    { description: 'a body over the cap is refused', chunks: ['1234', '5678'], cap: 5, result: RangeError },
+    { description: 'a body over the cap is refused', chunks: ['1234', '5678'], cap: 5, result: RemoteLimitError },
   ];
   for (const row of rows) {
     it(row.description, async () => {
@@ -50,7 +51,9 @@ describe('readBodyCapped', () => {
 
   it('gives up on a body that stalls', async () => {
     const { res } = streamed(['{"data":'], { stallAfter: true });
-    await expect(readBodyCapped(res, { capBytes: 1_000, timeoutMs: 100 })).rejects.toThrow(/stalled for 100 ms/);
+    const err = await readBodyCapped(res, { capBytes: 1_000, timeoutMs: 100 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RemoteApiError);
+    expect(err).toMatchObject({ retryable: true, message: expect.stringMatching(/stalled for 100 ms/) });
   });
 
   it('stops when the signal aborts', async () => {

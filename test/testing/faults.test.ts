@@ -7,6 +7,7 @@
 import { APIConnectionError, APIConnectionTimeoutError } from '@anthropic-ai/sdk';
 import type Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.js';
 import { startEmulator, type Emulator } from '../../src/testing/index.js';
 import { expectApiError } from './helpers.js';
 
@@ -70,8 +71,8 @@ describe('status faults', () => {
     const handle = emu.faults.add({ route: /memories/, status: 503, skip: 2, times: 2 });
     expect(await outcomes(6)).toBe('..xx..');
     expect(handle.hits).toBe(2);
-    expect(() => emu.faults.add({ skip: -1 })).toThrow(RangeError);
-    expect(() => emu.faults.add({ skip: 1.5 })).toThrow(RangeError);
+    expect(() => emu.faults.add({ skip: -1 })).toThrow(ConfigError);
+    expect(() => emu.faults.add({ skip: 1.5 })).toThrow(ConfigError);
   });
 
   it('match only the given method and route', async () => {

@@ -3,21 +3,21 @@
 // `stopping` heartbeat ends the session and the item is force-stopped; the lease TTL the heartbeat
 // reports is the runner's tool-result send retry window (as the official worker sets it); with no
 // successful heartbeat for a whole TTL the session is aborted at the TTL, not at the next failed
-// beat, and the item is left to the server (not stopped).
+// beat, and the item is left to the server (not stopped): on the worker's manual clock, to the
+// millisecond, and once on the wall clock end to end.
 import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RemoteApiError, WorkItemFailedError } from '../../src/errors.js';
+import { ManualClock } from '../../src/internal/manual-clock.js';
 import type { FaultRule } from '../../src/testing/index.js';
 import { claimNext, exists, harness, stopRequests, waitFor, type Harness, rejectionOf } from './helpers.js';
 
 const HEARTBEAT = /\/heartbeat$/;
 
-describe('when no heartbeat succeeds for a whole lease TTL', () => {
+describe('when no heartbeat succeeds for a whole lease TTL (wall clock)', () => {
   // `faults` are added in turn, each once the one before has retired (rules firing on one request combine).
   const rows: Array<{ description: string; ttlSeconds: number; faults: FaultRule[] }> = [
-    { description: 'every heartbeat hangs (TTL 2 s)', ttlSeconds: 2, faults: [{ route: HEARTBEAT, hang: true }] },
-    { description: 'every heartbeat answers 503 (TTL 2 s)', ttlSeconds: 2, faults: [{ route: HEARTBEAT, status: 503 }] },
     // One quick failure, then hangs: the next failed beat would only come at TTL + 2 s.
     {
       description: 'one heartbeat answers 503 at once, then every one hangs (TTL 4 s)',
@@ -79,6 +79,67 @@ describe('when no heartbeat succeeds for a whole lease TTL', () => {
       expect(lostAt - lastSuccess).toBeLessThan(ttlMs + 3_000);
 
       expect(outcome.status).toBe('lease_lost');
+      expect(lost).toEqual([{ workId: claimed.workId, sessionId, reason: 'assumed_lost' }]);
+      expect(stopRequests(h, claimed.workId)).toEqual([]);
+      expect(emu.workItem(claimed.workId).stopped).toBe(false);
+      expect(emu.memories(store.id)).toEqual({ '/a.md': 'A', '/b.md': 'B' });
+      expect(await exists(dir)).toBe(false);
+      emu.archiveSession(sessionId);
+    });
+  }
+});
+
+describe('when no heartbeat succeeds for a whole lease TTL (worker clock)', () => {
+  const rows: Array<{ description: string; fault: FaultRule }> = [
+    { description: 'every heartbeat hangs', fault: { route: HEARTBEAT, hang: true } },
+    { description: 'every heartbeat answers 503', fault: { route: HEARTBEAT, status: 503 } },
+  ];
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.cleanup();
+    h = undefined;
+  });
+
+  for (const row of rows) {
+    it(`ends the lease exactly one TTL after the last success, leaves the item unstopped and removes the folder: ${row.description}`, async () => {
+      h = await harness({ leaseTtlSeconds: 2 });
+      const { emu, capture } = h;
+      const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
+      const dir = path.join(h.mountRoot, 'notes');
+      let faultIn = false;
+      const { sessionId } = await emu.createSession({
+        resources: [{ memoryStoreId: store.id }],
+        script: [
+          { tool: 'write', input: { file_path: path.join(dir, 'b.md'), content: 'B' } },
+          {
+            console: (e) => {
+              e.faults.add(row.fault);
+              faultIn = true;
+            },
+          },
+          { sleepMs: 30_000 },
+          { tool: 'read', input: { file_path: path.join(dir, 'a.md') } },
+        ],
+        end: 'idle',
+      });
+      const claimed = await claimNext(h);
+      const clock = new ManualClock();
+      const worker = h.worker({ clock });
+      const lost: unknown[] = [];
+      worker.on('leaseLost', (e) => lost.push(e));
+      const outcome = worker.handleItem({ ...claimed, workSecret: claimed.secret! });
+      // The first beat succeeded (the next is due at half the 2 s TTL) and every later one fails.
+      await waitFor(() => faultIn && clock.nextDueInMs === 1_000, 10_000, 'the first beat and the heartbeat fault');
+      const assumedLostLine = (): unknown => capture.lines.find((l) => l.msg === 'no successful heartbeat within the lease TTL; assuming the lease lost');
+      await clock.advance(1_999);
+      expect(assumedLostLine()).toBeUndefined();
+      await clock.advance(1);
+      expect(assumedLostLine()).toBeDefined();
+      const result = await outcome;
+
+      const assumedLost = assumedLostLine() as Record<string, unknown>;
+      expect(assumedLost?.['silent_ms']).toBe(2_000);
+      expect(result.status).toBe('lease_lost');
       expect(lost).toEqual([{ workId: claimed.workId, sessionId, reason: 'assumed_lost' }]);
       expect(stopRequests(h, claimed.workId)).toEqual([]);
       expect(emu.workItem(claimed.workId).stopped).toBe(false);

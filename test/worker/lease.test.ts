@@ -1,30 +1,32 @@
 // Pins the lease heartbeat: NO_HEARTBEAT first then an exact echo of last_heartbeat, the interval
 // from the server TTL (max(floor, min(ttl/2, cap))), and each ending — 412 lost, stop verdicts,
 // lease_extended false, permanent 4xx rejected, no success within the TTL assumed lost, hung beats
-// cut off — with the first reason winning. Uses a plain-object heartbeat API and small timings; the
-// deadline tests drive fake timers and an injected clock with the real default intervals.
+// cut off — with the first reason winning. Uses a plain-object heartbeat API on an injected manual
+// clock: small timings first, then the deadline tests with the real default intervals.
 import { APIError, APIConnectionError } from '@anthropic-ai/sdk';
 import pino from 'pino';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import type { TimerClock } from '../../src/internal/clock.js';
+import { ManualClock } from '../../src/internal/manual-clock.js';
 import { heartbeatIntervalMs, Lease, NO_HEARTBEAT, type HeartbeatApi } from '../../src/worker/lease.js';
 
 const logger = pino({ level: 'silent' });
 type Resp = Awaited<ReturnType<HeartbeatApi['heartbeat']>>;
 type Step = Resp | Error | 'hang' | { afterMs: number; then: Resp };
 
-function scriptedApi(steps: Step[], fallback: Step) {
+function scriptedApi(steps: Step[], fallback: Step, clock: TimerClock) {
   const sent: string[] = [];
   const sentAt: number[] = [];
   let i = 0;
   const api: HeartbeatApi = {
     heartbeat: (_workId, params, opts) => {
       sent.push(params.expected_last_heartbeat);
-      sentAt.push(Date.now());
+      sentAt.push(clock.now());
       const step = i < steps.length ? steps[i++]! : fallback;
       if (step === 'hang') {
         return new Promise((_, reject) => opts.signal.addEventListener('abort', () => reject(Object.assign(new Error('aborted'), { name: 'AbortError' }))));
       }
-      if ('afterMs' in step) return new Promise((r) => setTimeout(() => r(step.then), step.afterMs));
+      if ('afterMs' in step) return new Promise((r) => clock.schedule(step.afterMs, () => r(step.then)));
       return step instanceof Error ? Promise.reject(step) : Promise.resolve(step);
     },
   };
@@ -35,15 +37,12 @@ const ok = (last: string, over: Partial<Resp> = {}): Resp => ({ last_heartbeat: 
 const apiError = (status: number): APIError => new APIError(status, { type: 'error', error: { type: 'x', message: 'm' } }, 'm', new Headers());
 const timing = { defaultIntervalMs: 20, defaultTtlMs: 200, floorMs: 10 };
 
-function lease(api: HeartbeatApi): Lease {
-  return new Lease({ api, workId: 'work_1', environmentId: 'env_1', logger, timing });
-}
-
-async function ended(l: Lease, withinMs = 2000): Promise<void> {
-  await Promise.race([
-    new Promise<void>((r) => (l.signal.aborted ? r() : l.signal.addEventListener('abort', () => r()))),
-    new Promise<void>((_, rej) => setTimeout(() => rej(new Error('lease did not end')), withinMs)),
-  ]);
+/** A lease with small timings on its own manual clock, and the scripted API it beats against. */
+function rig(steps: Step[], fallback: Step, onTtl?: (ttlMs: number) => void) {
+  const clock = new ManualClock();
+  const scripted = scriptedApi(steps, fallback, clock);
+  const l = new Lease({ api: scripted.api, workId: 'work_1', environmentId: 'env_1', logger, timing, clock, ...(onTtl ? { onTtl } : {}) });
+  return { clock, l, ...scripted };
 }
 
 describe('heartbeatIntervalMs', () => {
@@ -57,24 +56,22 @@ describe('heartbeatIntervalMs', () => {
 
 describe('Lease', () => {
   it('sends NO_HEARTBEAT first and echoes last_heartbeat exactly', async () => {
-    const { api, sent } = scriptedApi([ok('2026-01-01T00:00:00.000001Z'), ok('t2'), ok('t3')], ok('t4'));
-    const l = lease(api);
+    const { clock, l, sent, sentAt } = rig([ok('2026-01-01T00:00:00.000001Z'), ok('t2'), ok('t3')], ok('t4'));
+    const t0 = clock.now();
     l.start();
-    // Wait for the fourth beat rather than a fixed time, so a loaded machine cannot cut it short.
-    const deadline = Date.now() + 5_000;
-    while (sent.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await clock.advance(60);
     await l.release();
     expect(sent.slice(0, 4)).toEqual([NO_HEARTBEAT, '2026-01-01T00:00:00.000001Z', 't2', 't3']);
+    expect(sentAt.slice(0, 4).map((t) => t - t0)).toEqual([0, 20, 40, 60]);
     expect(l.reason).toBe('done');
     expect(l.lost).toBe(false);
   });
 
   it('follows the server TTL', async () => {
-    const { api } = scriptedApi([ok('a', { ttl_seconds: 3 })], ok('b'));
     const ttls: number[] = [];
-    const l = new Lease({ api, workId: 'w', environmentId: 'e', logger, timing, onTtl: (t) => ttls.push(t) });
+    const { clock, l } = rig([ok('a', { ttl_seconds: 3 })], ok('b'), (t) => ttls.push(t));
     l.start();
-    await new Promise((r) => setTimeout(r, 10));
+    await clock.advance(0);
     expect(l.ttlMs).toBe(3000);
     expect(ttls).toEqual([3000]);
     await l.release();
@@ -82,10 +79,10 @@ describe('Lease', () => {
 
   describe('when the heartbeat answers 412', () => {
     it('ends as lease_lost, which means the item must not be stopped', async () => {
-      const { api } = scriptedApi([ok('a'), apiError(412)], ok('x'));
-      const l = lease(api);
+      const { clock, l } = rig([ok('a'), apiError(412)], ok('x'));
       l.start();
-      await ended(l);
+      await clock.advance(20);
+      expect(l.signal.aborted).toBe(true);
       expect(l.reason).toBe('lease_lost');
       expect(l.lost).toBe(true);
     });
@@ -98,30 +95,29 @@ describe('Lease', () => {
   ];
   for (const v of verdicts) {
     it(v.description, async () => {
-      const { api } = scriptedApi([v.resp], ok('x'));
-      const l = lease(api);
+      const { clock, l } = rig([v.resp], ok('x'));
       l.start();
-      await ended(l);
+      await clock.advance(0);
+      expect(l.signal.aborted).toBe(true);
       expect(l.reason).toBe('server_stop');
       expect(l.lost).toBe(false);
     });
   }
 
   it('ends as rejected on a permanent 4xx other than 412', async () => {
-    const { api } = scriptedApi([apiError(404)], ok('x'));
-    const l = lease(api);
+    const { clock, l } = rig([apiError(404)], ok('x'));
     l.start();
-    await ended(l);
+    await clock.advance(0);
+    expect(l.signal.aborted).toBe(true);
     expect(l.reason).toBe('rejected');
     expect(l.lost).toBe(false);
     expect((l.rejection as APIError).status).toBe(404);
   });
 
   it('keeps going through transient failures that stay within the TTL', async () => {
-    const { api, sent } = scriptedApi([ok('a'), apiError(503), new APIConnectionError({ message: 'reset' }), ok('b')], ok('c'));
-    const l = lease(api);
+    const { clock, l, sent } = rig([ok('a'), apiError(503), new APIConnectionError({ message: 'reset' }), ok('b')], ok('c'));
     l.start();
-    await new Promise((r) => setTimeout(r, 120));
+    await clock.advance(120);
     expect(l.signal.aborted).toBe(false);
     await l.release();
     // A failed beat does not advance the echoed value.
@@ -129,29 +125,26 @@ describe('Lease', () => {
   });
 
   it('assumes the lease lost when no beat succeeds within the TTL', async () => {
-    const { api } = scriptedApi([], apiError(503));
-    const l = lease(api);
-    const t0 = Date.now();
+    const { clock, l } = rig([], apiError(503));
     l.start();
-    await ended(l);
+    await clock.advance(199);
+    expect(l.signal.aborted).toBe(false);
+    await clock.advance(1);
     expect(l.reason).toBe('assumed_lost');
     expect(l.lost).toBe(true);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
   });
 
   it('cuts off a hung beat so the TTL check still fires', async () => {
-    const { api } = scriptedApi([], 'hang');
-    const l = lease(api);
+    const { clock, l } = rig([], 'hang');
     l.start();
-    await ended(l);
+    await clock.advance(200);
     expect(l.reason).toBe('assumed_lost');
   });
 
   it('keeps the first reason when it ends twice', async () => {
-    const { api } = scriptedApi([apiError(412)], ok('x'));
-    const l = lease(api);
+    const { clock, l } = rig([apiError(412)], ok('x'));
     l.start();
-    await ended(l);
+    await clock.advance(0);
     await l.release();
     expect(l.reason).toBe('lease_lost');
   });
@@ -159,15 +152,8 @@ describe('Lease', () => {
   // Server TTL 10 s → beats every 5 s, each cut off after 5 s. The lease must end the moment 10 s
   // have passed since the last successful beat, not at the next failed beat (up to 2× the TTL).
   describe('the TTL deadline', () => {
-    beforeEach(() => {
-      vi.useFakeTimers();
-    });
-    afterEach(() => {
-      vi.useRealTimers();
-    });
-
-    function realTimingLease(api: HeartbeatApi): Lease {
-      return new Lease({ api, workId: 'w', environmentId: 'e', logger, clock: { now: () => Date.now() } });
+    function defaultTimingLease(api: HeartbeatApi, clock: ManualClock): Lease {
+      return new Lease({ api, workId: 'w', environmentId: 'e', logger, clock });
     }
     const ok10 = (last: string): Resp => ok(last, { ttl_seconds: 10 });
 
@@ -177,31 +163,33 @@ describe('Lease', () => {
     ];
     for (const f of failures) {
       it(`ends as assumed_lost exactly one TTL after the last success when ${f.description}`, async () => {
-        const { api } = scriptedApi([ok10('a')], f.step);
-        const l = realTimingLease(api);
+        const clock = new ManualClock();
+        const { api } = scriptedApi([ok10('a')], f.step, clock);
+        const l = defaultTimingLease(api, clock);
         l.start();
-        await vi.advanceTimersByTimeAsync(9_999);
+        await clock.advance(9_999);
         expect(l.signal.aborted).toBe(false);
-        await vi.advanceTimersByTimeAsync(1);
+        await clock.advance(1);
         expect(l.signal.aborted).toBe(true);
         expect(l.reason).toBe('assumed_lost');
         expect(l.lost).toBe(true);
         await l.release();
-        expect(vi.getTimerCount()).toBe(0);
+        expect(clock.pendingTimers).toBe(0);
       });
     }
 
     it('keeps the lease when a beat succeeds just before the deadline, and re-arms it from that success', async () => {
       // Beat at 5 s answers after 4.99 s (inside its 5 s cut-off): success at 9.99 s.
-      const { api } = scriptedApi([ok10('a'), { afterMs: 4_990, then: ok10('b') }], 'hang');
-      const l = realTimingLease(api);
+      const clock = new ManualClock();
+      const { api } = scriptedApi([ok10('a'), { afterMs: 4_990, then: ok10('b') }], 'hang', clock);
+      const l = defaultTimingLease(api, clock);
       l.start();
-      await vi.advanceTimersByTimeAsync(10_000);
+      await clock.advance(10_000);
       expect(l.signal.aborted).toBe(false);
       expect(l.beats).toBe(2);
-      await vi.advanceTimersByTimeAsync(9_989); // 19.989 s: 9.999 s since the last success
+      await clock.advance(9_989); // 19.989 s: 9.999 s since the last success
       expect(l.signal.aborted).toBe(false);
-      await vi.advanceTimersByTimeAsync(1);
+      await clock.advance(1);
       expect(l.reason).toBe('assumed_lost');
     });
 
@@ -214,11 +202,12 @@ describe('Lease', () => {
     for (const t of transient) {
       it(`keeps the lease through a single transient failure well inside the TTL (${t.description})`, async () => {
         const okT = (last: string): Resp => ok(last, { ttl_seconds: t.ttlSeconds });
-        const { api, sentAt } = scriptedApi([okT('a'), apiError(503), okT('b')], okT('c'));
-        const l = realTimingLease(api);
-        const t0 = Date.now();
+        const clock = new ManualClock();
+        const { api, sentAt } = scriptedApi([okT('a'), apiError(503), okT('b')], okT('c'), clock);
+        const l = defaultTimingLease(api, clock);
+        const t0 = clock.now();
         l.start();
-        await vi.advanceTimersByTimeAsync(60_000);
+        await clock.advance(60_000);
         expect(l.signal.aborted).toBe(false);
         expect(sentAt.slice(0, 4).map((x) => x - t0)).toEqual(t.sentAt);
         await l.release();
@@ -227,23 +216,25 @@ describe('Lease', () => {
     }
 
     it('uses the default TTL until the server has reported one', async () => {
-      const { api } = scriptedApi([], 'hang');
-      const l = realTimingLease(api);
+      const clock = new ManualClock();
+      const { api } = scriptedApi([], 'hang', clock);
+      const l = defaultTimingLease(api, clock);
       l.start();
-      await vi.advanceTimersByTimeAsync(89_999);
+      await clock.advance(89_999);
       expect(l.signal.aborted).toBe(false);
-      await vi.advanceTimersByTimeAsync(1);
+      await clock.advance(1);
       expect(l.reason).toBe('assumed_lost');
     });
 
     it('keeps the first reason: a lease released before the deadline stays done and leaves no timer', async () => {
-      const { api } = scriptedApi([ok10('a')], 'hang');
-      const l = realTimingLease(api);
+      const clock = new ManualClock();
+      const { api } = scriptedApi([ok10('a')], 'hang', clock);
+      const l = defaultTimingLease(api, clock);
       l.start();
-      await vi.advanceTimersByTimeAsync(7_000);
+      await clock.advance(7_000);
       await l.release();
-      expect(vi.getTimerCount()).toBe(0);
-      await vi.advanceTimersByTimeAsync(20_000);
+      expect(clock.pendingTimers).toBe(0);
+      await clock.advance(20_000);
       expect(l.reason).toBe('done');
     });
   });

@@ -5,6 +5,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, PlatformError } from '../../src/errors.js';
+import { monotonicClock } from '../../src/internal/clock.js';
+import { ManualClock } from '../../src/internal/manual-clock.js';
 import { EnvironmentWorker } from '../../src/worker/environment-worker.js';
 import { assertPosixPlatform, resolveWorkerOptions } from '../../src/worker/options.js';
 
@@ -32,6 +34,18 @@ describe('resolveWorkerOptions', () => {
     expect(o.workdir).toBe(process.cwd());
   });
 
+  it('runs on the monotonic clock unless a clock is injected, and keeps the injected one', () => {
+    expect(resolveWorkerOptions({ client }).clock).toBe(monotonicClock);
+    const clock = new ManualClock();
+    expect(resolveWorkerOptions({ client, clock }).clock).toBe(clock);
+  });
+
+  it('leaves the test-only clock out of the accepted options it lists', () => {
+    const line = issuesOf({ memorySyncInterval: 5000 })[0]!;
+    expect(line).toContain('mountTimeoutMs');
+    expect(line).not.toContain('clock');
+  });
+
   it('keeps null as "memory off"', () => {
     expect(resolveWorkerOptions({ client, memorySyncIntervalMs: null }).memorySyncIntervalMs).toBeNull();
   });
@@ -49,6 +63,7 @@ describe('resolveWorkerOptions', () => {
     { description: 'a logger that is not pino-like', input: { logger: console }, line: 'logger: expected a pino logger, got an object' },
     { description: 'a client that is not an Anthropic client', input: { client: {} }, line: 'client: expected an Anthropic client (new Anthropic({ ... })), got an object' },
     { description: 'a typo in an option name', input: { memorySyncInterval: 5000 }, line: 'memorySyncInterval: unknown option' },
+    { description: 'a clock without schedule()', input: { clock: { now: () => 0 } }, line: 'clock: expected a clock { now(), schedule(ms, callback) }, got an object' },
   ];
   for (const row of rejected) {
     it(`rejects ${row.description}`, () => {

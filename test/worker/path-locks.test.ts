@@ -1,8 +1,9 @@
 // Pins per-mount-path exclusion inside one process: overlapping paths (equal, or one inside the
 // other) are never held by two sessions; a waiter gets the paths as soon as they are free, fails
-// after its bound with an error naming the path and the holder, and can be aborted.
+// after its bound (on its clock) with an error naming the path and the holder, and can be aborted.
 import { describe, expect, it } from 'vitest';
 import { MemoryMountError } from '../../src/errors.js';
+import { ManualClock } from '../../src/internal/manual-clock.js';
 import { overlaps, PathLocks } from '../../src/worker/path-locks.js';
 
 const A = { sessionId: 'sesn_a', workId: 'work_a' };
@@ -47,10 +48,16 @@ describe('PathLocks', () => {
     releaseB();
   });
 
-  it('fails after the bound with a message naming the path and the holding session', async () => {
-    const locks = new PathLocks();
+  it('fails once the bound has passed on its clock, with a message naming the path and the holding session', async () => {
+    const clock = new ManualClock();
+    const locks = new PathLocks(clock);
     await locks.acquire(['/m/a'], A, { waitMs: 10 });
-    const err = await locks.acquire(['/m/b', '/m/a'], B, { waitMs: 30 }).catch((e: unknown) => e);
+    let settled = false;
+    const waiting = locks.acquire(['/m/b', '/m/a'], B, { waitMs: 30_000 }).catch((e: unknown) => e).finally(() => (settled = true));
+    await clock.advance(29_999);
+    expect(settled).toBe(false);
+    await clock.advance(1);
+    const err = await waiting;
     expect(err).toBeInstanceOf(MemoryMountError);
     expect((err as MemoryMountError).path).toBe('/m/a');
     expect((err as Error).message).toContain('/m/a is in use by session sesn_a (work item work_a)');

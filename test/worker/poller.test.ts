@@ -1,10 +1,12 @@
 // Pins the poll loop: back-to-back long polls with the environment key and Anthropic-Worker-ID
 // (block_ms=999), an item enqueued while idle claimed within about a second, transient failures
-// retried with growing jittered backoff (pollFailed events), a permanent 4xx ending run() with a
-// RemoteApiError, and run() refusing to start without an environment id or key.
+// retried with growing jittered backoff (pollFailed events) waited out on the worker's clock, a
+// permanent 4xx ending run() with a RemoteApiError, and run() refusing to start without an
+// environment id or key.
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, RemoteApiError } from '../../src/errors.js';
+import { ManualClock } from '../../src/internal/manual-clock.js';
 import { harness, waitFor, type Harness } from './helpers.js';
 
 describe('EnvironmentWorker.run polling', () => {
@@ -43,15 +45,22 @@ describe('EnvironmentWorker.run polling', () => {
     for (let i = 1; i < sorted.length; i++) expect(sorted[i]!.startedAt).toBeGreaterThanOrEqual(sorted[i - 1]!.startedAt + sorted[i - 1]!.ms - 5);
   });
 
-  it('backs off on transient failures and recovers', async () => {
+  it('backs off on transient failures, each wait on the worker clock, and recovers', async () => {
     h.emu.faults.add({ route: /work\/poll$/, status: 503, times: 3 });
     // No SDK-level retries, so each fault is one failed poll the worker sees.
     const client = new Anthropic({ apiKey: 'sk-ant-api-operator-key', baseURL: h.emu.baseURL, logLevel: 'off', maxRetries: 0 });
-    const worker = h.worker({ client });
+    const clock = new ManualClock();
+    const worker = h.worker({ client, clock });
     const failures: number[] = [];
     worker.on('pollFailed', (e) => failures.push(e.retryInMs));
     const { sessionId } = await h.emu.createSession({ script: [] });
     const running = worker.run();
+    for (let n = 1; n <= 3; n++) {
+      await waitFor(() => failures.length === n, 10_000, `failed poll ${n}`);
+      // The backoff is the only wait pending: the next poll goes out once the clock has moved that far.
+      expect(clock.nextDueInMs).toBe(failures[n - 1]);
+      await clock.advance(failures[n - 1]!);
+    }
     const done = await h.emu.waitForSession(sessionId, { timeoutMs: 20_000 });
     await worker.close();
     await running;
@@ -64,8 +73,9 @@ describe('EnvironmentWorker.run polling', () => {
     expect(failures[1]).toBeLessThanOrEqual(2000);
     expect(failures[2]).toBeGreaterThanOrEqual(3000);
     expect(failures[2]).toBeLessThanOrEqual(4000);
+    expect(h.emu.requests.filter((r) => r.route.endsWith('/work/poll')).length).toBeGreaterThanOrEqual(4);
     expect(done.workStopped).toBe(true);
-  }, 30_000);
+  });
 
   it('ends run() with a RemoteApiError on a permanent 4xx', async () => {
     const worker = h.worker({ environmentKey: 'not-a-real-key' });

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { Option } from 'commander';
+import { InternalError } from '../../errors.js';
 import type { Emulator } from '../../testing/index.js';
 import type { Command } from '../command.js';
 import { COMMON_EXIT_ROWS, EXIT } from '../exit-codes.js';
@@ -111,7 +112,7 @@ async function claimFor(emu: Emulator, session: DemoSession, io: CommandIo): Pro
   const { claimOne } = await import('../../webhook/drain-queue.js');
   const client = emu.client().withOptions({ apiKey: null, authToken: emu.environmentKey });
   const item = await claimOne(client, emu.environmentId, { workerId: 'managed-agents-worker-emulator' });
-  if (!item) throw new Error(`the work item of demo session ${session.sessionId} was not queued`);
+  if (!item) throw new InternalError(`the work item of demo session ${session.sessionId} was not queued`);
   io.stdout(
     `claimed work ${item.workId} of demo session ${item.sessionId}; serve it with:\n` +
       `ANTHROPIC_WORK_ID=${item.workId} ANTHROPIC_SESSION_ID=${item.sessionId} ANTHROPIC_WORK_SECRET=${item.secret ?? ''} managed-agents-worker handle --workdir "$(mktemp -d)"\n`,

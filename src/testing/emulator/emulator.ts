@@ -1,7 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import Anthropic, { type ClientOptions } from '@anthropic-ai/sdk';
+import { ConfigError } from '../../errors.js';
 import { Faults } from './faults.js';
-import type { MemoryObject, MemoryStoreObject, MemoryWrite } from './model/memory-store.js';
+import { DEFAULT_MEMORY_LIMITS, type MemoryObject, type MemoryStoreObject, type MemoryWrite } from './model/memory-store.js';
 import type { AgentSkillReference, MemoryAccess, SessionEvent, SessionStatus, ToolResultRecord } from './model/session.js';
 import type { SkillFiles, SkillVersionObject } from './model/skill.js';
 import { encodeWorkSecret, type WorkItem, type WorkState } from './model/work-queue.js';
@@ -183,7 +184,7 @@ export class Emulator {
   /** An SDK client holding only the sessions token of `workIdOrSessionId`'s work item (what a worker uses). */
   sessionClient(workIdOrSessionId: string, options: ClientOptions = {}): Anthropic {
     const token = this.sessionsToken(workIdOrSessionId);
-    if (token === null) throw new Error(`work item of ${workIdOrSessionId} was created with secret: false; it has no sessions token`);
+    if (token === null) throw new ConfigError(`work item of ${workIdOrSessionId} was created with secret: false; it has no sessions token`);
     return new Anthropic({ apiKey: null, authToken: token, baseURL: this.baseURL, logLevel: 'off', ...options });
   }
 
@@ -331,7 +332,7 @@ export class Emulator {
   /** Start a session's script now, without waiting for a worker to open the stream. */
   startScript(sessionId: string): void {
     const player = this.#players.get(sessionId);
-    if (!player) throw new Error(`session ${sessionId} has no script (it was not created with emu.createSession)`);
+    if (!player) throw new ConfigError(`session ${sessionId} has no script (it was not created with emu.createSession)`);
     player.start();
   }
 
@@ -364,6 +365,7 @@ export class Emulator {
         const waiting: string[] = [];
         if (!session.terminated) waiting.push(`session status is ${session.status}, waiting for terminated; agent: ${session.scriptProgress}`);
         if (!workStopped) waiting.push(`work item ${work?.id} is ${work?.state}, waiting for stopped`);
+        // A failed wait fails the caller's test as an `expect` does: a plain Error, not a library failure.
         throw new Error(
           `waitForSession(${sessionId}) ${this.#stop.signal.aborted ? 'interrupted by close()' : `timed out after ${timeoutMs} ms`}: ${waiting.join('; ')}`,
         );
@@ -423,7 +425,7 @@ export class Emulator {
   /** Queue another work item: for an existing session (new input), or a healthcheck. */
   enqueue(opts: { sessionId?: string; type?: 'session' | 'healthcheck'; environmentId?: string; secret?: boolean }): string {
     if ((opts.type ?? 'session') === 'session') {
-      if (!opts.sessionId) throw new Error('enqueue: sessionId is required for a session work item');
+      if (!opts.sessionId) throw new ConfigError('enqueue: sessionId is required for a session work item');
       return this.#state.enqueueSessionWork(this.#state.session(opts.sessionId), opts.secret ?? true).id;
     }
     return this.#state.enqueueHealthcheck(opts.environmentId ?? this.environmentId, opts.secret ?? false).id;
@@ -462,6 +464,7 @@ export class Emulator {
       const s = this.#state.sessions.get(id);
       if (s && !s.terminated && player.started) pending.push(`session ${id} is ${s.status}: ${s.scriptProgress}`);
     }
+    // A failed expectation fails the caller's test as an `expect` does: a plain Error, not a library failure.
     if (pending.length > 0) throw new Error(`emulator has pending work:\n- ${pending.join('\n- ')}`);
   }
 
@@ -492,7 +495,7 @@ export class Emulator {
     const session = this.#state.sessions.get(workIdOrSessionId);
     const viaSession = session?.workId ? this.#state.queue.find(session.workId) : undefined;
     if (viaSession) return viaSession;
-    throw new Error(`no work item ${workIdOrSessionId} (nor a session with that id that has one)`);
+    throw new ConfigError(`no work item ${workIdOrSessionId} (nor a session with that id that has one)`);
   }
 }
 
@@ -504,8 +507,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     ...(options.reclaimOlderThanMs !== undefined ? { reclaimOlderThanMs: options.reclaimOlderThanMs } : {}),
     ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
     limits: {
-      maxContentBytes: options.maxContentBytes ?? 102_400,
-      maxMemoriesPerStore: options.maxMemoriesPerStore ?? 2000,
+      maxContentBytes: options.maxContentBytes ?? DEFAULT_MEMORY_LIMITS.maxContentBytes,
+      maxMemoriesPerStore: options.maxMemoriesPerStore ?? DEFAULT_MEMORY_LIMITS.maxMemoriesPerStore,
     },
   });
   const env = state.createEnvironment({ name: 'emulator', type: 'self_hosted' });

@@ -1,3 +1,4 @@
+import { ConfigError } from '../../errors.js';
 import { createPrng } from './prng.js';
 
 /**
@@ -105,13 +106,13 @@ export class Faults {
   /** Add a rule; it applies to requests arriving from now on. */
   add(rule: FaultRule): FaultHandle {
     if (rule.rate !== undefined && (rule.rate < 0 || rule.rate > 1)) {
-      throw new RangeError(`fault rate must be between 0 and 1, got ${rule.rate}`);
+      throw new ConfigError(`fault rate must be between 0 and 1, got ${rule.rate}`);
     }
     if (rule.skip !== undefined && (!Number.isInteger(rule.skip) || rule.skip < 0)) {
-      throw new RangeError(`fault skip must be a non-negative integer, got ${rule.skip}`);
+      throw new ConfigError(`fault skip must be a non-negative integer, got ${rule.skip}`);
     }
     if (rule.times !== undefined && (!Number.isInteger(rule.times) || rule.times < 1)) {
-      throw new RangeError(`fault times must be a positive integer, got ${rule.times}`);
+      throw new ConfigError(`fault times must be a positive integer, got ${rule.times}`);
     }
     const entry = new Entry(rule, this);
     this.#entries.push(entry);

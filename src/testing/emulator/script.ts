@@ -116,6 +116,7 @@ export class ScriptPlayer<E> {
         try {
           await step.console(this.#emu);
         } catch (err) {
+          // The test's own console step failed: its error, as written, fails the test that waits on the session.
           throw new Error(`script ${where} (console) of session ${session.id} threw: ${String(err)}`, { cause: err });
         }
       } else if ('sleepMs' in step) {

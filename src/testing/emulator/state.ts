@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { API_LIMITS } from '../../internal/defaults.js';
 import { CredentialRegistry } from './auth.js';
 import { invalidRequest, notFound } from './errors.js';
 import { isoTime, newId, randomToken } from './ids.js';
@@ -47,7 +48,7 @@ export interface StateOptions {
 }
 
 /** Maximum memory stores on one session (product docs). */
-export const MAX_STORES_PER_SESSION = 8;
+export const MAX_STORES_PER_SESSION = API_LIMITS.storesPerSession;
 
 /** Lowercase; every run of characters outside `[a-z0-9]` becomes one `-`; no `-` at either end. */
 export function slugOf(name: string): string {

@@ -2,6 +2,7 @@
  * A minimal POSIX ustar writer: regular files and directories only, enough for the skill bundles
  * the emulator serves (`tar -xf` and `bsdtar` read it). No dependency.
  */
+import { ConfigError } from '../../errors.js';
 
 const BLOCK = 512;
 
@@ -64,11 +65,11 @@ function splitName(name: string): [string, string] {
     const rest = body.slice(i + 1) + trailing;
     if (Buffer.byteLength(prefix) <= 155 && Buffer.byteLength(rest) <= 100) return [prefix, rest];
   }
-  throw new Error(`tar member name too long for ustar (≤ 100 bytes after a ≤ 155-byte directory prefix): ${name}`);
+  throw new ConfigError(`tar member name too long for ustar (≤ 100 bytes after a ≤ 155-byte directory prefix): ${name}`);
 }
 
 function octal(h: Buffer, offset: number, width: number, value: number): void {
   const text = value.toString(8);
-  if (text.length > width - 1) throw new Error(`tar header field at ${offset} overflows: ${value}`);
+  if (text.length > width - 1) throw new ConfigError(`tar header field at ${offset} overflows: ${value}`);
   h.write(`${text.padStart(width - 1, '0')}\0`, offset, width, 'ascii');
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { API_LIMITS } from '../../../internal/defaults.js';
 import { ApiError, conflict, invalidRequest, notFound } from '../errors.js';
 import { isoTime, newId } from '../ids.js';
 import { listingEntries, memoryPathProblem, pathsOverlap } from './memory-paths.js';
@@ -11,7 +12,7 @@ export interface MemoryLimits {
   maxMemoriesPerStore: number;
 }
 
-export const DEFAULT_MEMORY_LIMITS: MemoryLimits = { maxContentBytes: 102_400, maxMemoriesPerStore: 2000 };
+export const DEFAULT_MEMORY_LIMITS: MemoryLimits = { maxContentBytes: API_LIMITS.memoryBytes, maxMemoriesPerStore: API_LIMITS.memoriesPerStore };
 
 export type MemoryView = 'basic' | 'full';
 
