@@ -7,12 +7,12 @@
  */
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_OPEN_FOLDERS } from '../../src/memory/fresh-file-writer.js';
 import { LocalDir, LocalDirError } from '../../src/memory/local-dir.js';
 import { forceProcFd } from '../../src/memory/pinned-dir.js';
+import { storeBesideOutside } from './store-beside-outside.js';
 
 let tmp: string;
 let root: string;
@@ -20,11 +20,7 @@ let outside: string;
 let dir: LocalDir;
 
 beforeEach(async () => {
-  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-fresh-'));
-  root = path.join(tmp, 'store');
-  outside = path.join(tmp, 'outside');
-  await fsp.mkdir(root);
-  await fsp.mkdir(outside);
+  ({ tmp, root, outside } = await storeBesideOutside('maw-fresh-'));
   dir = new LocalDir(root);
   await dir.createRoot();
 });

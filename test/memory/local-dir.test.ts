@@ -8,10 +8,10 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as net from 'node:net';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalDir, LocalDirError } from '../../src/memory/local-dir.js';
+import { storeBesideOutside } from './store-beside-outside.js';
 
 let tmp: string;
 let root: string;
@@ -19,11 +19,7 @@ let outside: string;
 let dir: LocalDir;
 
 beforeEach(async () => {
-  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-localdir-'));
-  root = path.join(tmp, 'store');
-  outside = path.join(tmp, 'outside');
-  await fsp.mkdir(root);
-  await fsp.mkdir(outside);
+  ({ tmp, root, outside } = await storeBesideOutside('maw-localdir-'));
   await fsp.writeFile(path.join(outside, 'secret.md'), 'outside bytes');
   dir = new LocalDir(root);
 });

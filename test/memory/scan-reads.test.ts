@@ -7,13 +7,13 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalDir, LocalDirError } from '../../src/memory/local-dir.js';
 import { scanLocal, sha256Hex } from '../../src/memory/local-scan.js';
 import { forceProcFd } from '../../src/memory/pinned-dir.js';
 import { StatCache } from '../../src/memory/stat-cache.js';
+import { storeBesideOutside } from './store-beside-outside.js';
 
 let tmp: string;
 let root: string;
@@ -21,11 +21,7 @@ let outside: string;
 let dir: LocalDir;
 
 beforeEach(async () => {
-  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-scan-reads-'));
-  root = path.join(tmp, 'store');
-  outside = path.join(tmp, 'outside');
-  await fsp.mkdir(path.join(root, 'notes'), { recursive: true });
-  await fsp.mkdir(outside);
+  ({ tmp, root, outside } = await storeBesideOutside('maw-scan-reads-', ['notes']));
   await fsp.writeFile(path.join(outside, 'b.md'), 'outside bytes');
   await fsp.writeFile(path.join(root, 'notes', 'b.md'), 'inside bytes');
   dir = new LocalDir(root);

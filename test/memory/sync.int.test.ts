@@ -83,13 +83,7 @@ describe('uploads and downloads', () => {
 
   it('uploads many new files in a routine sync once each, keeps them on disk, and the next sync sends nothing', async () => {
     const r = await rig({ '/a.md': 'a', '/topic/b.md': 'b' });
-    const expected: Record<string, string> = { '/a.md': 'a', '/topic/b.md': 'b' };
-    for (let i = 0; i < 300; i++) {
-      const rel = `new-${i % 7}/file-${i}.md`;
-      await fsp.mkdir(path.dirname(r.file(rel)), { recursive: true });
-      await fsp.writeFile(r.file(rel), `file ${i}`);
-      expected[`/${rel}`] = `file ${i}`;
-    }
+    const expected: Record<string, string> = { '/a.md': 'a', '/topic/b.md': 'b', ...(await writeNewFiles(r.file, 300)) };
     // Beside a listed memory, in its folder: qualifies for an early upload like the others.
     await fsp.writeFile(r.file('topic/c.md'), 'c');
     expected['/topic/c.md'] = 'c';
@@ -106,13 +100,7 @@ describe('uploads and downloads', () => {
 
   it('at the end, uploads many new files once each (most while the final scan runs) and removes the folder with nothing left unsaved', async () => {
     const r = await rig({ '/a.md': 'a', '/topic/b.md': 'b' });
-    const expected: Record<string, string> = { '/a.md': 'a', '/topic/b.md': 'b' };
-    for (let i = 0; i < 300; i++) {
-      const rel = `new-${i % 7}/file-${i}.md`;
-      await fsp.mkdir(path.dirname(r.file(rel)), { recursive: true });
-      await fsp.writeFile(r.file(rel), `file ${i}`);
-      expected[`/${rel}`] = `file ${i}`;
-    }
+    const expected: Record<string, string> = { '/a.md': 'a', '/topic/b.md': 'b', ...(await writeNewFiles(r.file, 300)) };
     // Named like a listed file plus a suffix, so beside it, not below it: it goes like the others.
     await fsp.mkdir(r.file('a.md.d'), { recursive: true });
     await fsp.writeFile(r.file('a.md.d/x.md'), 'beside, not below');
@@ -700,3 +688,15 @@ describe('faults', () => {
     expect(h.emu.memories(r.storeId)).toEqual(Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`/m${i}.md`, `edited ${i}`])));
   });
 });
+
+/** `count` new files spread over 7 new folders; returns them as store paths → contents. */
+async function writeNewFiles(file: (rel: string) => string, count: number): Promise<Record<string, string>> {
+  const written: Record<string, string> = {};
+  for (let i = 0; i < count; i++) {
+    const rel = `new-${i % 7}/file-${i}.md`;
+    await fsp.mkdir(path.dirname(file(rel)), { recursive: true });
+    await fsp.writeFile(file(rel), `file ${i}`);
+    written[`/${rel}`] = `file ${i}`;
+  }
+  return written;
+}

@@ -79,11 +79,7 @@ describe('when no heartbeat succeeds for a whole lease TTL (wall clock)', () => 
       expect(lostAt - lastSuccess).toBeLessThan(ttlMs + 3_000);
 
       expect(outcome.status).toBe('lease_lost');
-      expect(lost).toEqual([{ workId: claimed.workId, sessionId, reason: 'assumed_lost' }]);
-      expect(stopRequests(h, claimed.workId)).toEqual([]);
-      expect(emu.workItem(claimed.workId).stopped).toBe(false);
-      expect(emu.memories(store.id)).toEqual({ '/a.md': 'A', '/b.md': 'B' });
-      expect(await exists(dir)).toBe(false);
+      await expectLeftToNextOwner(h, { workId: claimed.workId, sessionId, storeId: store.id, dir, lost });
       emu.archiveSession(sessionId);
     });
   }
@@ -140,11 +136,7 @@ describe('when no heartbeat succeeds for a whole lease TTL (worker clock)', () =
       const assumedLost = assumedLostLine() as Record<string, unknown>;
       expect(assumedLost?.['silent_ms']).toBe(2_000);
       expect(result.status).toBe('lease_lost');
-      expect(lost).toEqual([{ workId: claimed.workId, sessionId, reason: 'assumed_lost' }]);
-      expect(stopRequests(h, claimed.workId)).toEqual([]);
-      expect(emu.workItem(claimed.workId).stopped).toBe(false);
-      expect(emu.memories(store.id)).toEqual({ '/a.md': 'A', '/b.md': 'B' });
-      expect(await exists(dir)).toBe(false);
+      await expectLeftToNextOwner(h, { workId: claimed.workId, sessionId, storeId: store.id, dir, lost });
       emu.archiveSession(sessionId);
     });
   }
@@ -263,3 +255,18 @@ describe('the lease of a running session', () => {
     });
   });
 });
+
+/**
+ * An item whose lease the worker assumed lost: the loss reported once, no stop sent, the item not
+ * stopped, the agent's edits in the store and the folder removed.
+ */
+async function expectLeftToNextOwner(
+  h: Harness,
+  end: { workId: string; sessionId: string; storeId: string; dir: string; lost: unknown[] },
+): Promise<void> {
+  expect(end.lost).toEqual([{ workId: end.workId, sessionId: end.sessionId, reason: 'assumed_lost' }]);
+  expect(stopRequests(h, end.workId)).toEqual([]);
+  expect(h.emu.workItem(end.workId).stopped).toBe(false);
+  expect(h.emu.memories(end.storeId)).toEqual({ '/a.md': 'A', '/b.md': 'B' });
+  expect(await exists(end.dir)).toBe(false);
+}
