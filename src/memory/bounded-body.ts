@@ -20,7 +20,10 @@ export async function readBodyCapped(
   }
   if (res.body === null) return '';
   const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
+  // Each chunk is decoded as it arrives and released: the body is never copied into one buffer of
+  // its own, which would cost an allocation outside the JavaScript heap per page.
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  const parts: string[] = [];
   let total = 0;
   let timedOut = false;
   let timer: NodeJS.Timeout | undefined;
@@ -45,11 +48,12 @@ export async function readBodyCapped(
         await reader.cancel().catch(() => {});
         throw new RemoteLimitError('body-size', `the answer passed ${opts.capBytes} bytes, more than it can weigh; stopped reading it`);
       }
-      chunks.push(value);
+      parts.push(decoder.decode(value, { stream: true }));
     }
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', onAbort);
   }
-  return Buffer.concat(chunks, total).toString('utf8');
+  parts.push(decoder.decode());
+  return parts.join('');
 }

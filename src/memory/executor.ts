@@ -12,7 +12,7 @@ import { relToRemotePath } from './paths.js';
 import type { SyncAction, SyncPlan } from './plan.js';
 import type { RemoteMemory, RemoteStore } from './remote-store.js';
 import { isNewBlockedPull, localDeleteVerdict, pullRaceVerdict, remoteDeleteVerdict, uploadVerdict } from './race-rules.js';
-import type { StatCache } from './stat-cache.js';
+import { sameFileStat, type StatCache } from './stat-cache.js';
 import { applyOutcomes, type ActionOutcome } from './sync-state.js';
 import type { MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
 
@@ -250,7 +250,7 @@ async function pull(
   const current = await ctx.dir.lstat(action.path);
   const fileThere = current?.isFile() === true;
   const changed =
-    fileThere && !plannedConflict && !sameStat(current!, ctx.scan.stats.get(action.path))
+    fileThere && !plannedConflict && !sameFileStat(current!, ctx.scan.stats.get(action.path))
       ? { sha: await hashLocal(ctx.dir, action.path) }
       : undefined;
   const race = pullRaceVerdict({
@@ -373,7 +373,7 @@ async function deleteLocal(
   if (ctx.disposed()) return undefined;
   const current = await ctx.dir.lstat(action.path);
   const isFile = current?.isFile() === true;
-  const changed = isFile && !sameStat(current!, ctx.scan.stats.get(action.path)) ? { sha: await hashLocal(ctx.dir, action.path) } : undefined;
+  const changed = isFile && !sameFileStat(current!, ctx.scan.stats.get(action.path)) ? { sha: await hashLocal(ctx.dir, action.path) } : undefined;
   const verdict = localDeleteVerdict({
     current: current === undefined ? 'none' : isFile ? 'file' : 'not-a-file',
     changed,
@@ -428,9 +428,6 @@ async function hashLocal(dir: LocalDir, rel: string): Promise<string | undefined
   }
 }
 
-function sameStat(a: BigIntStats, b: BigIntStats | undefined): boolean {
-  return b !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
-}
 
 /** A pulled file's mtime: the memory's update time, at least 2 s in the past (see StatCache). */
 export function backdatedMtimeMs(updatedAt: string | undefined): number {

@@ -79,7 +79,10 @@ export interface SkippedEntry {
 export type ScanFileVisitor = (rel: string, st: BigIntStats, read: (maxBytes: number) => { bytes: Buffer; stat: BigIntStats }) => void;
 
 export interface ScanResult {
-  /** Every regular file below the root (marker and temp files excluded), with its lstat. */
+  /**
+   * Every regular file below the root (marker and temp files excluded), with its lstat; empty when
+   * the scan was given a visitor, which keeps what it needs of each file.
+   */
   files: Map<string, BigIntStats>;
   /**
    * Entries that are not regular files or folders (never opened), and entries that could not be
@@ -461,11 +464,13 @@ export class LocalDir {
           continue;
         }
         if (st.isFile()) {
-          files.set(rel, st);
-          onFile?.(rel, st, (maxBytes) => {
-            sinceYield += SCAN_READ_COST;
-            return readPinnedSync(chain, name, rel, maxBytes);
-          });
+          if (onFile === undefined) files.set(rel, st);
+          else {
+            onFile(rel, st, (maxBytes) => {
+              sinceYield += SCAN_READ_COST;
+              return readPinnedSync(chain, name, rel, maxBytes);
+            });
+          }
         } else if (st.isDirectory()) {
           if (depth >= MAX_SCAN_DEPTH) {
             skipped.push({

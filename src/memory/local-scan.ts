@@ -1,10 +1,9 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import type { BigIntStats } from 'node:fs';
 import { LocalDir, LocalDirError, MAX_MEMORY_BYTES, type SkippedEntry } from './local-dir.js';
 import { checkRelPath } from './paths.js';
 import type { LocalEntry } from './plan.js';
-import type { StatCache } from './stat-cache.js';
+import { fileStatOf, type FileStat, type StatCache } from './stat-cache.js';
 
 /**
  * The local half of a sync's inputs: every regular file of a store folder as a planner
@@ -14,8 +13,8 @@ import type { StatCache } from './stat-cache.js';
  */
 export interface LocalScan {
   entries: Map<string, LocalEntry>;
-  /** The lstat each file had when scanned (fingerprints, delete checks). */
-  stats: Map<string, BigIntStats>;
+  /** The identity each file had when scanned (fingerprints, delete checks). */
+  stats: Map<string, FileStat>;
   /**
    * Entries present but not readable as regular files (FIFOs, symlinks, unreadable or over-long
    * paths, files that vanished mid-scan). A skipped path is never taken for a deletion.
@@ -54,14 +53,14 @@ export function sha256Hex(bytes: Uint8Array): string {
 }
 
 /** Cheap identity of a file version that was not read: size, mtime and inode. */
-export function statFingerprint(st: BigIntStats): string {
+export function statFingerprint(st: FileStat): string {
   return `${st.size}:${st.mtimeNs}:${st.ino}`;
 }
 
 export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptions = {}): Promise<LocalScan> {
   const maxBytes = opts.maxBytes ?? MAX_MEMORY_BYTES;
   const entries = new Map<string, LocalEntry>();
-  const stats = new Map<string, BigIntStats>();
+  const stats = new Map<string, FileStat>();
   const readSkipped: SkippedEntry[] = [];
   let filesRead = 0;
   const contents = new Map<string, Buffer>();
@@ -69,8 +68,11 @@ export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptio
   const keptBytesBudget = opts.keptBytesBudget ?? KEPT_BYTES_BUDGET;
   // Each file is decided while the walk has its folder pinned: answered by the stat cache, or read
   // there and then, so the folder is pinned once per scan and a read costs a handful of calls.
-  const raw = await dir.scan((rel, st, read) => {
+  // Only the fields compared are kept per file: the lstat itself is dropped as soon as the file is
+  // decided, so a scan of thousands of files leaves little to collect.
+  const raw = await dir.scan((rel, lstat, read) => {
     if (opts.exclude?.has(rel)) return;
+    const st = fileStatOf(lstat);
     stats.set(rel, st);
     const pathCheck = checkRelPath(rel);
     if (!pathCheck.ok) {
@@ -94,9 +96,11 @@ export async function scanLocal(dir: LocalDir, cache: StatCache, opts: ScanOptio
     }
     const hashedAtNs = cache.nowNs();
     let bytes: Buffer;
-    let stat: BigIntStats;
+    let stat: FileStat;
     try {
-      ({ bytes, stat } = read(maxBytes));
+      const got = read(maxBytes);
+      bytes = got.bytes;
+      stat = fileStatOf(got.stat);
     } catch (e) {
       if (e instanceof LocalDirError && e.failure === 'too-large') {
         entries.set(rel, { kind: 'unsyncable', reason: e.message, fingerprint: statFingerprint(st) });

@@ -31,10 +31,9 @@ export type PathCheck = { ok: true; rel: string } | { ok: false; reason: string 
 /** Result of a mount-path check: the clean absolute path, or why it was refused. */
 export type MountPathCheck = { ok: true; path: string } | { ok: false; reason: string };
 
-const encoder = new TextEncoder();
-
+/** Counted without encoding: a path check allocates nothing for the bytes it measures. */
 function utf8Length(text: string): number {
-  return encoder.encode(text).length;
+  return Buffer.byteLength(text, 'utf8');
 }
 
 /** C0 controls, DEL, C1 controls, and the Unicode line/paragraph separators. */

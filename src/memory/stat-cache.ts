@@ -1,4 +1,24 @@
-import type { BigIntStats } from 'node:fs';
+/**
+ * The identity of one file version, as the sync compares it: inode, size, and mtime and ctime in
+ * nanoseconds (a `BigIntStats` is one). A scan keeps this much per file, never the whole lstat:
+ * a `BigIntStats` carries some twenty BigInts, a `FileStat` taken with {@link fileStatOf} four.
+ */
+export interface FileStat {
+  readonly ino: bigint;
+  readonly size: bigint;
+  readonly mtimeNs: bigint;
+  readonly ctimeNs: bigint;
+}
+
+/** The fields of `st` the sync compares, in an object of their own (`st` itself can be dropped). */
+export function fileStatOf(st: FileStat): FileStat {
+  return { ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs };
+}
+
+/** True when `b` names the same file version as `a` (see {@link FileStat}). */
+export function sameFileStat(a: FileStat, b: FileStat | undefined): boolean {
+  return b !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
+}
 
 /**
  * Remembers the sha of each file under the stat that file had when it was hashed, so a sync that
@@ -56,9 +76,9 @@ export class StatCache {
   }
 
   /** The cached entry for `rel` when its stat still matches and it is not racy; else undefined. */
-  lookup(rel: string, st: BigIntStats): StatCacheEntry | undefined {
+  lookup(rel: string, st: FileStat): StatCacheEntry | undefined {
     const e = this.#entries.get(rel);
-    if (!e || e.ino !== st.ino || e.size !== st.size || e.mtimeNs !== st.mtimeNs || e.ctimeNs !== st.ctimeNs) {
+    if (!e || !sameFileStat(e, st)) {
       this.#misses++;
       return undefined;
     }
@@ -70,7 +90,7 @@ export class StatCache {
     return e;
   }
 
-  record(rel: string, st: BigIntStats, sha: string, utf8: boolean, hashedAtNs: bigint): void {
+  record(rel: string, st: FileStat, sha: string, utf8: boolean, hashedAtNs: bigint): void {
     this.#entries.set(rel, { ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, sha, utf8, hashedAtNs });
   }
 
