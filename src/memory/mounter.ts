@@ -19,7 +19,8 @@ import { MountedSession, MountedStore, type JournalBinding } from './mounted.js'
 import { isInsideAllowedRoots, normalizeAllowedRoots } from './mount-path-guard.js';
 import { checkOwner, currentOwner, type OwnerIdentity } from './owner.js';
 import { groupCaseCollisions, remotePathToRel } from './paths.js';
-import { RemoteStore, type RemoteMemoryWithContent } from './remote-store.js';
+import { FULL_PAGE_LIMIT, RemoteStore, type RemoteMemoryWithContent } from './remote-store.js';
+import { PageBudget } from './page-budget.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import { defaultStateDir } from './state-dir.js';
 import { StatCache } from './stat-cache.js';
@@ -39,11 +40,13 @@ export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
 const WRITE_QUEUE_HIGH_WATER_FACTOR = 1;
 /** Files written (synchronously) between two yields to the event loop. */
 const WRITE_BATCH_FILES = 32;
+/** Bytes of the per-store buffer a download is encoded into (grown for a larger memory). */
+const SCRATCH_BYTES = 128 * 1024;
 
 /** One downloaded memory waiting to be written: what the baseline needs, and its bytes. */
 interface Download {
   m: { id: string; sha: string; updatedAt: string };
-  bytes: Buffer;
+  content: string;
   rel: string;
 }
 
@@ -192,8 +195,9 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     }
     const created: string[] = [];
     // Listing pages in flight across every store of this mount: the page bodies held at once stay
-    // bounded whatever the number of stores.
+    // bounded whatever the number of stores, and fewer pages of large memories run at once.
     const pages = pLimit(this.#concurrency);
+    const budget = new PageBudget(pages, FULL_PAGE_LIMIT);
     const ctrl = new AbortController();
     // Every request in flight listens on this one signal.
     setMaxListeners(10_000, ctrl.signal);
@@ -206,7 +210,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
             return await wrapStore(spec.storeId, () =>
               spec.adopt !== undefined
                 ? this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log)
-                : this.#mountOne(spec, created, binding, ctrl.signal, log, pages),
+                : this.#mountOne(spec, created, binding, ctrl.signal, log, pages, budget),
             );
           } catch (e) {
             ctrl.abort(e);
@@ -369,6 +373,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     signal: AbortSignal,
     sessionLog: Logger,
     pages: LimitFunction,
+    budget: PageBudget,
   ): Promise<MountedStore> {
     const started = this.#clock.now();
     const log = sessionLog.child({ memory_store_id: spec.storeId });
@@ -417,8 +422,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       shadowed[p] = { reason };
       log.warn({ path: p, reason }, 'memory not materialised; it is never synced from this folder');
     };
-    const write = async ({ m, bytes, rel }: Download): Promise<void> => {
+    // One buffer per store holds the bytes of the file being written (the queue writes one file at
+    // a time): a download allocates nothing outside the JavaScript heap per file.
+    let scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+    const write = async ({ m, content, rel }: Download): Promise<void> => {
       if (signal.aborted) return;
+      const size = Buffer.byteLength(content, 'utf8');
+      if (size > scratch.length) scratch = Buffer.allocUnsafeSlow(size);
+      const bytes = scratch.subarray(0, scratch.write(content, 0, size, 'utf8'));
       try {
         const st = await writer.write(rel, bytes, backdatedMtimeMs(m.updatedAt));
         // Hashed once, from the bytes just written: the file need not be read back.
@@ -444,9 +455,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
 
     const pending: Array<{ m: RemoteMemoryWithContent; rel: string }> = [];
     const schedule = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined =>
-      // Only the bytes wait in the queue, not the listed page's string: the page can be collected.
-      queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt }, bytes: Buffer.from(m.content, 'utf8'), rel });
+      // Only the content waits in the queue, not the listed item: the page can be collected.
+      queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt }, content: m.content, rel });
     const accept = (m: RemoteMemoryWithContent): Promise<void> | undefined => {
+      budget.saw(m.content.length);
       const check = remotePathToRel(m.path);
       if (!check.ok) {
         shadow(m.path, check.reason);

@@ -4,7 +4,8 @@
  * stores, a missing or unwritable parent, anything at the path including a dangling symlink,
  * unclean or shared mount paths) name the store, the path and the fix and create nothing; a store
  * failing mid-download removes every folder the mount created; unmount removes only what it
- * created and keeps a folder whose marker was altered while it still holds files.
+ * created and keeps a folder whose marker was altered while it still holds files; each file holds
+ * exactly its memory's bytes, whatever the order of long and short ones.
  */
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
@@ -49,6 +50,17 @@ describe('mounting', () => {
     await mounted.unmount();
     expect(fs.existsSync(root)).toBe(false);
     expect(fs.existsSync(h.mountRoot)).toBe(true);
+  });
+
+  it('writes each file with exactly its own bytes, a short file after a long one and multi-byte text included', async () => {
+    const memories: Record<string, string> = {};
+    for (let i = 0; i < 30; i++) memories[`/f-${String(i).padStart(2, '0')}.md`] = i % 2 === 0 ? `${'é✓'.repeat(2000 + i)}\n` : `s${i}`;
+    const store = await h.emu.createMemoryStore({ name: 'Sizes', memories });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const mounted = await new MemoryMounter({ client, logger: captureLogger().logger }).mount(session);
+    const tree = await readTree(path.join(h.mountRoot, 'sizes'));
+    expect(tree).toEqual(Object.fromEntries(Object.entries(memories).map(([p, c]) => [p.slice(1), c])));
+    await mounted.unmount();
   });
 
   it('lists read-only roots separately', async () => {
