@@ -8,7 +8,7 @@ import { safeEmit } from '../internal/safe-emit.js';
 import { conflictStamp, type ConflictCopies } from './conflict-copies.js';
 import { emptyReport } from './executor.js';
 import { goneCandidates } from './gone-paths.js';
-import { scanLocal, type LocalScan } from './local-scan.js';
+import { scanLocal } from './local-scan.js';
 import type { MountedSession } from './mounted.js';
 import type { StorePass } from './store-pass.js';
 import type { SyncScheduler } from './sync-scheduler.js';
@@ -62,6 +62,12 @@ export interface FinishContext {
 /** Files checked at once for being gone at the end. */
 const GONE_CHECKS_IN_FLIGHT = 16;
 
+/**
+ * Stores scanned at once by the check for unsaved files. The scans run on this thread (the lstats
+ * are synchronous), so running them all at once saves no time and holds every store's scan at once.
+ */
+const UNSAVED_SCANS_IN_FLIGHT = 2;
+
 interface Unsaved extends UnsavedPath {
   pass: StorePass;
 }
@@ -79,29 +85,7 @@ export async function finishSession(ctx: FinishContext, opts: FinishOptions): Pr
   const started = ctx.clock.now();
   const { final, flush, cutOff, phase } = await lastPasses(ctx, opts);
 
-  // Whatever differs from the store (cut off, failed, skipped by the flush because the store
-  // changed too, refused, unreadable) is about to be removed with the folder: copy it out first.
-  // A folder holding a file that could not be copied is kept.
-  const { unsaved, scans } = await unsavedPaths(ctx.passes);
-  const notSaved = unsaved.filter((u) => u.upload).map((u) => `${u.pass.store.root}/${u.rel}`);
-  const { copies, uncopied, keep } = await keepCopies(ctx.conflicts, unsaved);
-  const keptAt = copies.length > 0 ? `; copies kept at ${copies.join(', ')}` : '';
-  if (cutOff) {
-    safeEmit(ctx.emitter, ctx.log, 'flushCutOff', { phase, boundMs: ctx.finalFlushMs, pendingUploads: notSaved.length });
-    ctx.log.warn(
-      { bound_ms: ctx.finalFlushMs, phase, not_saved: notSaved, copies },
-      `final memory sync cut off after ${ctx.finalFlushMs} ms; ${notSaved.length} local change(s) did not reach the store${keptAt}`,
-    );
-  } else if (unsaved.length > 0) {
-    ctx.log.warn(
-      { not_saved: notSaved, unsaved: unsaved.map((u) => `${u.pass.store.root}/${u.rel}`), copies },
-      `${unsaved.length} file(s) differ from the store at the end (${notSaved.length} not uploaded, the others refused or never synced)${keptAt}`,
-    );
-  }
-
-  // Deletions this clean end confirmed but could not send (cut off, failed) go to the next
-  // session of the store, which sends them first; nothing promised is dropped.
-  if (opts.clean && ctx.finalDeletes === 'all' && ctx.deletions === 'enabled') await carryPendingDeletes(ctx.passes, scans);
+  const { notSaved, copies, uncopied, keep } = await settleLocalChanges(ctx, opts, { cutOff, phase });
 
   ctx.dispose();
   // A sync that outlived the unwind wait can no longer write, create or remove anything.
@@ -123,6 +107,41 @@ export async function finishSession(ctx: FinishContext, opts: FinishOptions): Pr
     removed,
     kept,
   };
+}
+
+/**
+ * Steps 2 and 3 of {@link finishSession}: copy out what differs from the store, report it, and
+ * carry the deletions not sent. The scans it takes are dropped when it returns, before the unmount.
+ */
+async function settleLocalChanges(
+  ctx: FinishContext,
+  opts: FinishOptions,
+  end: { cutOff: boolean; phase: 'final' | 'flush' },
+): Promise<{ notSaved: string[]; copies: string[]; uncopied: string[]; keep: Map<string, string> }> {
+  // Whatever differs from the store (cut off, failed, skipped by the flush because the store
+  // changed too, refused, unreadable) is about to be removed with the folder: copy it out first.
+  // A folder holding a file that could not be copied is kept.
+  const { unsaved, gone } = await unsavedPaths(ctx.passes);
+  const notSaved = unsaved.filter((u) => u.upload).map((u) => `${u.pass.store.root}/${u.rel}`);
+  const { copies, uncopied, keep } = await keepCopies(ctx.conflicts, unsaved);
+  const keptAt = copies.length > 0 ? `; copies kept at ${copies.join(', ')}` : '';
+  if (end.cutOff) {
+    safeEmit(ctx.emitter, ctx.log, 'flushCutOff', { phase: end.phase, boundMs: ctx.finalFlushMs, pendingUploads: notSaved.length });
+    ctx.log.warn(
+      { bound_ms: ctx.finalFlushMs, phase: end.phase, not_saved: notSaved, copies },
+      `final memory sync cut off after ${ctx.finalFlushMs} ms; ${notSaved.length} local change(s) did not reach the store${keptAt}`,
+    );
+  } else if (unsaved.length > 0) {
+    ctx.log.warn(
+      { not_saved: notSaved, unsaved: unsaved.map((u) => `${u.pass.store.root}/${u.rel}`), copies },
+      `${unsaved.length} file(s) differ from the store at the end (${notSaved.length} not uploaded, the others refused or never synced)${keptAt}`,
+    );
+  }
+
+  // Deletions this clean end confirmed but could not send (cut off, failed) go to the next
+  // session of the store, which sends them first; nothing promised is dropped.
+  if (opts.clean && ctx.finalDeletes === 'all' && ctx.deletions === 'enabled') await carryPendingDeletes(ctx.passes, gone);
+  return { notSaved, copies, uncopied, keep };
 }
 
 /** The final sync (clean end) and the flush under one bound; then the running sync unwinds. */
@@ -157,18 +176,19 @@ async function lastPasses(
   return { final, flush, cutOff, phase };
 }
 
-async function carryPendingDeletes(passes: readonly StorePass[], scans: ReadonlyMap<StorePass, LocalScan>): Promise<void> {
-  await Promise.all(passes.map((pass) => carryStoreDeletes(pass, scans.get(pass))));
+async function carryPendingDeletes(passes: readonly StorePass[], gone: ReadonlyMap<StorePass, string[]>): Promise<void> {
+  await Promise.all(passes.map((pass) => carryStoreDeletes(pass, gone.get(pass))));
 }
 
-async function carryStoreDeletes(pass: StorePass, scan: LocalScan | undefined): Promise<void> {
+/** `goneFromScan`: the unsaved check's candidates (see {@link goneCandidates}), when its scan succeeded. */
+async function carryStoreDeletes(pass: StorePass, goneFromScan: readonly string[] | undefined): Promise<void> {
   const { store, state } = pass;
   if (store.access !== 'read_write') return;
   // At a clean end every synced file still gone is a confirmed deletion (the final sync waives
   // the wait); one the final sync sent is out of the baseline already. Anything that is there
   // in any form (a FIFO, an unreadable entry) is not gone. The unsaved check's scan narrows the
   // check to the files it did not see; each of those is confirmed on disk.
-  const candidates = scan !== undefined ? goneCandidates(state, scan) : Object.keys(state.baseline).filter((rel) => !Object.hasOwn(state.refused, rel));
+  const candidates = goneFromScan ?? Object.keys(state.baseline).filter((rel) => !Object.hasOwn(state.refused, rel));
   const limit = pLimit(GONE_CHECKS_IN_FLIGHT);
   const gone = new Set<string>();
   await Promise.all(
@@ -190,27 +210,32 @@ async function carryStoreDeletes(pass: StorePass, scan: LocalScan | undefined): 
 }
 
 /**
- * Every file that differs from the store (see {@link unsavedInScan}). Reads only changed files.
- * When a folder cannot be scanned, the uploads its last sync planned but did not do are reported
- * instead.
+ * Every file that differs from the store (see {@link unsavedInScan}), and for each writable store
+ * the synced files its scan did not see (the candidates for being gone). Reads only changed files
+ * and keeps none of their bytes; a few stores are scanned at a time, and each scan is dropped
+ * once read. When a folder cannot be scanned, the uploads its last sync planned but did not do
+ * are reported instead (and it has no candidates: every synced file is checked).
  */
-async function unsavedPaths(passes: readonly StorePass[]): Promise<{ unsaved: Unsaved[]; scans: Map<StorePass, LocalScan> }> {
+async function unsavedPaths(passes: readonly StorePass[]): Promise<{ unsaved: Unsaved[]; gone: Map<StorePass, string[]> }> {
   const out: Unsaved[] = [];
-  const scans = new Map<StorePass, LocalScan>();
+  const gone = new Map<StorePass, string[]>();
+  const limit = pLimit(UNSAVED_SCANS_IN_FLIGHT);
   await Promise.all(
-    passes.map(async (pass) => {
-      const { store, state } = pass;
-      try {
-        const scan = await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)) });
-        scans.set(pass, scan);
-        for (const u of unsavedInScan(state, scan, store.access === 'read_write')) out.push({ ...u, pass });
-      } catch {
-        out.push(...pass.notSaved.map((rel) => ({ pass, rel, upload: true, copyable: true })));
-      }
-    }),
+    passes.map((pass) =>
+      limit(async () => {
+        const { store, state } = pass;
+        try {
+          const scan = await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)), keptBytesBudget: 0 });
+          for (const u of unsavedInScan(state, scan, store.access === 'read_write')) out.push({ ...u, pass });
+          if (store.access === 'read_write') gone.set(pass, goneCandidates(state, scan));
+        } catch {
+          out.push(...pass.notSaved.map((rel) => ({ pass, rel, upload: true, copyable: true })));
+        }
+      }),
+    ),
   );
   const where = (u: Unsaved): string => `${u.pass.store.root}/${u.rel}`;
-  return { unsaved: out.sort((a, b) => (where(a) < where(b) ? -1 : 1)), scans };
+  return { unsaved: out.sort((a, b) => (where(a) < where(b) ? -1 : 1)), gone };
 }
 
 /**
