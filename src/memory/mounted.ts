@@ -3,11 +3,11 @@ import { coerceError } from '../errors.js';
 import type { Clock } from '../internal/clock.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 import { toJournalState, type CarriedDeletes, type Journal } from './journal.js';
+import { JournalChangeCheck } from './journal-serialisation.js';
 import type { LocalDir } from './local-dir.js';
 import { isValidMarker } from './marker.js';
 import type { OwnerIdentity } from './owner.js';
 import type { StatCache } from './stat-cache.js';
-import { serializeSyncState } from './sync-state.js';
 import type { MemoryAccess, MemoryEventMap, StoreSyncState } from './types.js';
 
 /** Where and for whom a mounted store's journal entry is written. */
@@ -55,7 +55,7 @@ export class MountedStore {
   readonly warnedSkips = new Set<string>();
   #journal: JournalBinding | undefined;
   #state: StoreSyncState;
-  #journaled: string | undefined;
+  readonly #journaled = new JournalChangeCheck();
   /** Set once the folder is removed: the journal entry is never written again. */
   #closed = false;
 
@@ -92,11 +92,10 @@ export class MountedStore {
   async writeJournal(opts: { unmounting?: boolean } = {}): Promise<void> {
     const j = this.#journal;
     if (j === undefined || this.#closed) return;
-    if (opts.unmounting) this.#journaled = undefined;
-    // The generation alone moves on every sync: not a change worth a write (a pending delete read
-    // back from an older generation only waits one sync longer).
-    const text = serializeSyncState({ ...this.#state, generation: 0 });
-    if (text === this.#journaled) return;
+    if (opts.unmounting) this.#journaled.reset();
+    const state = this.#state;
+    const change = this.#journaled.changed(state);
+    if (change === undefined) return;
     await j.journal.write({
       version: 1,
       storeId: this.storeId,
@@ -106,11 +105,11 @@ export class MountedStore {
       root: this.root,
       access: this.access,
       owner: j.owner,
-      state: toJournalState(this.#state, j.clock.now()),
+      state: toJournalState(state, j.clock.now()),
       writtenAt: new Date().toISOString(),
       ...(opts.unmounting ? { unmounting: true } : {}),
     });
-    this.#journaled = text;
+    this.#journaled.written(state, change.digest);
   }
 
   /** Hand local deletions this session could not send to the next session of the store. */
@@ -132,7 +131,7 @@ export class MountedStore {
     const j = this.#journal;
     if (j === undefined || this.#closed) return;
     this.#journal = { ...j, owner: { pid: 0 } };
-    this.#journaled = undefined;
+    this.#journaled.reset();
     try {
       await this.writeJournal();
     } catch (err) {
