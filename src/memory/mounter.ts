@@ -427,9 +427,12 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     let scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
     const write = async ({ m, content, rel }: Download): Promise<void> => {
       if (signal.aborted) return;
-      const size = Buffer.byteLength(content, 'utf8');
-      if (size > scratch.length) scratch = Buffer.allocUnsafeSlow(size);
-      const bytes = scratch.subarray(0, scratch.write(content, 0, size, 'utf8'));
+      // A UTF-16 unit takes at most 3 UTF-8 bytes: only a content that may not fit is measured.
+      if (content.length * 3 > scratch.length) {
+        const size = Buffer.byteLength(content, 'utf8');
+        if (size > scratch.length) scratch = Buffer.allocUnsafeSlow(size);
+      }
+      const bytes = scratch.subarray(0, scratch.write(content, 0, 'utf8'));
       try {
         const st = await writer.write(rel, bytes, backdatedMtimeMs(m.updatedAt));
         // Hashed once, from the bytes just written: the file need not be read back.

@@ -55,6 +55,8 @@ describe('mounting', () => {
   it('writes each file with exactly its own bytes, a short file after a long one and multi-byte text included', async () => {
     const memories: Record<string, string> = {};
     for (let i = 0; i < 30; i++) memories[`/f-${String(i).padStart(2, '0')}.md`] = i % 2 === 0 ? `${'é✓'.repeat(2000 + i)}\n` : `s${i}`;
+    memories['/f-15.md'] = 'x'.repeat(60_000);
+    memories['/f-16.md'] = 'é'.repeat(50_000);
     const store = await h.emu.createMemoryStore({ name: 'Sizes', memories });
     const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
     const mounted = await new MemoryMounter({ client, logger: captureLogger().logger }).mount(session);
