@@ -252,6 +252,27 @@ describe('Poller with session slots', () => {
     expect(r.slots.held).toBe(0);
   });
 
+  it('cuts every poll in flight short when the caller stops, and holds no slot afterwards', async () => {
+    const r = rig(16);
+    let n = 0;
+    for (let round = 0; round < 3; round++) {
+      await settle();
+      r.queue.answerPolls(() => item(`w${++n}`));
+      await settle();
+      for (const [id, d] of r.queue.acks) {
+        d.resolve({});
+        r.queue.acks.delete(id);
+      }
+    }
+    await settle();
+    expect(r.queue.inFlight).toBe(8);
+    r.ctrl.abort();
+    await r.consuming;
+    expect(r.queue.inFlight).toBe(0);
+    expect(r.taken).toHaveLength(7);
+    expect(r.slots.held).toBe(0);
+  });
+
   it('gives the slot back when an ack fails, and hands out only acknowledged items', async () => {
     const r = rig(4);
     await settle();
