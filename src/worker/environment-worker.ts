@@ -306,12 +306,19 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   /** Hold a slot for a poll once one is free; false when `signal` aborted first. */
   #reserveSlot(signal: AbortSignal): Promise<boolean> {
     return new Promise((resolve) => {
+      const onAbort = (): void => {
+        const i = this.#slotWaiters.indexOf(attempt);
+        if (i >= 0) this.#slotWaiters.splice(i, 1);
+        resolve(false);
+      };
       const attempt = (): void => {
-        if (signal.aborted) return resolve(false);
+        if (signal.aborted) return onAbort();
         if (this.#freeSlots() <= 0) return void this.#slotWaiters.push(attempt);
+        signal.removeEventListener('abort', onAbort);
         this.#claimsHeld++;
         resolve(true);
       };
+      signal.addEventListener('abort', onAbort, { once: true });
       attempt();
     });
   }

@@ -251,6 +251,10 @@ export class Poller {
         if (!this.#overlap) await handedOut;
         else if (run.lanes < POLLS_IN_FLIGHT_MAX && !stop.aborted && this.#slots.tryReserve()) this.#startLane(run, true);
       }
+    } catch (e) {
+      // A bug in a loop (a callback that threw): end the claims with it rather than lose it.
+      run.fatal ??= coerceError(e);
+      run.stop.abort(run.fatal);
     } finally {
       // Counted out as it returns, so the next loop to decide sees whether it is the last one.
       run.lanes--;

@@ -4,7 +4,8 @@
 // running never exceed the slots. A poll that brings nothing, or fails, ends its loop unless it is
 // the last one; an item whose ack fails gives its slot back; an acknowledged item is handed out even
 // when the caller stops; a permanent 4xx ends the claims once the acks in flight have settled.
-// Without slots (a "slot is free" wait only) the poller claims one item at a time.
+// Without slots (a "slot is free" wait only) the poller claims one item at a time. A callback that
+// throws ends the claims with its error.
 import { APIError } from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
 import { RemoteApiError } from '../../src/errors.js';
@@ -338,6 +339,30 @@ describe('Poller with session slots', () => {
     expect(r.error).toBeInstanceOf(RemoteApiError);
     expect(r.error).toMatchObject({ status: 401 });
     expect(r.slots.held).toBe(0);
+  });
+});
+
+describe('Poller whose callback throws', () => {
+  it('ends the claims with that error instead of leaving it unhandled', async () => {
+    const queue = manualQueue();
+    const slots = slotRig(4);
+    const boom = new Error('listener bug');
+    const poller = new Poller({
+      api: queue.api,
+      environmentId: 'env_1',
+      workerId: 'worker_1',
+      logger: captureLogger().logger,
+      clock: new ManualClock(0),
+      slots: slots.slots,
+      onPolled: () => {
+        throw boom;
+      },
+    });
+    const next = poller.claims(new AbortController().signal).next();
+    await settle();
+    queue.answerPolls(() => null);
+    await expect(next).rejects.toBe(boom);
+    expect(slots.held).toBe(0);
   });
 });
 
