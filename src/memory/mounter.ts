@@ -279,7 +279,13 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       else if ('error' in read) journal = { kind: 'unreadable', error: read.error };
       else {
         entry = read;
-        journal = { kind: 'entry', storeId: read.storeId, owner: await checkOwner(read.owner), unmounting: read.unmounting === true };
+        journal = {
+          kind: 'entry',
+          storeId: read.storeId,
+          owner: await checkOwner(read.owner),
+          unmounting: read.unmounting === true,
+          downloading: read.downloading === true,
+        };
       }
     }
     const verdict = adoptVerdict(spec.storeId, found, journal);
@@ -376,8 +382,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     created.push(spec.root);
     const dir = new LocalDir(spec.root);
     const cache = new StatCache();
-    // The journal entry exists from the moment the folder does: a crash during the download leaves
-    // a leftover the next mount of this store can adopt (its baseline fills in as files land).
+    // The journal entry exists from the moment the folder does, marked "downloading" until every
+    // file is written: files are created straight under their names, so a crash mid-download may
+    // leave one half written. The next mount of this store clears such a leftover and downloads it
+    // again; nothing in it can be an edit, since the session starts only after the mount.
     const early = new MountedStore({
       storeId: spec.storeId,
       name: spec.name,
@@ -391,7 +399,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       state: createSyncState({ storeId: spec.storeId, root: spec.root, access: spec.access }),
       journal: binding,
     });
-    await early.writeJournal().catch((e: unknown) => {
+    await early.writeJournal({ downloading: true }).catch((e: unknown) => {
       throw new MemoryMountError(
         `memory store ${spec.storeId} (${spec.name}): could not write its journal entry in ${this.#stateDir}: ${coerceError(e).message}. ` +
           'Without it a crash would lose unsynced edits; fix the state folder (stateDir / --state-dir) and retry.',
