@@ -98,7 +98,10 @@ export class RemoteStore {
    * With `parallel` above 1 the listing is split by top-level folder: the store is listed at depth 1
    * (its top-level memories, and one `memory_prefix` item per top-level folder), and each folder is
    * paged on its own cursor as soon as it is named, at most `parallel` pages in flight (or as many
-   * as `pages`, a limiter the caller may share between stores, lets run). Every bound
+   * as `pages`, a limiter the caller may share between stores, lets run). The first page of the
+   * whole store is asked for at the same time: when it is the only page (no `next_page`), it is
+   * the listing, and the split is not used (a small store costs one round trip); otherwise it is
+   * dropped unread and the split goes on. Every bound
    * holds across the parts as for one cursor: one memory count and one set of paths (a path listed
    * by two parts is a duplicate), one page budget (the pages a full store can fill, plus one per
    * folder), cursors never repeated within a part; a folder item that is not one top-level folder
@@ -151,8 +154,27 @@ export class RemoteStore {
       const part = limit(() => (failure === undefined ? this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix }) : undefined));
       parts.push(part.catch(fail));
     };
+    const depthFirst = { prefix: '/', depth: 1 } as const;
     try {
-      await limit(() => this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix: '/', depth: 1, onPrefix })).catch(fail);
+      // Both first pages at once; the depth-1 one is awaited (and its body read) either way, so no
+      // request outlives the listing.
+      const whole = limit(() => this.#page('full', FULL_PAGE_LIMIT, {}, undefined, ctrl.signal));
+      const top = limit(() => this.#page('full', FULL_PAGE_LIMIT, depthFirst, undefined, ctrl.signal));
+      top.catch(() => {});
+      const wholePage = await whole.catch((e: unknown) => {
+        fail(e);
+        return undefined;
+      });
+      if (wholePage !== undefined && wholePage.next === undefined) {
+        await this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, first: wholePage }).catch(fail);
+        await top.catch(() => {});
+      } else if (wholePage !== undefined) {
+        // More than one page: its items come again from the parts. It counts against the budget.
+        budget.pages++;
+        await limit(() => this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: top })).catch(fail);
+      } else {
+        await top.catch(() => {});
+      }
       // Parts started later are pushed while earlier ones run: wait until none is left.
       for (let i = 0; i < parts.length; i++) await parts[i];
     } finally {
@@ -230,31 +252,45 @@ export class RemoteStore {
     }
   }
 
+  /** One listing page (`part` names the folder and depth), read within its size bound and checked. */
+  async #page(view: 'basic' | 'full', limit: number, part: { prefix?: string; depth?: 1 }, cursor: string | undefined, signal: AbortSignal | undefined): Promise<ListingPage> {
+    const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
+    const what = this.#what(view, part.prefix);
+    const query = { ...(part.prefix !== undefined ? { path_prefix: part.prefix } : {}), ...(part.depth !== undefined ? { depth: part.depth } : {}) };
+    const res = await this.#client.beta.memoryStores.memories
+      .list(
+        this.storeId,
+        { view, limit, ...query, ...(cursor !== undefined ? { page: cursor } : {}) },
+        { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
+      )
+      .asResponse();
+    const body = await this.#readJson(res, pageCap, what, signal);
+    return checkPage(body, this.storeId, what);
+  }
+
+  #what(view: 'basic' | 'full', prefix: string | undefined): string {
+    const inFolder = prefix !== undefined && prefix !== '/' ? ` (folder ${prefix})` : '';
+    return `the ${view} listing of memory store ${this.storeId}${inFolder}`;
+  }
+
+  /**
+   * Every page of one cursor, each item checked against the shared `budget` and handed to
+   * `onItem`. `first`, when given, is its first page, already asked for.
+   */
   async #eachPage(
     view: 'basic' | 'full',
     limit: number,
     signal: AbortSignal | undefined,
     onItem: (m: BetaManagedAgentsMemory) => unknown,
-    part: { budget?: ListingBudget; prefix?: string; depth?: 1; onPrefix?: (path: unknown) => void } = {},
+    part: { budget?: ListingBudget; prefix?: string; depth?: 1; onPrefix?: (path: unknown) => void; first?: ListingPage | Promise<ListingPage> } = {},
   ): Promise<void> {
     const budget = part.budget ?? newBudget(limit);
-    const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
     const cursors = new Set<string>();
-    const inFolder = part.prefix !== undefined && part.prefix !== '/' ? ` (folder ${part.prefix})` : '';
-    const what = `the ${view} listing of memory store ${this.storeId}${inFolder}`;
-    const query = { ...(part.prefix !== undefined ? { path_prefix: part.prefix } : {}), ...(part.depth !== undefined ? { depth: part.depth } : {}) };
+    const what = this.#what(view, part.prefix);
     let cursor: string | undefined;
     for (let pages = 1; ; pages++) {
       budget.pages++;
-      const res = await this.#client.beta.memoryStores.memories
-        .list(
-          this.storeId,
-          { view, limit, ...query, ...(cursor !== undefined ? { page: cursor } : {}) },
-          { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
-        )
-        .asResponse();
-      const body = await this.#readJson(res, pageCap, what, signal);
-      const { data, next } = checkPage(body, this.storeId, what);
+      const { data, next } = pages === 1 && part.first !== undefined ? await part.first : await this.#page(view, limit, part, cursor, signal);
       for (let i = 0; i < data.length; i++) {
         const raw = data[i];
         // Each item is dropped from the page once handed on: a page waiting for the writes to catch
@@ -322,11 +358,17 @@ function newBudget(limit: number): ListingBudget {
   return { memories: 0, pages: 0, maxPages: Math.ceil(MAX_LISTED_MEMORIES / limit) * 2 + 10, paths: new Set() };
 }
 
+/** One listing page as checked: its items (not checked yet) and its next cursor. */
+interface ListingPage {
+  data: unknown[];
+  next: string | undefined;
+}
+
 /** A `memory_prefix` path naming one top-level folder: `/name/`. */
 const TOP_LEVEL_PREFIX = /^\/[^/]+\/$/u;
 
 /** The `data` and `next_page` of a listing page, or a `malformed` error. */
-function checkPage(body: unknown, storeId: string, what: string): { data: unknown[]; next: string | undefined } {
+function checkPage(body: unknown, storeId: string, what: string): ListingPage {
   const b = body as { data?: unknown; next_page?: unknown } | null;
   if (typeof b !== 'object' || b === null || !Array.isArray(b.data)) {
     throw malformed(storeId, `${what}: a page without a \`data\` array`);

@@ -188,8 +188,9 @@ describe('a leftover of a worker that died', () => {
     const memories: Record<string, string> = {};
     for (let i = 0; i < 60; i++) memories[`/m-${String(i).padStart(2, '0')}.md`] = `memory ${i} `.repeat(20);
     const s = await mountStore(memories);
-    // The third listing page never answers: the download stops with 40 files written.
-    const fault = h.emu.faults.add({ route: new RegExp(`GET /v1/memory_stores/${s.storeId}/memories`), skip: 2, hang: true });
+    // The whole store's first page (more follow: dropped) and two depth-1 pages answer, the third
+    // never does: the download stops with 40 files written.
+    const fault = h.emu.faults.add({ route: new RegExp(`GET /v1/memory_stores/${s.storeId}/memories`), skip: 3, hang: true });
     const ctrl = new AbortController();
     const first = new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir })
       .mount(s.session, { signal: ctrl.signal })
