@@ -275,7 +275,10 @@ export class RemoteStore {
 
   /**
    * Every page of one cursor, each item checked against the shared `budget` and handed to
-   * `onItem`. `first`, when given, is its first page, already asked for.
+   * `onItem`. `first`, when given, is its first page, already asked for. The next page is asked
+   * for as soon as its cursor passed the checks, before this page's items are handed on, so the
+   * round trip overlaps the caller's work on them: a cursor holds at most two pages, one in
+   * flight. A failure aborts the page in flight.
    */
   async #eachPage(
     view: 'basic' | 'full',
@@ -287,38 +290,53 @@ export class RemoteStore {
     const budget = part.budget ?? newBudget(limit);
     const cursors = new Set<string>();
     const what = this.#what(view, part.prefix);
-    let cursor: string | undefined;
-    for (let pages = 1; ; pages++) {
-      budget.pages++;
-      const { data, next } = pages === 1 && part.first !== undefined ? await part.first : await this.#page(view, limit, part, cursor, signal);
-      for (let i = 0; i < data.length; i++) {
-        const raw = data[i];
-        // Each item is dropped from the page once handed on: a page waiting for the writes to catch
-        // up holds only the contents not written yet.
-        data[i] = undefined;
-        const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
-        if (type === 'memory_prefix' && part.onPrefix !== undefined) {
-          part.onPrefix((raw as { path?: unknown }).path);
-          continue;
+    const ctrl = new AbortController();
+    const detach = linkAbort(signal, ctrl);
+    let ahead: ListingPage | Promise<ListingPage> | undefined = part.first;
+    try {
+      for (let pages = 1; ; pages++) {
+        budget.pages++;
+        const { data, next } = await (ahead ?? this.#page(view, limit, part, undefined, ctrl.signal));
+        ahead = undefined;
+        if (next !== undefined) {
+          if (cursors.has(next)) throw this.#limit('repeated-cursor', `${what} returned a next_page cursor it had returned before (page ${pages}); stopped reading it`);
+          if (budget.pages >= budget.maxPages) {
+            throw this.#limit('page-count', `${what} kept paging past ${budget.maxPages} pages (${budget.memories} memories so far); stopped reading it`);
+          }
+          cursors.add(next);
+          const asked = this.#page(view, limit, part, next, ctrl.signal);
+          // Awaited at the next turn; a rejection meanwhile is not an unhandled one.
+          asked.catch(() => {});
+          ahead = asked;
         }
-        if (typeof raw === 'object' && raw !== null && type !== 'memory') continue;
-        const item = checkMemory(raw, this.storeId, what);
-        if (++budget.memories > MAX_LISTED_MEMORIES) {
-          throw this.#limit('memory-count', `${what} passed ${MAX_LISTED_MEMORIES} memories (a store holds at most ${MAX_MEMORIES_PER_STORE}); stopped reading it`);
+        for (let i = 0; i < data.length; i++) {
+          const raw = data[i];
+          // Each item is dropped from the page once handed on: a page waiting for the writes to catch
+          // up holds only the contents not written yet.
+          data[i] = undefined;
+          const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
+          if (type === 'memory_prefix' && part.onPrefix !== undefined) {
+            part.onPrefix((raw as { path?: unknown }).path);
+            continue;
+          }
+          if (typeof raw === 'object' && raw !== null && type !== 'memory') continue;
+          const item = checkMemory(raw, this.storeId, what);
+          if (++budget.memories > MAX_LISTED_MEMORIES) {
+            throw this.#limit('memory-count', `${what} passed ${MAX_LISTED_MEMORIES} memories (a store holds at most ${MAX_MEMORIES_PER_STORE}); stopped reading it`);
+          }
+          if (budget.paths.has(item.path)) {
+            throw this.#limit('duplicate-path', `${what} lists ${JSON.stringify(item.path)} twice; a path names one memory, so the listing cannot be trusted`);
+          }
+          budget.paths.add(item.path);
+          await onItem(item);
         }
-        if (budget.paths.has(item.path)) {
-          throw this.#limit('duplicate-path', `${what} lists ${JSON.stringify(item.path)} twice; a path names one memory, so the listing cannot be trusted`);
-        }
-        budget.paths.add(item.path);
-        await onItem(item);
+        if (ahead === undefined) return;
       }
-      if (next === undefined) return;
-      if (cursors.has(next)) throw this.#limit('repeated-cursor', `${what} returned a next_page cursor it had returned before (page ${pages}); stopped reading it`);
-      if (budget.pages >= budget.maxPages) {
-        throw this.#limit('page-count', `${what} kept paging past ${budget.maxPages} pages (${budget.memories} memories so far); stopped reading it`);
-      }
-      cursors.add(next);
-      cursor = next;
+    } catch (e) {
+      ctrl.abort(e);
+      throw e;
+    } finally {
+      detach();
     }
   }
 

@@ -1,6 +1,6 @@
 /**
  * Pins the bounds on what the server answers, over real HTTP against the emulator rewriting its
- * answers like a wrong server: a listing stops with a typed RemoteLimitError at a cursor seen
+ * answers like a wrong server (and how a listing pages: one page asked ahead of the items handed on): a listing stops with a typed RemoteLimitError at a cursor seen
  * before, past the pages or memories a store can hold, at a duplicate path or a malformed page;
  * a body is never read past what its content can weigh; a memory over the size limit is refused
  * (left out of the mount with a warning naming it) while the others mount; and a mount whose
@@ -130,6 +130,41 @@ describe('a listing', () => {
     });
     const err = await limitOf(r.remote.listFull(undefined, () => {}));
     expect(err.limit).toBe('body-size');
+  });
+});
+
+describe('paging', () => {
+  it('asks for the next page before handing on the items of this one, and stops asking once a handler fails', async () => {
+    const memories: Record<string, string> = {};
+    for (let i = 0; i < 45; i++) memories[`/n${String(i).padStart(2, '0')}.md`] = `n${i}`;
+    const store = await h.emu.createMemoryStore({ name: 'Paged', memories });
+    const { client } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const mark = h.emu.requests.length;
+    const listings = (): number => h.emu.requests.slice(mark).filter((r) => r.route === 'GET /v1/memory_stores/:id/memories').length;
+    const seenAtFirstItem: number[] = [];
+    const got: string[] = [];
+    await new RemoteStore(client, store.id).listFull(undefined, async (m) => {
+      if (got.length === 0) {
+        // The second page is asked for while the first one's items are still being handled.
+        for (let i = 0; i < 250 && listings() < 2; i++) await new Promise((r) => setTimeout(r, 20));
+        seenAtFirstItem.push(listings());
+      }
+      got.push(m.path);
+    });
+    expect(seenAtFirstItem).toEqual([2]);
+    expect(got).toHaveLength(45);
+    expect(listings()).toBe(3);
+
+    const before = listings();
+    const err = await new RemoteStore(client, store.id)
+      .listFull(undefined, () => {
+        throw new Error('handler failed');
+      })
+      .catch((e: unknown) => e);
+    expect((err as Error).message).toBe('handler failed');
+    await new Promise((r) => setTimeout(r, 200));
+    // The first page, and at most the one asked ahead: no page after a failure.
+    expect(listings() - before).toBeLessThanOrEqual(2);
   });
 });
 
