@@ -119,11 +119,14 @@ type MemoryStoreResource = Extract<BetaManagedAgentsSession['resources'][number]
  *   (a dangling symlink included), except a leftover of a crashed worker (see {@link adoptVerdict}),
  *   which is reconciled with the store and taken over. All checks run before anything is created;
  * - creates only each store's own folder (never a parent), writes the marker first, then
- *   downloads every memory; stores download in parallel, writes are atomic and bounded;
+ *   downloads every memory; stores download in parallel, each file created directly under its
+ *   name in that fresh folder, the writes queued behind the listing and bounded;
  * - a server path the folder cannot hold (refused by the path rules, or colliding by case on a
  *   case-insensitive filesystem) is left out with a warning and recorded in `state.shadowed`;
- * - a journal entry is written as soon as a folder exists and again after the download, so a crash
- *   at any point leaves a leftover the next mount of that store can adopt;
+ * - a journal entry is written as soon as a folder exists, marked `downloading`, and again after
+ *   the download without the mark: a crash during the download leaves a leftover the next mount of
+ *   that store clears and downloads again (a file may be half written; none is an edit), a crash
+ *   after it one that mount adopts;
  * - if any store fails, everything this mount created is removed before the error is thrown (an
  *   adopted leftover is never removed: it may hold the only copy of an edit).
  */
