@@ -217,8 +217,9 @@ describe('a folder-split listing', () => {
       for (let i = 0; i < 5; i++) memories[`/f${i}/n${i}.md`] = `n${i}`;
       const store = await h.emu.createMemoryStore({ name: 'Small', memories });
       const { client } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
-      // Every listing answer takes 150 ms: two sequential round trips could not fit in the window below.
-      h.emu.faults.add({ route: LISTING, latencyMs: 150 });
+      // Every listing answer takes 400 ms: a request sent after another's answer could not start
+      // inside its window.
+      h.emu.faults.add({ route: LISTING, latencyMs: 400 });
       const mark = h.emu.requests.length;
       const got: string[] = [];
       await new RemoteStore(client, store.id).listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split);
