@@ -88,8 +88,12 @@ export class MountedStore {
     }
   }
 
-  /** Write the journal entry if the state changed since the last write. Throws on failure. */
-  async writeJournal(opts: { unmounting?: boolean } = {}): Promise<void> {
+  /**
+   * Write the journal entry if the state changed since the last write. Throws on failure.
+   * `downloading` marks a folder whose download has not finished (see `JournalEntry.downloading`);
+   * the next write without it clears the mark.
+   */
+  async writeJournal(opts: { unmounting?: boolean; downloading?: boolean } = {}): Promise<void> {
     const j = this.#journal;
     if (j === undefined || this.#closed) return;
     if (opts.unmounting) this.#journaled = undefined;
@@ -109,8 +113,9 @@ export class MountedStore {
       state: toJournalState(this.#state, j.clock.now()),
       writtenAt: new Date().toISOString(),
       ...(opts.unmounting ? { unmounting: true } : {}),
+      ...(opts.downloading ? { downloading: true } : {}),
     });
-    this.#journaled = text;
+    this.#journaled = opts.downloading ? undefined : text;
   }
 
   /** Hand local deletions this session could not send to the next session of the store. */
