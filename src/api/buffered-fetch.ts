@@ -5,7 +5,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 /**
  * A `fetch` for small JSON requests (memory writes), over Node's own `http`/`https` with one
  * keep-alive agent per scheme: the whole answer is read into one buffer (at most `maxBodyBytes`)
- * before the `Response` is handed back. It costs the main thread a fraction of what the WHATWG
+ * before the `Response` is handed back, to be read with `text()`/`json()` (its `body` is null). It costs the main thread a fraction of what the WHATWG
  * `fetch` does per request, which is what bounds many small uploads in flight.
  *
  * It behaves as `fetch` does where the SDK relies on it:
@@ -67,9 +67,10 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
             const status = res.statusCode ?? 0;
             const headers = new Headers();
             for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-            const response = new Response(NULL_BODY_STATUSES.has(status) ? null : Buffer.concat(chunks, bytes), { status, statusText: res.statusMessage ?? '', headers });
+            const response = new BufferedResponse(NULL_BODY_STATUSES.has(status) ? null : Buffer.concat(chunks, bytes), { status, statusText: res.statusMessage ?? '', headers });
             settled = true;
-            resolve(response);
+            // A real Response (its class extends the platform's), typed through a narrower base.
+            resolve(response as unknown as Response);
           } catch (e) {
             // A status or header a Response cannot hold: a malformed answer.
             fail(fetchFailed(e));
@@ -86,6 +87,58 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
       req.end(body ?? undefined);
     });
   };
+}
+
+/**
+ * A `Response` over bytes already read, for a caller that reads it through `text()`, `json()`,
+ * `arrayBuffer()` or `blob()` (the SDK parsing an answer): those answer from the buffer, and
+ * `body` is null, as no stream is built (building one is most of what a `Response` over bytes
+ * costs). The write client is the only user of this transport, and it never streams an answer.
+ */
+// Typed as its plain fields only: the platform types declare the body methods as properties, which
+// a subclass cannot override with methods.
+const ResponseBase = Response as unknown as new (body: null, init: ResponseInit) => { readonly status: number; readonly statusText: string; readonly headers: Headers };
+
+class BufferedResponse extends ResponseBase {
+  readonly #bytes: Buffer | null;
+  #used = false;
+
+  constructor(bytes: Buffer | null, init: ResponseInit) {
+    super(null, init);
+    this.#bytes = bytes;
+  }
+
+  get bodyUsed(): boolean {
+    return this.#used;
+  }
+
+  async text(): Promise<string> {
+    return this.#take().toString('utf8');
+  }
+
+  async json(): Promise<unknown> {
+    return JSON.parse(this.#take().toString('utf8')) as unknown;
+  }
+
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    const b = this.#take();
+    return b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer;
+  }
+
+  async blob(): Promise<Blob> {
+    return new Blob([this.#take()], { type: this.headers.get('content-type') ?? '' });
+  }
+
+  clone(): BufferedResponse {
+    if (this.#used) throw new TypeError('Response.clone: the body has already been read');
+    return new BufferedResponse(this.#bytes, { status: this.status, statusText: this.statusText, headers: new Headers(this.headers) });
+  }
+
+  #take(): Buffer {
+    if (this.#used) throw new TypeError('Body is unusable: the body has already been read');
+    this.#used = true;
+    return this.#bytes ?? Buffer.alloc(0);
+  }
 }
 
 /**
