@@ -40,11 +40,13 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
     if (signal?.aborted) return Promise.reject(abortError());
     return new Promise<Response>((resolve, reject) => {
       let settled = false;
-      const fail = (e: unknown): void => {
+      // The error is made only for the first failure (an Error's stack costs more than the request).
+      const fail = (error: () => unknown): void => {
         if (settled) return;
         settled = true;
-        reject(e);
+        reject(error());
       };
+      const failed = (cause: () => unknown) => (): unknown => (signal?.aborted ? abortError() : fetchFailed(cause()));
       const send = url.protocol === 'https:' ? https.request : http.request;
       const req = send(url, { method: init.method ?? 'GET', agent, headers: headerObject(init.headers) }, (res) => {
         const chunks: Buffer[] = [];
@@ -52,15 +54,17 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
         res.on('data', (chunk: Buffer) => {
           bytes += chunk.length;
           if (bytes > maxBodyBytes) {
-            fail(fetchFailed(new Error(`the answer passed ${maxBodyBytes} bytes; not read further`)));
+            fail(() => fetchFailed(new Error(`the answer passed ${maxBodyBytes} bytes; not read further`)));
             req.destroy();
             return;
           }
           chunks.push(chunk);
         });
-        res.on('error', (e) => fail(signal?.aborted ? abortError() : fetchFailed(e)));
+        res.on('error', (e) => fail(failed(() => e)));
         // Closed before its end: the answer was cut.
-        res.on('close', () => fail(signal?.aborted ? abortError() : fetchFailed(new Error('the connection closed before the answer was complete'))));
+        res.on('close', () => {
+          if (!settled) fail(failed(() => new Error('the connection closed before the answer was complete')));
+        });
         res.on('end', () => {
           if (settled) return;
           try {
@@ -73,17 +77,17 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
             resolve(response as unknown as Response);
           } catch (e) {
             // A status or header a Response cannot hold: a malformed answer.
-            fail(fetchFailed(e));
+            fail(() => fetchFailed(e));
           }
         });
       });
       const onAbort = (): void => {
         req.destroy();
-        fail(abortError());
+        fail(abortError);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       req.on('close', () => signal?.removeEventListener('abort', onAbort));
-      req.on('error', (e) => fail(signal?.aborted ? abortError() : fetchFailed(e)));
+      req.on('error', (e) => fail(failed(() => e)));
       req.end(body ?? undefined);
     });
   };
