@@ -20,8 +20,9 @@ and exit codes of a command.
 Logs are JSON lines on stderr (stdout stays free for command output); --pretty
 switches to pino-pretty when it is installed. MAW_LOG_LEVEL sets the log level
 when --log-level is not given. Every ANTHROPIC_* credential (a name with KEY,
-SECRET or TOKEN) is read once at start and removed from the process environment,
-so no child process (the agent's tools, a sandbox command) inherits it.
+SECRET or TOKEN, and ANTHROPIC_CUSTOM_HEADERS) is read once at start and removed
+from the process environment, so no child process (the agent's tools, a sandbox
+command) inherits it.
 `;
 
 /**

@@ -69,11 +69,12 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
     const passEnv = flags['passEnv'] as string[] | undefined;
     let launcher: Launcher;
     try {
-      const { environmentId, baseURL } = apiInputsFrom(flags, io);
+      const inputs = apiInputsFrom(flags, io);
+      const { environmentId } = inputs;
       const environmentKey = environmentKeyFrom(flags, io);
       requireInputs('launch', environmentInputs(environmentId, environmentKey));
       launcher = new Launcher({
-        client: cliClient(baseURL, environmentKey),
+        client: cliClient(inputs, environmentKey),
         environmentId: environmentId!,
         environmentKey: environmentKey!,
         command: flags['onWork'] as string,

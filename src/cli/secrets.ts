@@ -1,15 +1,18 @@
 import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
+import { CUSTOM_HEADERS_VARIABLE } from './custom-headers.js';
 import { scrubProcEnviron, type EnvironScrub } from './proc-environ.js';
 
 /**
  * The credential variables the CLI takes out of its environment: an `ANTHROPIC_` name (any letter
  * case) holding `KEY`, `SECRET` or `TOKEN` (`ANTHROPIC_ENVIRONMENT_KEY`, `ANTHROPIC_WORK_SECRET`,
- * `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`, ...). The other `ANTHROPIC_*` variables (ids, base
- * URL, `ANTHROPIC_LOG`, OpenTelemetry settings) stay, since the SDK reads them.
+ * `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`, ...), and `ANTHROPIC_CUSTOM_HEADERS`, whose headers
+ * may authorise requests. The other `ANTHROPIC_*` variables (ids, base URL, `ANTHROPIC_LOG`,
+ * OpenTelemetry settings) stay, since the SDK reads them.
  */
 export function isAnthropicCredential(name: string): boolean {
-  return /^ANTHROPIC_\w*(KEY|SECRET|TOKEN)/.test(name.toUpperCase());
+  const upper = name.toUpperCase();
+  return upper === CUSTOM_HEADERS_VARIABLE || /^ANTHROPIC_\w*(KEY|SECRET|TOKEN)/.test(upper);
 }
 
 /**

@@ -6,6 +6,7 @@ import type { EnvironmentWorkerOptions } from '../worker/environment-worker.js';
 import { addLogFlags, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import { addEnvironmentKeyFlags, ENVIRONMENT_KEY_VARIABLE, environmentKeyFrom } from './credential-flags.js';
 import { collect, firstSet, intArg } from './flags.js';
+import { CUSTOM_HEADERS_VARIABLE, customHeadersFrom } from './custom-headers.js';
 import type { CommandIo } from './io.js';
 
 const { syncIntervalMinMs, syncIntervalMaxMs } = MEMORY_DEFAULTS;
@@ -79,28 +80,42 @@ export const WORKER_ENVIRONMENT: ReadonlyArray<readonly [string, string]> = [
   ['ANTHROPIC_ENVIRONMENT_ID', 'environment id, when --environment-id is not given'],
   [ENVIRONMENT_KEY_VARIABLE, 'environment key, when --environment-key-file is not given'],
   ['ANTHROPIC_BASE_URL', 'API base URL, when --base-url is not given'],
+  [CUSTOM_HEADERS_VARIABLE, 'extra request headers, one "Name: value" per line'],
   LOG_ENVIRONMENT_ROW,
 ];
 
-/** The SDK client the CLI hands the worker: the base URL from the flag or ANTHROPIC_BASE_URL, no API key. */
-export function cliClient(baseURL: string | undefined, credential: string | undefined): Anthropic {
-  return new Anthropic({ apiKey: null, authToken: credential ?? null, baseURL: baseURL ?? null });
+/**
+ * The SDK client the CLI hands the worker: the base URL from the flag or ANTHROPIC_BASE_URL, no API
+ * key, and the headers ANTHROPIC_CUSTOM_HEADERS listed at start (the variable itself is gone from
+ * the process environment by then).
+ */
+export function cliClient(inputs: Pick<ApiInputs, 'baseURL' | 'defaultHeaders'>, credential: string | undefined): Anthropic {
+  return new Anthropic({ apiKey: null, authToken: credential ?? null, baseURL: inputs.baseURL ?? null, ...(inputs.defaultHeaders ? { defaultHeaders: inputs.defaultHeaders } : {}) });
 }
 
-/** The environment id and base URL from their flags, else their `ANTHROPIC_*` variables. */
-export function apiInputsFrom(flags: OptionValues, io: Pick<CommandIo, 'env'>): { environmentId: string | undefined; baseURL: string | undefined } {
+export interface ApiInputs {
+  environmentId: string | undefined;
+  baseURL: string | undefined;
+  /** From ANTHROPIC_CUSTOM_HEADERS. */
+  defaultHeaders: Record<string, string> | undefined;
+}
+
+/** The environment id and base URL from their flags, else their `ANTHROPIC_*` variables; the custom headers. */
+export function apiInputsFrom(flags: OptionValues, io: Pick<CommandIo, 'env'>): ApiInputs {
   return {
     environmentId: firstSet(flags['environmentId'] as string | undefined, io.env['ANTHROPIC_ENVIRONMENT_ID']),
     baseURL: firstSet(flags['baseUrl'] as string | undefined, io.env['ANTHROPIC_BASE_URL']),
+    defaultHeaders: customHeadersFrom(io.env),
   };
 }
 
 /** Worker options from flags, with the `ANTHROPIC_*` variables as defaults. The credential never appears in a message. */
 export function workerOptionsFromFlags(flags: OptionValues, io: Pick<CommandIo, 'env' | 'cwd'>): Omit<EnvironmentWorkerOptions, 'logger'> {
   const environmentKey = environmentKeyFrom(flags, io);
-  const { environmentId, baseURL } = apiInputsFrom(flags, io);
+  const inputs = apiInputsFrom(flags, io);
+  const { environmentId } = inputs;
   const opts: Omit<EnvironmentWorkerOptions, 'logger'> = {
-    client: cliClient(baseURL, environmentKey),
+    client: cliClient(inputs, environmentKey),
     workdir: (flags['workdir'] as string | undefined) ?? io.cwd,
   };
   if (environmentId !== undefined) opts.environmentId = environmentId;

@@ -34,7 +34,7 @@ export interface DoctorProbes {
   caseSensitive(dir: string): Promise<boolean | undefined>;
   isExecutable(path: string): Promise<boolean>;
   /** One authenticated read with the environment key. */
-  api(input: { baseURL: string | undefined; environmentId: string; environmentKey: string }): Promise<ApiProbeResult>;
+  api(input: { baseURL: string | undefined; environmentId: string; environmentKey: string; defaultHeaders?: Record<string, string> | undefined }): Promise<ApiProbeResult>;
   /** Wall-clock now, ms since the epoch (for the clock-skew check). */
   nowMs(): number;
 }
@@ -44,6 +44,8 @@ export interface DoctorInput {
   environmentId: string | undefined;
   environmentKey: string | undefined;
   baseURL: string | undefined;
+  /** Extra headers for the API check (from ANTHROPIC_CUSTOM_HEADERS). */
+  defaultHeaders?: Record<string, string> | undefined;
   /** Skip the API check (no network). */
   offline: boolean;
 }
@@ -186,7 +188,7 @@ async function checkApi(probes: DoctorProbes, input: DoctorInput): Promise<Check
       { ...clockBase, status: 'skip', detail: 'no environment id or key', fix: '' },
     ];
   }
-  const r = await probes.api({ baseURL: input.baseURL, environmentId: input.environmentId, environmentKey: input.environmentKey });
+  const r = await probes.api({ baseURL: input.baseURL, environmentId: input.environmentId, environmentKey: input.environmentKey, defaultHeaders: input.defaultHeaders });
   if (!r.ok) {
     return [
       { ...base, status: 'fail', detail: r.message, fix: apiFix(r.status) },

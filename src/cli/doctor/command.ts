@@ -35,12 +35,13 @@ variables, and that the API answers with the environment key (plus clock skew).`
       cmd.option('--offline', 'skip the API and clock checks').option('--json', 'print the results as JSON instead of a table');
     },
     async run(flags, io) {
-      const { environmentId, baseURL } = apiInputsFrom(flags, io);
+      const { environmentId, baseURL, defaultHeaders } = apiInputsFrom(flags, io);
       const results = await runChecks(probes, {
         mountParent: (flags['mountParent'] as string | undefined) ?? DEFAULT_MOUNT_PARENT,
         environmentId,
         environmentKey: environmentKeyFrom(flags, io),
         baseURL,
+        defaultHeaders,
         offline: flags['offline'] === true,
       });
       io.stdout(flags['json'] === true ? JSON.stringify({ ok: allPassed(results), checks: results }, null, 2) + '\n' : formatChecks(results));

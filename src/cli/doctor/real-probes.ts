@@ -21,8 +21,8 @@ export const realProbes: DoctorProbes = {
       return false;
     }
   },
-  api: async ({ baseURL, environmentId, environmentKey }) => {
-    const client = new Anthropic({ apiKey: null, authToken: environmentKey, baseURL: baseURL ?? null, maxRetries: 0, timeout: 15_000 });
+  api: async ({ baseURL, environmentId, environmentKey, defaultHeaders }) => {
+    const client = new Anthropic({ apiKey: null, authToken: environmentKey, baseURL: baseURL ?? null, maxRetries: 0, timeout: 15_000, ...(defaultHeaders ? { defaultHeaders } : {}) });
     const started = performance.now();
     try {
       const { response } = await client.beta.environments.work.list(environmentId, { limit: 1 }).withResponse();
