@@ -156,7 +156,13 @@ export function withBufferedFetch(client: Anthropic, maxBodyBytes: number): Anth
   if (own.fetch !== globalThis.fetch) return client;
   if (own.fetchOptions !== undefined && own.fetchOptions !== null && Object.keys(own.fetchOptions).length > 0) return client;
   if (!defaultDispatcher()) return client;
-  return client.withOptions({ fetch: bufferedFetch(maxBodyBytes) });
+  // A client (of another SDK copy) that cannot be copied with another fetch keeps its own.
+  if (typeof (client as { withOptions?: unknown }).withOptions !== 'function') return client;
+  try {
+    return client.withOptions({ fetch: bufferedFetch(maxBodyBytes) });
+  } catch {
+    return client;
+  }
 }
 
 /** True when the global dispatcher the runtime's `fetch` uses is unset or a plain `Agent`. */

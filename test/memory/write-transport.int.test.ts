@@ -4,13 +4,15 @@
  * (reads still through the client's fetch), and every answer is classified exactly as before:
  * 409s, 4xx refusals, 5xx, a lost response, a server that never answers (the request timeout), an
  * answer too large or malformed to be a memory, and the caller's abort. A client with a transport
- * of its own (`fetch`, `fetchOptions`, a proxy as the runtime's dispatcher) keeps it for every request.
+ * of its own (`fetch`, `fetchOptions`, a proxy as the runtime's dispatcher) keeps it for every request;
+ * a client of another copy of the SDK gets the same transport.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { withBufferedFetch } from '../../src/api/buffered-fetch.js';
 import { isAbortError } from '../../src/internal/abort.js';
 import { RemoteStore } from '../../src/memory/remote-store.js';
+import { copySdk, importSdkCopy } from '../api/sdk-copy.js';
 import { harness, type Harness } from './int-helpers.js';
 
 let h: Harness;
@@ -137,8 +139,36 @@ describe('a client with a transport of its own', () => {
     }
   });
 
+  it('keeps itself when it cannot be copied with another fetch', () => {
+    const bare = { fetch: globalThis.fetch } as unknown as Anthropic;
+    expect(withBufferedFetch(bare, 1024)).toBe(bare);
+  });
+
   it('a default client gets a copy for its writes', async () => {
     const r = await rig();
     expect(withBufferedFetch(r.client, 1024)).not.toBe(r.client);
   });
+});
+
+describe('a client of another copy of the SDK', () => {
+  it('writes through the buffered transport, and its failures are classified the same', async () => {
+    const copy = await copySdk();
+    try {
+      const other = await importSdkCopy(copy);
+      const store = await h.emu.createMemoryStore({ name: 'Other', memories: { '/a.md': 'a' } });
+      const { sessionId } = await h.emu.createSession({ resources: [{ memoryStoreId: store.id }] });
+      const token = h.emu.sessionsToken(sessionId)!;
+      const runtimeFetch = vi.spyOn(globalThis, 'fetch');
+      const client = new other.default({ apiKey: null, authToken: token, baseURL: h.emu.baseURL, logLevel: 'off' }) as unknown as Anthropic;
+      const remote = new RemoteStore(client, store.id, { readRetries: 0 });
+      expect((await remote.create('/b.md', 'b', undefined)).ok).toBe(true);
+      expect(runtimeFetch).not.toHaveBeenCalled();
+      h.emu.faults.add({ route: WRITE, status: 409, errorType: 'memory_precondition_failed_error', times: 1 });
+      const refused = await remote.create('/c.md', 'c', undefined);
+      expect(refused.ok ? undefined : refused.failure).toBe('precondition');
+      expect(h.emu.memories(store.id)).toEqual({ '/a.md': 'a', '/b.md': 'b' });
+    } finally {
+      await copy.remove();
+    }
+  }, 60_000);
 });
