@@ -68,8 +68,8 @@ export class StorePass {
 
   /**
    * The scan of the last pass when it was a flush that found nothing to upload: the folder as it
-   * stands against {@link state}, for the end-of-session check to use instead of scanning again.
-   * Handed out once (it may hold file contents).
+   * stands against {@link state} (without file contents), for the end-of-session check to use
+   * instead of scanning again. Handed out once.
    */
   takeSettledScan(): LocalScan | undefined {
     const scan = this.#settledScan;
@@ -116,7 +116,8 @@ export class StorePass {
       log.debug({ phase, files: scan.entries.size, files_read: scan.filesRead, uploaded_early: earlyDone?.created.size ?? 0 }, 'local scan done');
       this.#warnSkipped(scan);
       if (phase === 'flush' && !hasLocalChanges(this.#state, scan.entries)) {
-        this.#settledScan = scan;
+        // Kept without the bytes it read: nothing is uploaded from it.
+        this.#settledScan = { ...scan, contents: new Map() };
         return report;
       }
       if (signal.aborted) throw coerceError(signal.reason);
