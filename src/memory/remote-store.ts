@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/memory-stores/memories';
 import pLimit, { type LimitFunction } from 'p-limit';
+import { withBufferedFetch } from '../api/buffered-fetch.js';
 import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../api/classify.js';
 import { RemoteLimitError } from '../errors.js';
 import { abortReason, isAbortError, linkAbort } from '../internal/abort.js';
@@ -16,6 +17,8 @@ import { MAX_MEMORY_BYTES } from './local-dir.js';
  *   request, and a write whose response was lost is settled by the next listing (sent shas), not by
  *   blindly re-sending it.
  * Every call carries the caller's signal, so aborting really cancels the request in flight.
+ * Writes go through a buffered transport when the client uses the default one (see
+ * `withBufferedFetch`): their answers are small, and many of them are in flight at once.
  * Write failures come back as values (never thrown), classified for the planner's `applyOutcome`;
  * only an abort is thrown.
  *
@@ -35,6 +38,8 @@ export const MAX_LISTED_MEMORIES = MAX_MEMORIES_PER_STORE + MAX_MEMORIES_PER_STO
  * `\u00XX`, its path escaped the same way, and the other fields.
  */
 const MAX_MEMORY_JSON_BYTES = 6 * MAX_MEMORY_BYTES + 6 * 1024 + 2048;
+/** Most bytes the answer to a write may weigh: one memory, and room for the error body of a refusal. */
+const MAX_WRITE_ANSWER_BYTES = MAX_MEMORY_JSON_BYTES + 64 * 1024;
 /** Same for the basic view, where content is null. */
 const MAX_BASIC_MEMORY_JSON_BYTES = 6 * 1024 + 2048;
 const SHA256_HEX = /^[0-9a-f]{64}$/u;
@@ -74,6 +79,8 @@ export const FULL_PAGE_LIMIT = 20;
 export class RemoteStore {
   readonly storeId: string;
   readonly #client: Anthropic;
+  /** The client the writes go through, made at the first write. */
+  #writerClient: Anthropic | undefined;
   readonly #readRetries: number;
   readonly #timeoutMs: number;
 
@@ -82,6 +89,11 @@ export class RemoteStore {
     this.storeId = storeId;
     this.#readRetries = opts.readRetries ?? 2;
     this.#timeoutMs = opts.requestTimeoutMs ?? MEMORY_DEFAULTS.requestTimeoutMs;
+  }
+
+  get #writer(): Anthropic {
+    this.#writerClient ??= withBufferedFetch(this.#client, MAX_WRITE_ANSWER_BYTES);
+    return this.#writerClient;
   }
 
   /** Every memory in the store, basic view: one request per 100 memories. */
@@ -203,7 +215,7 @@ export class RemoteStore {
 
   async create(serverPath: string, content: string, signal?: AbortSignal): Promise<RemoteWriteResult> {
     return this.#write(serverPath, signal, () =>
-      this.#client.beta.memoryStores.memories.create(
+      this.#writer.beta.memoryStores.memories.create(
         this.storeId,
         { path: serverPath, content },
         { signal, maxRetries: 0, timeout: this.#timeoutMs },
@@ -214,7 +226,7 @@ export class RemoteStore {
   /** Update the content of `id`, only if the store still holds `expectedSha` (content_sha256 precondition). */
   async update(id: string, serverPath: string, content: string, expectedSha: string, signal?: AbortSignal): Promise<RemoteWriteResult> {
     return this.#write(serverPath, signal, () =>
-      this.#client.beta.memoryStores.memories.update(
+      this.#writer.beta.memoryStores.memories.update(
         id,
         {
           memory_store_id: this.storeId,
@@ -229,7 +241,7 @@ export class RemoteStore {
   /** Delete `id`, only if the store still holds `expectedSha`. A 404 counts as done. */
   async delete(id: string, expectedSha: string, signal?: AbortSignal): Promise<RemoteDeleteResult> {
     try {
-      await this.#client.beta.memoryStores.memories.delete(
+      await this.#writer.beta.memoryStores.memories.delete(
         id,
         { memory_store_id: this.storeId, expected_content_sha256: expectedSha },
         { signal, maxRetries: 0, timeout: this.#timeoutMs },

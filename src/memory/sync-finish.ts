@@ -201,7 +201,8 @@ async function unsavedPaths(passes: readonly StorePass[]): Promise<{ unsaved: Un
     passes.map(async (pass) => {
       const { store, state } = pass;
       try {
-        const scan = await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)) });
+        // A flush that found nothing to upload has just scanned the folder against this state.
+        const scan = pass.takeSettledScan() ?? (await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)) }));
         scans.set(pass, scan);
         for (const u of unsavedInScan(state, scan, store.access === 'read_write')) out.push({ ...u, pass });
       } catch {
