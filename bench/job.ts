@@ -25,12 +25,16 @@ export interface JobContext {
   emu: Emulator;
   mountRoot: string;
   kind: ChildKind;
+  /** The child is this library's worker: kind `ours`, or `official` replaced by ours as of `--base`. */
+  runsOurs: boolean;
   quick: boolean;
   startChild(opts?: { concurrency?: number; floor?: ChildConfig['floor'] }): Promise<ChildHandle>;
 }
 
 export interface JobOptions {
   kind: ChildKind;
+  /** Set when the `official` bundle is ours as of another commit (`--base`). */
+  oursAsBase?: boolean;
   bundle: string;
   latencyMs: number;
   quick: boolean;
@@ -74,6 +78,7 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
       emu,
       mountRoot,
       kind: opts.kind,
+      runsOurs: opts.kind === 'ours' || (opts.kind === 'official' && opts.oursAsBase === true),
       quick: opts.quick,
       startChild: async (c = {}) => {
         const config: ChildConfig = {

@@ -84,7 +84,7 @@ async function lane(): Promise<void> {
     const job = jobs[next++]!;
     const t0 = Date.now();
     try {
-      const metrics = await withJob({ kind: job.kind, bundle: bundles[job.kind], latencyMs, quick, tempParent, execArgv: profileArgs(job.kind) }, (ctx) => job.scenario.run(ctx));
+      const metrics = await withJob({ kind: job.kind, oursAsBase: values.base !== undefined, bundle: bundles[job.kind], latencyMs, quick, tempParent, execArgv: profileArgs(job.kind) }, (ctx) => job.scenario.run(ctx));
       results[job.scenario.id]![job.rep]![job.kind] = metrics;
       progress(`rep ${job.rep + 1}/${reps} ${job.scenario.id} ${job.kind}: ${JSON.stringify(metrics)} (${Date.now() - t0} ms)`);
     } catch (e) {

@@ -205,7 +205,7 @@ export function scenarios(quick: boolean): Scenario[] {
           const script = Array.from({ length: calls }, (_, i) => readStep(ctx.mountRoot, store.dir, i % 5));
           ids.push((await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script })).sessionId);
         }
-        const { cpuMs } = await runSessions(ctx, ids, ctx.kind === 'ours' ? 16 : 1);
+        const { cpuMs } = await runSessions(ctx, ids, ctx.runsOurs ? 16 : 1);
         const acks = requestsOf(ctx.emu, ROUTES.ack);
         const stops = requestsOf(ctx.emu, ROUTES.stop);
         if (stops.length < sessions) throw new Error(`bench queue: ${stops.length} of ${sessions} work items stopped`);

@@ -31,7 +31,7 @@ const execArgv = values.profile !== undefined ? ['--cpu-prof', '--cpu-prof-dir',
 
 let log: RequestRecord[] = [];
 const tempParent = values['mount-root'] ?? defaultTempParent();
-const metrics = await withJob({ kind, bundle: bundles[kind], latencyMs: Number(values.latency), quick: values.quick === true, tempParent, execArgv }, async (ctx) => {
+const metrics = await withJob({ kind, oursAsBase: values.base !== undefined, bundle: bundles[kind], latencyMs: Number(values.latency), quick: values.quick === true, tempParent, execArgv }, async (ctx) => {
   const m = await scenario.run(ctx);
   log = [...ctx.emu.requests].sort((a, b) => a.startedAt - b.startedAt);
   return m;

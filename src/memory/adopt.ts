@@ -8,6 +8,10 @@ import type { OwnerVerdict } from './owner.js';
  * Only one thing is taken over: a real folder carrying our marker for the same store, whose journal
  * entry names the same store and an owner process that is gone (a worker that crashed). Anything
  * else at the path is refused, and the message says whether it is a leftover `recover` can handle.
+ *
+ * Such a folder whose download never finished (the entry says `downloading`) is cleared instead:
+ * its files came from the store alone (the session starts after the mount) and one may be half
+ * written, so taking it over could upload a torn file as an edit; the store is downloaded again.
  */
 export type FoundAtPath =
   | { kind: 'nothing' }
@@ -24,14 +28,15 @@ export type FoundAtPath =
 export type JournalFact =
   | { kind: 'none' }
   | { kind: 'unreadable'; error: string }
-  | { kind: 'entry'; storeId: string; owner: OwnerVerdict; unmounting?: boolean };
+  | { kind: 'entry'; storeId: string; owner: OwnerVerdict; unmounting?: boolean; downloading?: boolean };
 
 export type AdoptVerdict =
   | { action: 'create' }
   | { action: 'adopt'; reason: string }
   /**
    * Remove what is there, then create: an empty folder a dead worker of this store created before
-   * its marker, or one it was removing at its session's end (everything in it already saved).
+   * its marker, one it was still downloading into (nothing in it is an edit), or one it was removing
+   * at its session's end (everything in it already saved).
    */
   | { action: 'clear'; reason: string }
   | { action: 'refuse'; recoverable: boolean; reason: string };
@@ -50,6 +55,12 @@ export function adoptVerdict(storeId: string, found: FoundAtPath, journal: Journ
   const marker = found.marker;
   if (journal.kind === 'entry' && journal.storeId === storeId && !journal.owner.alive && journal.unmounting === true) {
     return { action: 'clear', reason: `a folder a worker that is gone was removing at its session's end, everything in it saved (${journal.owner.reason})` };
+  }
+  if (journal.kind === 'entry' && journal.storeId === storeId && !journal.owner.alive && journal.downloading === true && marker.kind === 'ours') {
+    return {
+      action: 'clear',
+      reason: `a folder a worker that is gone was still downloading this store into (${journal.owner.reason}): nothing in it is an edit, and a file may be half written`,
+    };
   }
   if (
     marker.kind === 'missing' &&

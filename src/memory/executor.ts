@@ -303,21 +303,27 @@ async function push(
   action: Extract<SyncAction, { kind: 'push-create' | 'push-update' }>,
   report: SyncReport,
 ): Promise<ActionOutcome | undefined> {
-  const log = ctx.log.child({ path: action.path });
-  // The scan's own bytes when it kept them (they hash to action.sha); else read the file again.
+  // Most uploads log nothing: the path's logger is made when a line is written.
+  let child: Logger | undefined;
+  const log = (): Logger => (child ??= ctx.log.child({ path: action.path }));
+  // The scan's own bytes when it kept them: they are what it hashed to action.sha. Else the file
+  // is read again, and sent only if it still holds that version.
   let bytes: Buffer | undefined = ctx.scan.contents.get(action.path);
-  try {
-    bytes ??= (await ctx.dir.readFile(action.path)).bytes;
-  } catch (e) {
-    if (e instanceof LocalDirError) {
-      // Gone, swapped or grown since the scan: the next sync sees what is there now.
-      return { ok: false, failure: 'transient', reason: e.message };
+  let sha = action.sha;
+  if (bytes === undefined) {
+    try {
+      bytes = (await ctx.dir.readFile(action.path)).bytes;
+    } catch (e) {
+      if (e instanceof LocalDirError) {
+        // Gone, swapped or grown since the scan: the next sync sees what is there now.
+        return { ok: false, failure: 'transient', reason: e.message };
+      }
+      throw e;
     }
-    throw e;
+    sha = sha256Hex(bytes);
+    const fresh = uploadVerdict(sha, action.sha);
+    if (fresh.action === 'skip') return fresh.outcome;
   }
-  const sha = sha256Hex(bytes);
-  const fresh = uploadVerdict(sha, action.sha);
-  if (fresh.action === 'skip') return fresh.outcome;
   const content = bytes.toString('utf8');
   const serverPath = relToRemotePath(action.path);
   const r =
@@ -326,26 +332,26 @@ async function push(
       : await ctx.remote.update(action.id, serverPath, content, action.expectedSha, ctx.signal);
   if (r.ok) {
     report.uploads++;
-    if (r.sha !== sha) log.warn({ sent_sha: sha, stored_sha: r.sha }, 'the store hashed the upload differently');
-    log.debug({ created: action.kind === 'push-create' }, 'uploaded');
+    if (r.sha !== sha) log().warn({ sent_sha: sha, stored_sha: r.sha }, 'the store hashed the upload differently');
+    if (ctx.log.isLevelEnabled('debug')) log().debug({ created: action.kind === 'push-create' }, 'uploaded');
     ctx.emit('uploaded', { storeId: ctx.storeId, path: action.path, sha: r.sha, created: action.kind === 'push-create' });
     return { ok: true, id: r.id, sha: r.sha };
   }
   switch (r.failure) {
     case 'refused':
       report.refusals++;
-      log.warn({ reason: r.reason }, 'upload refused; reported once, retried only when the file changes');
+      log().warn({ reason: r.reason }, 'upload refused; reported once, retried only when the file changes');
       ctx.emit('refused', { storeId: ctx.storeId, path: action.path, reason: r.reason });
       break;
     case 'precondition':
-      log.warn(
+      log().warn(
         ctx.lastPass
           ? 'memory changed in the store since the listing; the store version stands and the local one is copied out at the end'
           : 'memory changed in the store since the listing; the next sync takes the store version (store wins)',
       );
       break;
     case 'not-found':
-      log.info(
+      log().info(
         ctx.lastPass
           ? 'memory was deleted in the store meanwhile; the local version is copied out at the end'
           : 'memory was deleted in the store meanwhile; the next sync re-creates it',
@@ -353,11 +359,11 @@ async function push(
       break;
     case 'lost-response':
       report.errors++;
-      log.warn({ reason: r.reason }, 'upload response lost; the next listing settles it by sha');
+      log().warn({ reason: r.reason }, 'upload response lost; the next listing settles it by sha');
       break;
     case 'transient':
       report.errors++;
-      log.warn({ reason: r.reason }, `upload failed; ${retried(ctx)}`);
+      log().warn({ reason: r.reason }, `upload failed; ${retried(ctx)}`);
       break;
     default:
       return assertNever(r.failure);

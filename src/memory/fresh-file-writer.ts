@@ -5,18 +5,21 @@ import { TEMP_FILE_PREFIX } from './paths.js';
 import type { PinnedChain } from './pinned-dir.js';
 
 /**
- * Writes the files of a tree being materialised (a store's download at mount) with few round
- * trips per file, and the same guarantees as `LocalDir.writeFileAtomic`:
+ * Writes the files of a tree being materialised (a store's download at mount, into a folder this
+ * mount created) with few calls per file:
  * - each folder is opened (created when missing) and pinned once, then kept open for the writer's
  *   life: the files of a folder are written through `/proc/self/fd/<fd>/` of that one pin (on
  *   Linux), so a folder swapped for a symlink after it was opened cannot redirect them;
- * - each file is written atomically: a temp file created with `O_CREAT|O_EXCL|O_NOFOLLOW` in the
- *   target's folder, written, its mtime backdated, then renamed over the target right after the
- *   whole chain was re-checked; a crash mid-write leaves only a reserved temp file, never half a
- *   memory under its name;
- * - those five calls (open, write, futimes, rename, fstat, plus the chain check) are synchronous:
- *   on a local disk each takes microseconds, where a round trip through the thread pool costs far
- *   more. Callers write a bounded batch and then yield to the event loop;
+ * - each file is created directly under its name with `O_CREAT|O_EXCL|O_NOFOLLOW`, right after the
+ *   whole chain was re-checked, then written, its mtime backdated, stat'ed and closed: no temp name
+ *   and no rename. A file a crash leaves half written is never taken for content: the store's
+ *   journal entry says "downloading" until every file is written, and a leftover in that state is
+ *   cleared whole and downloaded again (see `adoptVerdict`), never reconciled;
+ * - an entry already at the name (something placed in the folder while it downloads) makes the
+ *   create fail: a file or symlink there is replaced atomically (temp file + rename, never followed),
+ *   a folder there is reported as `not-regular`;
+ * - the calls are synchronous: on a local disk each takes microseconds, where a round trip through
+ *   the thread pool costs far more. Callers write a bounded batch and then yield to the event loop;
  * - pinned folders are closed least recently used first past {@link MAX_OPEN_FOLDERS} open
  *   descriptors, and all of them by {@link close}.
  */
@@ -53,8 +56,8 @@ export class FreshFileWriter {
   }
 
   /**
-   * Write `bytes` to `rel` (temp file + rename), its mtime set to `mtimeMs`. Returns the stat of the
-   * written inode taken after the rename. Awaits only to pin a folder not pinned yet.
+   * Write `bytes` to `rel`, its mtime set to `mtimeMs`. Returns the stat of the written file. Awaits
+   * only to pin a folder not pinned yet.
    */
   async write(rel: string, bytes: Uint8Array, mtimeMs: number): Promise<BigIntStats> {
     const { folders, name } = this.#deps.split(rel);
@@ -83,14 +86,36 @@ export class FreshFileWriter {
   }
 
   #writeIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+    const target = chain.entry(name);
+    this.#deps.assertLive(rel);
+    chain.verifySync();
+    let fd: number;
+    try {
+      fd = openSync(target, CREATE_FLAGS, 0o644);
+    } catch (e) {
+      if (errCode(e) === 'EEXIST') return this.#replaceIn(chain, name, rel, bytes, mtimeMs);
+      throw e;
+    }
+    let written = false;
+    try {
+      const st = fillAndStat(fd, bytes, mtimeMs);
+      written = true;
+      return st;
+    } finally {
+      closeSync(fd);
+      // Created by this call (O_EXCL): a file left half written is removed, never kept.
+      if (!written) unlinkQuietly(chain, target);
+    }
+  }
+
+  /** Temp file + rename over what is at `name`, the chain re-checked right before the rename. */
+  #replaceIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
     const tmp = chain.entry(`${this.#tempStem}${(this.#tempCount++).toString(36)}`);
     this.#deps.assertLive(rel);
     const fd = openSync(tmp, CREATE_FLAGS, 0o644);
     let renamed = false;
     try {
-      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
-      const t = mtimeMs / 1000;
-      futimesSync(fd, t, t);
+      fillAndStat(fd, bytes, mtimeMs);
       this.#deps.assertLive(rel);
       chain.verifySync();
       // A folder at the target makes the rename fail (EISDIR), mapped below.
@@ -105,13 +130,7 @@ export class FreshFileWriter {
       throw e;
     } finally {
       closeSync(fd);
-      if (!renamed) {
-        try {
-          unlinkSync(tmp);
-        } catch {
-          // Already gone, or the folder with it: nothing to clean.
-        }
-      }
+      if (!renamed) unlinkQuietly(chain, tmp);
     }
   }
 
@@ -130,5 +149,23 @@ export class FreshFileWriter {
     this.#chains.delete(key);
     this.#openFolders -= chain.openFolders;
     await chain.close();
+  }
+}
+
+/** Write all of `bytes` to `fd`, backdate its mtime to `mtimeMs`, and return its stat. */
+function fillAndStat(fd: number, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+  for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+  const t = mtimeMs / 1000;
+  futimesSync(fd, t, t);
+  return fstatSync(fd, { bigint: true });
+}
+
+/** Remove a file this writer created, unless the chain leading to it was moved or replaced. */
+function unlinkQuietly(chain: PinnedChain, entry: string): void {
+  try {
+    chain.verifySync();
+    unlinkSync(entry);
+  } catch {
+    // Already gone, or the folder with it: nothing to clean (a failed mount removes its folder).
   }
 }

@@ -35,6 +35,13 @@ export interface JournalEntry {
    * the store or was copied out: a crash during the removal leaves a folder that is only removed.
    */
   unmounting?: boolean;
+  /**
+   * Set from the moment the folder exists until every memory of the store is written in it. Files
+   * are created straight under their names then, so one may be half written at a crash; and the
+   * session has not started, so nothing in the folder is anyone's edit. A leftover in this state is
+   * removed whole and downloaded again, never reconciled with the store.
+   */
+  downloading?: boolean;
 }
 
 const JOURNAL_FOLDER = 'journal';

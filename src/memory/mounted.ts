@@ -88,8 +88,12 @@ export class MountedStore {
     }
   }
 
-  /** Write the journal entry if the state changed since the last write. Throws on failure. */
-  async writeJournal(opts: { unmounting?: boolean } = {}): Promise<void> {
+  /**
+   * Write the journal entry if the state changed since the last write. Throws on failure.
+   * `downloading` marks a folder whose download has not finished (see `JournalEntry.downloading`);
+   * the next write without it clears the mark.
+   */
+  async writeJournal(opts: { unmounting?: boolean; downloading?: boolean } = {}): Promise<void> {
     const j = this.#journal;
     if (j === undefined || this.#closed) return;
     if (opts.unmounting) this.#journaled.reset();
@@ -108,8 +112,11 @@ export class MountedStore {
       state: toJournalState(state, j.clock.now()),
       writtenAt: new Date().toISOString(),
       ...(opts.unmounting ? { unmounting: true } : {}),
+      ...(opts.downloading ? { downloading: true } : {}),
     });
-    this.#journaled.written(state, change.digest);
+    // After a `downloading` entry the next write goes out whatever the state, to clear the mark.
+    if (opts.downloading) this.#journaled.reset();
+    else this.#journaled.written(state, change.digest);
   }
 
   /** Hand local deletions this session could not send to the next session of the store. */

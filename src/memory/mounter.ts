@@ -43,7 +43,7 @@ const WRITE_BATCH_FILES = 32;
 /** Bytes of the per-store buffer a download is encoded into (grown for a larger memory). */
 const SCRATCH_BYTES = 128 * 1024;
 
-/** One downloaded memory waiting to be written: what the baseline needs, and its bytes. */
+/** One downloaded memory waiting to be written: what the baseline needs, and its content. */
 interface Download {
   m: { id: string; sha: string; updatedAt: string };
   content: string;
@@ -122,11 +122,14 @@ type MemoryStoreResource = Extract<BetaManagedAgentsSession['resources'][number]
  *   (a dangling symlink included), except a leftover of a crashed worker (see {@link adoptVerdict}),
  *   which is reconciled with the store and taken over. All checks run before anything is created;
  * - creates only each store's own folder (never a parent), writes the marker first, then
- *   downloads every memory; stores download in parallel, writes are atomic and bounded;
+ *   downloads every memory; stores download in parallel, each file created directly under its
+ *   name in that fresh folder, the writes queued behind the listing and bounded;
  * - a server path the folder cannot hold (refused by the path rules, or colliding by case on a
  *   case-insensitive filesystem) is left out with a warning and recorded in `state.shadowed`;
- * - a journal entry is written as soon as a folder exists and again after the download, so a crash
- *   at any point leaves a leftover the next mount of that store can adopt;
+ * - a journal entry is written as soon as a folder exists, marked `downloading`, and again after
+ *   the download without the mark: a crash during the download leaves a leftover the next mount of
+ *   that store clears and downloads again (a file may be half written; none is an edit), a crash
+ *   after it one that mount adopts;
  * - if any store fails, everything this mount created is removed before the error is thrown (an
  *   adopted leftover is never removed: it may hold the only copy of an edit).
  */
@@ -283,7 +286,13 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       else if ('error' in read) journal = { kind: 'unreadable', error: read.error };
       else {
         entry = read;
-        journal = { kind: 'entry', storeId: read.storeId, owner: await checkOwner(read.owner), unmounting: read.unmounting === true };
+        journal = {
+          kind: 'entry',
+          storeId: read.storeId,
+          owner: await checkOwner(read.owner),
+          unmounting: read.unmounting === true,
+          downloading: read.downloading === true,
+        };
       }
     }
     const verdict = adoptVerdict(spec.storeId, found, journal);
@@ -381,8 +390,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     created.push(spec.root);
     const dir = new LocalDir(spec.root);
     const cache = new StatCache();
-    // The journal entry exists from the moment the folder does: a crash during the download leaves
-    // a leftover the next mount of this store can adopt (its baseline fills in as files land).
+    // The journal entry exists from the moment the folder does, marked "downloading" until every
+    // file is written: files are created straight under their names, so a crash mid-download may
+    // leave one half written. The next mount of this store clears such a leftover and downloads it
+    // again; nothing in it can be an edit, since the session starts only after the mount.
     const early = new MountedStore({
       storeId: spec.storeId,
       name: spec.name,
@@ -396,7 +407,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       state: createSyncState({ storeId: spec.storeId, root: spec.root, access: spec.access }),
       journal: binding,
     });
-    await early.writeJournal().catch((e: unknown) => {
+    await early.writeJournal({ downloading: true }).catch((e: unknown) => {
       throw new MemoryMountError(
         `memory store ${spec.storeId} (${spec.name}): could not write its journal entry in ${this.#stateDir}: ${coerceError(e).message}. ` +
           'Without it a crash would lose unsynced edits; fix the state folder (stateDir / --state-dir) and retry.',

@@ -36,6 +36,12 @@ function utf8Length(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }
 
+/**
+ * Printable ASCII only: such a path holds no control or format character, is in NFC already and
+ * takes one byte per character, so the Unicode checks are skipped for it (most paths are).
+ */
+const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/u;
+
 /** C0 controls, DEL, C1 controls, and the Unicode line/paragraph separators. */
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/u;
@@ -96,10 +102,11 @@ export function checkRelPath(rel: string): PathCheck {
   if (rel.length === 0) return { ok: false, reason: 'empty path' };
   if (rel.startsWith('/')) return { ok: false, reason: `path "${rel}" is absolute; expected a store-relative path` };
   if (rel.includes('\\')) return { ok: false, reason: `path "${rel}" contains a backslash` };
-  if (CONTROL_CHARS.test(rel)) {
+  const ascii = PRINTABLE_ASCII.test(rel);
+  if (!ascii && CONTROL_CHARS.test(rel)) {
     return { ok: false, reason: `path ${JSON.stringify(rel)} contains ${describeChar(rel)}` };
   }
-  const unicode = unicodeProblem(rel);
+  const unicode = ascii ? undefined : unicodeProblem(rel);
   if (unicode !== undefined) return { ok: false, reason: `path ${JSON.stringify(rel)} ${unicode}` };
   const segments = rel.split('/');
   if (segments.length > MAX_PATH_SEGMENTS) {
@@ -110,7 +117,7 @@ export function checkRelPath(rel: string): PathCheck {
     if (segment === '.' || segment === '..') {
       return { ok: false, reason: `path "${rel}" has a "${segment}" segment` };
     }
-    const bytes = utf8Length(segment);
+    const bytes = ascii ? segment.length : utf8Length(segment);
     if (bytes > MAX_SEGMENT_BYTES) {
       return {
         ok: false,
@@ -118,7 +125,7 @@ export function checkRelPath(rel: string): PathCheck {
       };
     }
   }
-  const totalBytes = utf8Length(rel) + 1;
+  const totalBytes = (ascii ? rel.length : utf8Length(rel)) + 1;
   if (totalBytes > MAX_PATH_BYTES) {
     return { ok: false, reason: `path "${rel.slice(0, 80)}…" is ${totalBytes} bytes; at most ${MAX_PATH_BYTES} are allowed` };
   }

@@ -22,7 +22,8 @@ import type { MemoryDeleteMode } from './types.js';
  * What is done with the journal's leftovers: the folders a worker that is gone left behind.
  *
  * - {@link sweepJournal} (at `run()` start, no credential needed): an entry whose owner is gone and
- *   whose folder is gone, no longer ours, or empty is removed (with the empty folder); a leftover
+ *   whose folder is gone, no longer ours, empty, or still downloading (nothing in it is an edit) is
+ *   removed (with the folder, when ours); a leftover
  *   holding files is kept and named in one log line, waiting for the next mount of its store to
  *   adopt it (that mount has the session's credential) or for `recover`.
  * - {@link recoverLeftovers} (`managed-agents-worker recover`, an API key): each such leftover is
@@ -33,7 +34,7 @@ import type { MemoryDeleteMode } from './types.js';
  * Entries whose owner still runs are never touched.
  */
 
-export type LeftoverState = 'gone' | 'not-ours' | 'empty' | 'half-removed' | 'holds-files';
+export type LeftoverState = 'gone' | 'not-ours' | 'empty' | 'half-removed' | 'download-unfinished' | 'holds-files';
 
 export interface RecoverLine {
   root: string;
@@ -77,13 +78,16 @@ async function leftoverState(entry: JournalEntry): Promise<LeftoverState> {
   // A folder created before its marker was written (a crash right after the mkdir) is ours when empty.
   if (marker === undefined) return empty ? 'empty' : 'not-ours';
   if (!isValidMarker(marker, entry.storeId)) return 'not-ours';
-  return empty ? 'empty' : 'holds-files';
+  if (empty) return 'empty';
+  // Its download never finished: every file came from the store (a file may be half written), none
+  // is an edit; the store still holds all of it.
+  return entry.downloading === true ? 'download-unfinished' : 'holds-files';
 }
 
 /** Remove the entry (and an empty leftover folder) when nothing is left to save. True when removed. */
 async function dropIfNothingToSave(journal: Journal, d: DeadEntry, log: Logger): Promise<boolean> {
   if (d.leftover === 'holds-files') return false;
-  if (d.leftover === 'empty' || d.leftover === 'half-removed') await new LocalDir(d.entry.root).removeRoot();
+  if (d.leftover === 'empty' || d.leftover === 'half-removed' || d.leftover === 'download-unfinished') await new LocalDir(d.entry.root).removeRoot();
   await journal.remove(d.entry.root);
   log.info({ root: d.entry.root, memory_store_id: d.entry.storeId, leftover: d.leftover }, 'journal entry of a worker that is gone removed; nothing was left to save');
   return true;

@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/memory-stores/memories';
 import pLimit, { type LimitFunction } from 'p-limit';
+import { withBufferedFetch } from '../api/buffered-fetch.js';
 import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../api/classify.js';
 import { RemoteLimitError } from '../errors.js';
 import { abortReason, isAbortError, linkAbort } from '../internal/abort.js';
@@ -16,6 +17,8 @@ import { MAX_MEMORY_BYTES } from './local-dir.js';
  *   request, and a write whose response was lost is settled by the next listing (sent shas), not by
  *   blindly re-sending it.
  * Every call carries the caller's signal, so aborting really cancels the request in flight.
+ * Writes go through a buffered transport when the client uses the default one (see
+ * `withBufferedFetch`): their answers are small, and many of them are in flight at once.
  * Write failures come back as values (never thrown), classified for the planner's `applyOutcome`;
  * only an abort is thrown.
  *
@@ -35,6 +38,8 @@ export const MAX_LISTED_MEMORIES = MAX_MEMORIES_PER_STORE + MAX_MEMORIES_PER_STO
  * `\u00XX`, its path escaped the same way, and the other fields.
  */
 const MAX_MEMORY_JSON_BYTES = 6 * MAX_MEMORY_BYTES + 6 * 1024 + 2048;
+/** Most bytes the answer to a write may weigh: one memory, and room for the error body of a refusal. */
+const MAX_WRITE_ANSWER_BYTES = MAX_MEMORY_JSON_BYTES + 64 * 1024;
 /** Same for the basic view, where content is null. */
 const MAX_BASIC_MEMORY_JSON_BYTES = 6 * 1024 + 2048;
 const SHA256_HEX = /^[0-9a-f]{64}$/u;
@@ -74,6 +79,8 @@ export const FULL_PAGE_LIMIT = 20;
 export class RemoteStore {
   readonly storeId: string;
   readonly #client: Anthropic;
+  /** The client the writes go through, made at the first write. */
+  #writerClient: Anthropic | undefined;
   readonly #readRetries: number;
   readonly #timeoutMs: number;
 
@@ -82,6 +89,11 @@ export class RemoteStore {
     this.storeId = storeId;
     this.#readRetries = opts.readRetries ?? 2;
     this.#timeoutMs = opts.requestTimeoutMs ?? MEMORY_DEFAULTS.requestTimeoutMs;
+  }
+
+  get #writer(): Anthropic {
+    this.#writerClient ??= withBufferedFetch(this.#client, MAX_WRITE_ANSWER_BYTES);
+    return this.#writerClient;
   }
 
   /** Every memory in the store, basic view: one request per 100 memories. */
@@ -98,7 +110,10 @@ export class RemoteStore {
    * With `parallel` above 1 the listing is split by top-level folder: the store is listed at depth 1
    * (its top-level memories, and one `memory_prefix` item per top-level folder), and each folder is
    * paged on its own cursor as soon as it is named, at most `parallel` pages in flight (or as many
-   * as `pages`, a limiter the caller may share between stores, lets run). Every bound
+   * as `pages`, a limiter the caller may share between stores, lets run). The first page of the
+   * whole store is asked for at the same time: when it is the only page (no `next_page`), it is
+   * the listing, and the split is not used (a small store costs one round trip); otherwise it is
+   * dropped unread and the split goes on. Every bound
    * holds across the parts as for one cursor: one memory count and one set of paths (a path listed
    * by two parts is a duplicate), one page budget (the pages a full store can fill, plus one per
    * folder), cursors never repeated within a part; a folder item that is not one top-level folder
@@ -151,8 +166,27 @@ export class RemoteStore {
       const part = limit(() => (failure === undefined ? this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix }) : undefined));
       parts.push(part.catch(fail));
     };
+    const depthFirst = { prefix: '/', depth: 1 } as const;
     try {
-      await limit(() => this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix: '/', depth: 1, onPrefix })).catch(fail);
+      // Both first pages at once; the depth-1 one is awaited (and its body read) either way, so no
+      // request outlives the listing.
+      const whole = limit(() => this.#page('full', FULL_PAGE_LIMIT, {}, undefined, ctrl.signal));
+      const top = limit(() => this.#page('full', FULL_PAGE_LIMIT, depthFirst, undefined, ctrl.signal));
+      top.catch(() => {});
+      const wholePage = await whole.catch((e: unknown) => {
+        fail(e);
+        return undefined;
+      });
+      if (wholePage !== undefined && wholePage.next === undefined) {
+        await this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, first: wholePage }).catch(fail);
+        await top.catch(() => {});
+      } else if (wholePage !== undefined) {
+        // More than one page: its items come again from the parts. It counts against the budget.
+        budget.pages++;
+        await limit(() => this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: top })).catch(fail);
+      } else {
+        await top.catch(() => {});
+      }
       // Parts started later are pushed while earlier ones run: wait until none is left.
       for (let i = 0; i < parts.length; i++) await parts[i];
     } finally {
@@ -181,7 +215,7 @@ export class RemoteStore {
 
   async create(serverPath: string, content: string, signal?: AbortSignal): Promise<RemoteWriteResult> {
     return this.#write(serverPath, signal, () =>
-      this.#client.beta.memoryStores.memories.create(
+      this.#writer.beta.memoryStores.memories.create(
         this.storeId,
         { path: serverPath, content },
         { signal, maxRetries: 0, timeout: this.#timeoutMs },
@@ -192,7 +226,7 @@ export class RemoteStore {
   /** Update the content of `id`, only if the store still holds `expectedSha` (content_sha256 precondition). */
   async update(id: string, serverPath: string, content: string, expectedSha: string, signal?: AbortSignal): Promise<RemoteWriteResult> {
     return this.#write(serverPath, signal, () =>
-      this.#client.beta.memoryStores.memories.update(
+      this.#writer.beta.memoryStores.memories.update(
         id,
         {
           memory_store_id: this.storeId,
@@ -207,7 +241,7 @@ export class RemoteStore {
   /** Delete `id`, only if the store still holds `expectedSha`. A 404 counts as done. */
   async delete(id: string, expectedSha: string, signal?: AbortSignal): Promise<RemoteDeleteResult> {
     try {
-      await this.#client.beta.memoryStores.memories.delete(
+      await this.#writer.beta.memoryStores.memories.delete(
         id,
         { memory_store_id: this.storeId, expected_content_sha256: expectedSha },
         { signal, maxRetries: 0, timeout: this.#timeoutMs },
@@ -230,59 +264,91 @@ export class RemoteStore {
     }
   }
 
+  /** One listing page (`part` names the folder and depth), read within its size bound and checked. */
+  async #page(view: 'basic' | 'full', limit: number, part: { prefix?: string; depth?: 1 }, cursor: string | undefined, signal: AbortSignal | undefined): Promise<ListingPage> {
+    const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
+    const what = this.#what(view, part.prefix);
+    const query = { ...(part.prefix !== undefined ? { path_prefix: part.prefix } : {}), ...(part.depth !== undefined ? { depth: part.depth } : {}) };
+    const res = await this.#client.beta.memoryStores.memories
+      .list(
+        this.storeId,
+        { view, limit, ...query, ...(cursor !== undefined ? { page: cursor } : {}) },
+        { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
+      )
+      .asResponse();
+    const body = await this.#readJson(res, pageCap, what, signal);
+    return checkPage(body, this.storeId, what);
+  }
+
+  #what(view: 'basic' | 'full', prefix: string | undefined): string {
+    const inFolder = prefix !== undefined && prefix !== '/' ? ` (folder ${prefix})` : '';
+    return `the ${view} listing of memory store ${this.storeId}${inFolder}`;
+  }
+
+  /**
+   * Every page of one cursor, each item checked against the shared `budget` and handed to
+   * `onItem`. `first`, when given, is its first page, already asked for. The next page is asked
+   * for as soon as its cursor passed the checks, before this page's items are handed on, so the
+   * round trip overlaps the caller's work on them: a cursor holds at most two pages, one in
+   * flight. A failure aborts the page in flight.
+   */
   async #eachPage(
     view: 'basic' | 'full',
     limit: number,
     signal: AbortSignal | undefined,
     onItem: (m: BetaManagedAgentsMemory) => unknown,
-    part: { budget?: ListingBudget; prefix?: string; depth?: 1; onPrefix?: (path: unknown) => void } = {},
+    part: { budget?: ListingBudget; prefix?: string; depth?: 1; onPrefix?: (path: unknown) => void; first?: ListingPage | Promise<ListingPage> } = {},
   ): Promise<void> {
     const budget = part.budget ?? newBudget(limit);
-    const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
     const cursors = new Set<string>();
-    const inFolder = part.prefix !== undefined && part.prefix !== '/' ? ` (folder ${part.prefix})` : '';
-    const what = `the ${view} listing of memory store ${this.storeId}${inFolder}`;
-    const query = { ...(part.prefix !== undefined ? { path_prefix: part.prefix } : {}), ...(part.depth !== undefined ? { depth: part.depth } : {}) };
-    let cursor: string | undefined;
-    for (let pages = 1; ; pages++) {
-      budget.pages++;
-      const res = await this.#client.beta.memoryStores.memories
-        .list(
-          this.storeId,
-          { view, limit, ...query, ...(cursor !== undefined ? { page: cursor } : {}) },
-          { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
-        )
-        .asResponse();
-      const body = await this.#readJson(res, pageCap, what, signal);
-      const { data, next } = checkPage(body, this.storeId, what);
-      for (let i = 0; i < data.length; i++) {
-        const raw = data[i];
-        // Each item is dropped from the page once handed on: a page waiting for the writes to catch
-        // up holds only the contents not written yet.
-        data[i] = undefined;
-        const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
-        if (type === 'memory_prefix' && part.onPrefix !== undefined) {
-          part.onPrefix((raw as { path?: unknown }).path);
-          continue;
+    const what = this.#what(view, part.prefix);
+    const ctrl = new AbortController();
+    const detach = linkAbort(signal, ctrl);
+    let ahead: ListingPage | Promise<ListingPage> | undefined = part.first;
+    try {
+      for (let pages = 1; ; pages++) {
+        budget.pages++;
+        const { data, next } = await (ahead ?? this.#page(view, limit, part, undefined, ctrl.signal));
+        ahead = undefined;
+        if (next !== undefined) {
+          if (cursors.has(next)) throw this.#limit('repeated-cursor', `${what} returned a next_page cursor it had returned before (page ${pages}); stopped reading it`);
+          if (budget.pages >= budget.maxPages) {
+            throw this.#limit('page-count', `${what} kept paging past ${budget.maxPages} pages (${budget.memories} memories so far); stopped reading it`);
+          }
+          cursors.add(next);
+          const asked = this.#page(view, limit, part, next, ctrl.signal);
+          // Awaited at the next turn; a rejection meanwhile is not an unhandled one.
+          asked.catch(() => {});
+          ahead = asked;
         }
-        if (typeof raw === 'object' && raw !== null && type !== 'memory') continue;
-        const item = checkMemory(raw, this.storeId, what);
-        if (++budget.memories > MAX_LISTED_MEMORIES) {
-          throw this.#limit('memory-count', `${what} passed ${MAX_LISTED_MEMORIES} memories (a store holds at most ${MAX_MEMORIES_PER_STORE}); stopped reading it`);
+        for (let i = 0; i < data.length; i++) {
+          const raw = data[i];
+          // Each item is dropped from the page once handed on: a page waiting for the writes to catch
+          // up holds only the contents not written yet.
+          data[i] = undefined;
+          const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
+          if (type === 'memory_prefix' && part.onPrefix !== undefined) {
+            part.onPrefix((raw as { path?: unknown }).path);
+            continue;
+          }
+          if (typeof raw === 'object' && raw !== null && type !== 'memory') continue;
+          const item = checkMemory(raw, this.storeId, what);
+          if (++budget.memories > MAX_LISTED_MEMORIES) {
+            throw this.#limit('memory-count', `${what} passed ${MAX_LISTED_MEMORIES} memories (a store holds at most ${MAX_MEMORIES_PER_STORE}); stopped reading it`);
+          }
+          if (budget.paths.has(item.path)) {
+            throw this.#limit('duplicate-path', `${what} lists ${JSON.stringify(item.path)} twice; a path names one memory, so the listing cannot be trusted`);
+          }
+          budget.paths.add(item.path);
+          await onItem(item);
         }
-        if (budget.paths.has(item.path)) {
-          throw this.#limit('duplicate-path', `${what} lists ${JSON.stringify(item.path)} twice; a path names one memory, so the listing cannot be trusted`);
-        }
-        budget.paths.add(item.path);
-        await onItem(item);
+        if (ahead === undefined) return;
       }
-      if (next === undefined) return;
-      if (cursors.has(next)) throw this.#limit('repeated-cursor', `${what} returned a next_page cursor it had returned before (page ${pages}); stopped reading it`);
-      if (budget.pages >= budget.maxPages) {
-        throw this.#limit('page-count', `${what} kept paging past ${budget.maxPages} pages (${budget.memories} memories so far); stopped reading it`);
-      }
-      cursors.add(next);
-      cursor = next;
+    } catch (e) {
+      ctrl.abort(e);
+      throw e;
+    } finally {
+      detach();
     }
   }
 
@@ -322,11 +388,17 @@ function newBudget(limit: number): ListingBudget {
   return { memories: 0, pages: 0, maxPages: Math.ceil(MAX_LISTED_MEMORIES / limit) * 2 + 10, paths: new Set() };
 }
 
+/** One listing page as checked: its items (not checked yet) and its next cursor. */
+interface ListingPage {
+  data: unknown[];
+  next: string | undefined;
+}
+
 /** A `memory_prefix` path naming one top-level folder: `/name/`. */
 const TOP_LEVEL_PREFIX = /^\/[^/]+\/$/u;
 
 /** The `data` and `next_page` of a listing page, or a `malformed` error. */
-function checkPage(body: unknown, storeId: string, what: string): { data: unknown[]; next: string | undefined } {
+function checkPage(body: unknown, storeId: string, what: string): ListingPage {
   const b = body as { data?: unknown; next_page?: unknown } | null;
   if (typeof b !== 'object' || b === null || !Array.isArray(b.data)) {
     throw malformed(storeId, `${what}: a page without a \`data\` array`);

@@ -47,6 +47,7 @@ export class StorePass {
   /** Last marker problem warned about, so a skipped store is not warned every sync. */
   #markerWarned: string | undefined;
   #notSaved: string[] = [];
+  #settledScan: LocalScan | undefined;
 
   constructor(store: MountedStore, client: Anthropic, ctx: StorePassContext, requestTimeoutMs: number | undefined) {
     this.store = store;
@@ -65,12 +66,24 @@ export class StorePass {
     return this.#notSaved;
   }
 
+  /**
+   * The scan of the last pass when it was a flush that found nothing to upload: the folder as it
+   * stands against {@link state} (without file contents), for the end-of-session check to use
+   * instead of scanning again. Handed out once.
+   */
+  takeSettledScan(): LocalScan | undefined {
+    const scan = this.#settledScan;
+    this.#settledScan = undefined;
+    return scan;
+  }
+
   async run(phase: SyncPhase, signal: AbortSignal, stamp: string): Promise<SyncReport> {
     const ctx = this.#ctx;
     const started = ctx.clock.now();
     const report = emptyReport();
     const log = this.store.log;
     this.#notSaved = [];
+    this.#settledScan = undefined;
     try {
       if (ctx.disposed()) return report;
       const ready = await this.#checkFolder(phase);
@@ -102,7 +115,11 @@ export class StorePass {
       }
       log.debug({ phase, files: scan.entries.size, files_read: scan.filesRead, uploaded_early: earlyDone?.created.size ?? 0 }, 'local scan done');
       this.#warnSkipped(scan);
-      if (phase === 'flush' && !hasLocalChanges(this.#state, scan.entries)) return report;
+      if (phase === 'flush' && !hasLocalChanges(this.#state, scan.entries)) {
+        // Kept without the bytes it read: nothing is uploaded from it.
+        this.#settledScan = { ...scan, contents: new Map() };
+        return report;
+      }
       if (signal.aborted) throw coerceError(signal.reason);
 
       const listed = await (listing ?? this.#remote.listBasic(signal));

@@ -225,7 +225,9 @@ async function unsavedPaths(passes: readonly StorePass[]): Promise<{ unsaved: Un
       limit(async () => {
         const { store, state } = pass;
         try {
-          const scan = await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)), keptBytesBudget: 0 });
+          // A flush that found nothing to upload has just scanned the folder against this state.
+          const scan =
+            pass.takeSettledScan() ?? (await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)), keptBytesBudget: 0 }));
           for (const u of unsavedInScan(state, scan, store.access === 'read_write')) out.push({ ...u, pass });
           if (store.access === 'read_write') gone.set(pass, goneCandidates(state, scan));
         } catch {

@@ -11,7 +11,7 @@ import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
 import { assertPosixPlatform, resolveWorkerOptions, type EnvironmentWorkerOptions, type ResolvedWorkerOptions } from './options.js';
 import { ToolCallRecord } from './tool-guard.js';
 import { PathLocks } from './path-locks.js';
-import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork } from './poller.js';
+import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork, type ClaimSlots } from './poller.js';
 import { scopedClient } from './scoped-client.js';
 
 export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
@@ -71,6 +71,20 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #closeCtrl = new AbortController();
   readonly #active = new Set<Promise<ItemOutcome>>();
   #slotWaiters: Array<() => void> = [];
+  /** Slots the poller holds: polls in flight and items acknowledged but not started yet. */
+  #claimsHeld = 0;
+  readonly #claimSlots: ClaimSlots = {
+    reserve: (signal) => this.#reserveSlot(signal),
+    tryReserve: () => {
+      if (this.#freeSlots() <= 0) return false;
+      this.#claimsHeld++;
+      return true;
+    },
+    release: () => {
+      this.#claimsHeld--;
+      this.#wakeSlotWaiter();
+    },
+  };
   #idleWaiters: Array<() => void> = [];
   #closePromise: Promise<void> | undefined;
   #running = false;
@@ -143,7 +157,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       workerId: this.workerId,
       logger: this.#log.child({ component: 'poller' }),
       clock: this.#opts.clock,
-      waitForSlot: (s) => this.#waitForSlot(s),
+      slots: this.#claimSlots,
       onPolled: (workId) => safeEmit(this, this.#log, 'polled', { workId }),
       onPollFailed: (error, retryInMs) => safeEmit(this, this.#log, 'pollFailed', { error, retryInMs }),
     });
@@ -156,6 +170,8 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     this.#log.info({ environment_id: environmentId, concurrency: this.#opts.concurrency }, 'worker polling for work');
     try {
       for await (const work of poller.claims(this.#closeCtrl.signal)) {
+        // The slot the poll held now belongs to the running item.
+        this.#claimsHeld--;
         this.#startItem(work, environmentKey);
       }
     } finally {
@@ -258,8 +274,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       .finally(() => {
         for (const d of detach) d();
         this.#active.delete(p);
-        const slot = this.#slotWaiters.shift();
-        slot?.();
+        this.#wakeSlotWaiter();
         if (this.#active.size === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
       });
     this.#active.add(p);
@@ -283,15 +298,33 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     };
   }
 
-  #waitForSlot(signal: AbortSignal): Promise<void> {
-    if (this.#active.size < this.#opts.concurrency || signal.aborted) return Promise.resolve();
+  /** Session slots neither running an item nor held by the poller. */
+  #freeSlots(): number {
+    return this.#opts.concurrency - this.#active.size - this.#claimsHeld;
+  }
+
+  /** Hold a slot for a poll once one is free; false when `signal` aborted first. */
+  #reserveSlot(signal: AbortSignal): Promise<boolean> {
     return new Promise((resolve) => {
-      const wake = (): void => {
-        if (this.#active.size < this.#opts.concurrency || signal.aborted) resolve();
-        else this.#slotWaiters.push(wake);
+      const onAbort = (): void => {
+        const i = this.#slotWaiters.indexOf(attempt);
+        if (i >= 0) this.#slotWaiters.splice(i, 1);
+        resolve(false);
       };
-      this.#slotWaiters.push(wake);
+      const attempt = (): void => {
+        if (signal.aborted) return onAbort();
+        if (this.#freeSlots() <= 0) return void this.#slotWaiters.push(attempt);
+        signal.removeEventListener('abort', onAbort);
+        this.#claimsHeld++;
+        resolve(true);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      attempt();
     });
+  }
+
+  #wakeSlotWaiter(): void {
+    this.#slotWaiters.shift()?.();
   }
 
   async #drained(): Promise<void> {

@@ -1,5 +1,6 @@
 import {
   context,
+  isSpanContextValid,
   trace,
   SpanKind,
   SpanStatusCode,
@@ -75,11 +76,13 @@ export function withSpan<T>(span: Span | undefined, fn: () => Promise<T>): Promi
 /**
  * Starts the span of one work item under `parent`, with the name and attributes of the official
  * worker's: `anthropic.environment.id`, `anthropic.environment.work.id`, `anthropic.session.id`
- * and the client's `gen_ai.provider.name`.
+ * and the client's `gen_ai.provider.name`. Returns undefined when the tracer records nothing and
+ * has no trace to carry on (no tracer provider is registered): the item then runs with no span
+ * made current and no memory span started, so tracing costs nothing without a provider.
  */
 export function startWorkSpan(tracers: WorkTracers | undefined, work: ClaimedWork, parent: Context): Span | undefined {
   if (!tracers) return undefined;
-  return guardTracing(() =>
+  const span = guardTracing(() =>
     tracers.work.startSpan(
       WORK_SPAN_NAME,
       {
@@ -94,6 +97,12 @@ export function startWorkSpan(tracers: WorkTracers | undefined, work: ClaimedWor
       parent,
     ),
   );
+  return span && isNoop(span) ? undefined : span;
+}
+
+/** A span that records nothing and carries no trace: what the API's no-op tracer hands out. */
+function isNoop(span: Span): boolean {
+  return guardTracing(() => !span.isRecording() && !isSpanContextValid(span.spanContext())) ?? false;
 }
 
 /**

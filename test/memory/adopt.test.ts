@@ -1,6 +1,7 @@
 /**
  * Pins what a mount does with what it finds at its path: nothing → create; a real folder with our
- * marker for the same store and a journal entry of the same store whose owner is dead → adopt;
+ * marker for the same store and a journal entry of the same store whose owner is dead → adopt,
+ * unless that entry says the download never finished → clear (removed and downloaded again);
  * everything else → refuse, saying whether it is a recoverable leftover (only one whose owner still
  * runs is).
  */
@@ -59,6 +60,34 @@ const rows: Array<{ description: string; found: FoundAtPath; journal: JournalFac
     journal: { ...alive, unmounting: true },
     action: 'refuse',
     recoverable: true,
+  },
+  {
+    description: 'our folder a dead worker was still downloading into: clear it (a file may be half written, none is an edit)',
+    found: ours,
+    journal: { ...dead, downloading: true },
+    action: 'clear',
+    says: /still downloading/,
+  },
+  {
+    description: 'our folder a worker that still runs is downloading into: refuse',
+    found: ours,
+    journal: { ...alive, downloading: true },
+    action: 'refuse',
+    recoverable: true,
+  },
+  {
+    description: 'a non-empty folder without a marker a dead worker was downloading into: refuse, not ours',
+    found: { kind: 'folder', marker: { kind: 'missing' }, empty: false },
+    journal: { ...dead, downloading: true },
+    action: 'refuse',
+    recoverable: false,
+  },
+  {
+    description: 'a folder of another store a dead worker of this store was downloading into: refuse',
+    found: { kind: 'folder', marker: { kind: 'other-store', storeId: 'memstore_b' } },
+    journal: { ...dead, downloading: true },
+    action: 'refuse',
+    recoverable: false,
   },
   { description: 'a non-empty folder without a marker, dead journal owner: refuse', found: { kind: 'folder', marker: { kind: 'missing' }, empty: false }, journal: dead, action: 'refuse', recoverable: false },
   { description: 'a folder with a malformed marker: refuse', found: { kind: 'folder', marker: { kind: 'malformed' } }, journal: dead, action: 'refuse', recoverable: false, says: /malformed/ },

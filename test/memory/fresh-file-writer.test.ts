@@ -1,6 +1,7 @@
 /**
  * Pins the writer of a tree being materialised (the download at mount): each file lands whole under
- * its name with its backdated mtime and no temp file left, folders are created and pinned once and
+ * its name with its backdated mtime and no temp file left, a file or symlink found at the name is
+ * replaced without being followed, folders are created and pinned once and
  * closed past the descriptor budget, reserved names and unclean paths are refused, a folder swapped
  * for a symlink after it was pinned is never written through, and a folder where the file goes is
  * reported as such.
@@ -97,6 +98,28 @@ describe.each([
     await writer.close();
     expect(fs.readdirSync(outside)).toEqual([]);
     expect(fs.readdirSync(path.join(tmp, 'moved'))).toEqual(['first.md']);
+  });
+
+  it('replaces a file or a symlink found at the name (placed while downloading) without following it, and leaves no temp file', async () => {
+    await fsp.mkdir(path.join(root, 'sub'));
+    await fsp.writeFile(path.join(root, 'sub/placed.md'), 'placed by someone else');
+    await fsp.writeFile(path.join(outside, 'target.md'), 'outside');
+    await fsp.symlink(path.join(outside, 'target.md'), path.join(root, 'sub/link.md'));
+    await fsp.symlink(path.join(outside, 'nothing-yet.md'), path.join(root, 'sub/dangling.md'));
+    const writer = dir.freshWriter();
+    const mtimeMs = Date.parse('2026-01-02T03:04:05Z');
+    for (const name of ['placed.md', 'link.md', 'dangling.md']) {
+      const st = await writer.write(`sub/${name}`, Buffer.from(`ours ${name}`), mtimeMs);
+      const onDisk = await fsp.lstat(path.join(root, 'sub', name), { bigint: true });
+      expect(onDisk.isFile()).toBe(true);
+      expect(st.ino).toBe(onDisk.ino);
+      expect(onDisk.mtimeMs).toBe(BigInt(mtimeMs));
+      expect(await fsp.readFile(path.join(root, 'sub', name), 'utf8')).toBe(`ours ${name}`);
+    }
+    await writer.close();
+    expect(fs.readdirSync(path.join(root, 'sub')).sort()).toEqual(['dangling.md', 'link.md', 'placed.md']);
+    expect(fs.readdirSync(outside)).toEqual(['target.md']);
+    expect(await fsp.readFile(path.join(outside, 'target.md'), 'utf8')).toBe('outside');
   });
 
   it('reports a folder where the file goes, and leaves no temp file', async () => {

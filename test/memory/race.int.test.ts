@@ -1,7 +1,7 @@
 /**
  * Pins race-free writes: while an agent in another process swaps sub-folders of a mount for
- * symlinks to an outside folder in a tight loop, pulls, Console deletes, uploads and the unmount
- * write, rename and remove only inside the mount. Nothing outside the mount changes, no outside byte is uploaded,
+ * symlinks to an outside folder in a tight loop, the download at mount, pulls, Console deletes,
+ * uploads and the unmount write, rename and remove only inside the mount. Nothing outside the mount changes, no outside byte is uploaded,
  * and the worker keeps running. Prints the time spent and the number of swaps.
  */
 import * as fsp from 'node:fs/promises';
@@ -90,5 +90,34 @@ describe('when an agent swaps mount folders for symlinks during pulls, syncs and
     console.log(`symlink race: ${seconds.toFixed(1)} s, ${swaps} swaps, ${syncs} syncs, ${ROUNDS} unmounts (final sync + unmount: ${finishMs.join(', ')} ms)`);
     expect(after).toEqual(before);
     expect(swaps).toBeGreaterThan(100);
+  }, 60_000);
+
+  it('a download that creates its files under their names writes none of them outside the mount', async () => {
+    const outside = path.join(h.tmp, 'outside');
+    await plantOutside(outside);
+    const before = await snapshotTree(h.tmp, [h.mountRoot, h.stateDir]);
+    const memories: Record<string, string> = {};
+    for (let i = 0; i < 150; i++) {
+      memories[`/sub/n${i}.md`] = `sub ${i}`;
+      memories[`/sub/deep/n${i}.md`] = `deep ${i}`;
+    }
+    const store = await h.emu.createMemoryStore({ name: 'Race mount', memories });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    // Slow pages: the download runs long enough for many swaps.
+    h.emu.faults.add({ route: /^GET \/v1\/memory_stores\/[^/]+\/memories$/, latencyMs: 40 });
+    const root = path.join(h.mountRoot, 'race-mount');
+    // Started before the folder exists: it swaps from the moment the download creates `sub`.
+    const swapper = startSwapper(root, outside, ['sub', 'sub/deep']);
+    let swaps = 0;
+    let result: unknown;
+    try {
+      result = await new MemoryMounter({ client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(session).catch((e: unknown) => e);
+    } finally {
+      swaps = await swapper.stop();
+    }
+    expect(await snapshotTree(h.tmp, [h.mountRoot, h.stateDir])).toEqual(before);
+    if (result instanceof Error) expect(result.name).toBe('MemoryMountError');
+    else await (result as { unmount(): Promise<unknown> }).unmount();
+    expect(swaps).toBeGreaterThan(0);
   }, 60_000);
 });

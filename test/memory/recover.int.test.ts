@@ -1,7 +1,8 @@
 /**
  * Pins the leftover sweep at `run()` start and `managed-agents-worker recover`, with the real SDK
  * client, the emulator and real folders (a dead owner is simulated with an exited child's pid):
- * - the sweep drops entries whose folder is gone or empty (with the empty folder), names each
+ * - the sweep drops entries whose folder is gone or empty (with the empty folder) or was still
+ *   downloading at the crash (with the folder: nothing in it is an edit), names each
  *   leftover holding files in one line that mentions `recover`, and never touches a live owner's;
  * - `recover --dry-run` says what it would do and changes nothing;
  * - `recover` uploads the dead session's edits, keeps a conflict's local bytes and refused files
@@ -56,11 +57,19 @@ function io(env: NodeJS.ProcessEnv): CliIo & { out: string; err: string } {
 }
 
 describe('the sweep at start', () => {
-  it('drops entries with nothing to save, names the leftovers that hold files, and leaves a live owner alone', async () => {
+  it('drops entries with nothing to save (a download cut short included), names the leftovers that hold files, and leaves a live owner alone', async () => {
     const gone = await crashedMount('Gone', { '/a.md': 'a' });
     await fsp.rm(gone.root, { recursive: true });
     const empty = await crashedMount('Empty', {});
     const full = await crashedMount('Full', { '/a.md': 'a' }, async (root) => fsp.writeFile(path.join(root, 'a.md'), 'edited'));
+    // Killed while downloading: the entry as it is until the last file is written, one file torn.
+    const downloading = await crashedMount('Downloading', { '/a.md': 'aaaa', '/b.md': 'b' });
+    const file = new Journal(h.stateDir).fileFor(downloading.root);
+    const entry = JSON.parse(await fsp.readFile(file, 'utf8')) as { downloading?: boolean; state: { baseline: object } };
+    entry.downloading = true;
+    entry.state.baseline = {};
+    await fsp.writeFile(file, JSON.stringify(entry));
+    await fsp.truncate(path.join(downloading.root, 'a.md'), 2);
     const live = await h.emu.createMemoryStore({ name: 'Live', memories: { '/x.md': 'x' } });
     const opened = await openSession(h.emu, [{ memoryStoreId: live.id }]);
     const liveMount = await new MemoryMounter({ client: opened.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(opened.session);
@@ -72,6 +81,8 @@ describe('the sweep at start', () => {
     expect(await journal.read(gone.root)).toBeUndefined();
     expect(await journal.read(empty.root)).toBeUndefined();
     expect(fs.existsSync(empty.root)).toBe(false);
+    expect(await journal.read(downloading.root)).toBeUndefined();
+    expect(fs.existsSync(downloading.root)).toBe(false);
     expect(await journal.read(full.root)).toMatchObject({ storeId: full.storeId });
     expect(await readTree(full.root)).toEqual({ 'a.md': 'edited' });
     expect(await journal.read(liveMount.roots[0]!)).toMatchObject({ storeId: live.id });

@@ -184,6 +184,49 @@ describe('a leftover of a worker that died', () => {
     await again.unmount();
   });
 
+  it('killed mid-download, is cleared and downloaded again: a half-written file, or one whose memory was deleted since, is never uploaded', async () => {
+    const memories: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) memories[`/m-${String(i).padStart(2, '0')}.md`] = `memory ${i} `.repeat(20);
+    const s = await mountStore(memories);
+    // The whole store's first page (more follow: dropped) and two depth-1 pages answer, the third
+    // never does: the download stops with 40 files written.
+    const fault = h.emu.faults.add({ route: new RegExp(`GET /v1/memory_stores/${s.storeId}/memories`), skip: 3, hang: true });
+    const ctrl = new AbortController();
+    const first = new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir })
+      .mount(s.session, { signal: ctrl.signal })
+      .catch((e: unknown) => e);
+    const written = (): number => (fs.existsSync(s.root) ? fs.readdirSync(s.root).filter((n) => n.endsWith('.md')).length : 0);
+    for (let i = 0; i < 500 && written() < 40; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(written()).toBe(40);
+    // What a SIGKILL now leaves on disk: the folder and its journal entry as they are.
+    const journalFile = new Journal(h.stateDir).fileFor(s.root);
+    const entryAtKill = await fsp.readFile(journalFile, 'utf8');
+    const saved = path.join(h.tmp, 'at-kill');
+    fs.cpSync(s.root, saved, { recursive: true });
+    ctrl.abort();
+    await first;
+    fault.remove();
+    fs.cpSync(saved, s.root, { recursive: true });
+    await fsp.writeFile(journalFile, entryAtKill);
+    await killOwner(h.stateDir, s.root);
+    // The kill cut one write short; and in the Console, a memory already written is deleted.
+    await fsp.truncate(path.join(s.root, 'm-00.md'), 10);
+    await fsp.truncate(path.join(s.root, 'm-01.md'), 10);
+    h.emu.removeMemory(s.storeId, '/m-01.md');
+    const expected = { ...memories };
+    delete expected['/m-01.md'];
+
+    const next = await openSession(h.emu, [{ memoryStoreId: s.storeId }]);
+    const mounted = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    expect(h.emu.memories(s.storeId)).toEqual(expected);
+    // No torn bytes ever reached the store.
+    expect(h.emu.memoryHistory(s.storeId).filter((w) => w.content !== null && w.content.length <= 10)).toEqual([]);
+    expect(await readTree(s.root)).toEqual(Object.fromEntries(Object.entries(expected).map(([p, c]) => [p.slice(1), c])));
+    expect(fs.existsSync(path.join(h.stateDir, 'conflicts'))).toBe(false);
+    await mounted.unmount();
+    expect(fs.existsSync(s.root)).toBe(false);
+  });
+
   it('is refused while its owner still runs, as a recoverable leftover in use', async () => {
     const s = await mountStore({ '/a.md': 'a' });
     await new MemoryMounter({ client: s.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(s.session);

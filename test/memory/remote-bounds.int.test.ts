@@ -1,6 +1,6 @@
 /**
  * Pins the bounds on what the server answers, over real HTTP against the emulator rewriting its
- * answers like a wrong server: a listing stops with a typed RemoteLimitError at a cursor seen
+ * answers like a wrong server (and how a listing pages: one page asked ahead of the items handed on): a listing stops with a typed RemoteLimitError at a cursor seen
  * before, past the pages or memories a store can hold, at a duplicate path or a malformed page;
  * a body is never read past what its content can weigh; a memory over the size limit is refused
  * (left out of the mount with a warning naming it) while the others mount; and a mount whose
@@ -133,19 +133,59 @@ describe('a listing', () => {
   });
 });
 
+describe('paging', () => {
+  it('asks for the next page before handing on the items of this one, and stops asking once a handler fails', async () => {
+    const memories: Record<string, string> = {};
+    for (let i = 0; i < 45; i++) memories[`/n${String(i).padStart(2, '0')}.md`] = `n${i}`;
+    const store = await h.emu.createMemoryStore({ name: 'Paged', memories });
+    const { client } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const mark = h.emu.requests.length;
+    const listings = (): number => h.emu.requests.slice(mark).filter((r) => r.route === 'GET /v1/memory_stores/:id/memories').length;
+    const seenAtFirstItem: number[] = [];
+    const got: string[] = [];
+    await new RemoteStore(client, store.id).listFull(undefined, async (m) => {
+      if (got.length === 0) {
+        // The second page is asked for while the first one's items are still being handled.
+        for (let i = 0; i < 250 && listings() < 2; i++) await new Promise((r) => setTimeout(r, 20));
+        seenAtFirstItem.push(listings());
+      }
+      got.push(m.path);
+    });
+    expect(seenAtFirstItem).toEqual([2]);
+    expect(got).toHaveLength(45);
+    expect(listings()).toBe(3);
+
+    const before = listings();
+    const err = await new RemoteStore(client, store.id)
+      .listFull(undefined, () => {
+        throw new Error('handler failed');
+      })
+      .catch((e: unknown) => e);
+    expect((err as Error).message).toBe('handler failed');
+    await new Promise((r) => setTimeout(r, 200));
+    // The first page, and at most the one asked ahead: no page after a failure.
+    expect(listings() - before).toBeLessThanOrEqual(2);
+  });
+});
+
 describe('a folder-split listing', () => {
   const split = { parallel: 4 };
   const collect = (r: { remote: RemoteStore }) => {
     const got: string[] = [];
     return { got, run: () => r.remote.listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split) };
   };
-  /** Answer the depth-1 listing with `top`, and each folder's listing with `folder(prefix, page)`. */
-  function answer(top: () => unknown, folder: (prefix: string, page: number) => unknown): void {
+  /**
+   * Answer the depth-1 listing with `top`, each folder's listing with `folder(prefix, page)`, and
+   * the first page of the whole store with `whole` (by default a page saying more follow, so the
+   * split is used).
+   */
+  function answer(top: () => unknown, folder: (prefix: string, page: number) => unknown, whole: () => unknown = () => ({ data: [], next_page: cursor('whole') })): void {
     const pages = new Map<string, number>();
     h.emu.faults.add({
       route: LISTING,
       rewrite: (_b, req) => {
         if (req.query.get('depth') === '1') return top();
+        if (!req.query.has('path_prefix')) return whole();
         const prefix = req.query.get('path_prefix') ?? '';
         const page = (pages.get(prefix) ?? 0) + 1;
         pages.set(prefix, page);
@@ -165,9 +205,72 @@ describe('a folder-split listing', () => {
     await new RemoteStore(client, store.id).listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split);
     expect(got.sort()).toEqual(Object.entries(memories).map(([p, c]) => `${p}=${c}`).sort());
     const queries = h.emu.requests.slice(mark).filter((r) => r.route === 'GET /v1/memory_stores/:id/memories').map((r) => r.query);
-    expect(queries[0]).toMatchObject({ path_prefix: '/', depth: '1' });
+    // The whole store's first page (more than one page: dropped) and the depth-1 page, asked at once.
+    expect(queries.slice(0, 2).map((q) => `${q['path_prefix'] ?? '(whole)'} ${q['depth'] ?? ''}`).sort()).toEqual(['(whole) ', '/ 1']);
     // 15 memories per folder: one full page each.
-    expect(queries.slice(1).map((q) => q['path_prefix']).sort()).toEqual(['/f0/', '/f1/', '/f2/']);
+    expect(queries.slice(2).map((q) => q['path_prefix']).sort()).toEqual(['/f0/', '/f1/', '/f2/']);
+  });
+
+  describe('of a store that fits one page', () => {
+    it('takes one round trip: the whole store\'s first page, asked at once with the depth-1 page, is complete and is the listing', async () => {
+      const memories: Record<string, string> = {};
+      for (let i = 0; i < 5; i++) memories[`/f${i}/n${i}.md`] = `n${i}`;
+      const store = await h.emu.createMemoryStore({ name: 'Small', memories });
+      const { client } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+      // Every listing answer takes 400 ms: a request sent after another's answer could not start
+      // inside its window.
+      h.emu.faults.add({ route: LISTING, latencyMs: 400 });
+      const mark = h.emu.requests.length;
+      const got: string[] = [];
+      await new RemoteStore(client, store.id).listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split);
+      expect(got.sort()).toEqual(Object.entries(memories).map(([p, c]) => `${p}=${c}`).sort());
+      const lists = h.emu.requests.slice(mark).filter((r) => r.route === 'GET /v1/memory_stores/:id/memories');
+      expect(lists.map((r) => `${r.query['path_prefix'] ?? '(whole)'} ${r.query['depth'] ?? ''}`).sort()).toEqual(['(whole) ', '/ 1']);
+      // Both asked before either was answered.
+      expect(Math.max(...lists.map((r) => r.startedAt))).toBeLessThan(Math.min(...lists.map((r) => r.startedAt + r.ms)));
+    });
+
+    it('refuses a path it lists twice', async () => {
+      const r = await rig();
+      answer(
+        () => ({ data: [], next_page: null }),
+        () => ({ data: [], next_page: null }),
+        () => ({ data: [fakeMemory(r.storeId, '/a/x.md', 'x'), fakeMemory(r.storeId, '/a/x.md', 'y')], next_page: null }),
+      );
+      expect((await limitOf(collect(r).run())).limit).toBe('duplicate-path');
+    });
+
+    it.each([
+      { description: 'a body that is not JSON', body: '{"data": [' },
+      { description: 'a memory without a sha', body: { data: [{ type: 'memory', id: 'mem_1', path: '/a.md' }], next_page: null } },
+      { description: 'a page without a data array', body: { data: 'none', next_page: null } },
+    ])('refuses $description as malformed, whatever the depth-1 page says', async ({ body }) => {
+      const r = await rig();
+      answer(
+        () => ({ data: [fakeMemory(r.storeId, '/ok.md', 'ok')], next_page: null }),
+        () => ({ data: [], next_page: null }),
+        () => body,
+      );
+      expect((await limitOf(collect(r).run())).limit).toBe('malformed');
+    });
+
+    it('lists no folder on its own once the whole store came in one page', async () => {
+      const r = await rig();
+      const folders: string[] = [];
+      answer(
+        () => ({ data: [prefixItem('/a/'), prefixItem('/b/')], next_page: null }),
+        (prefix) => {
+          folders.push(prefix);
+          return { data: [], next_page: null };
+        },
+        () => ({ data: [fakeMemory(r.storeId, '/a/x.md', 'x'), fakeMemory(r.storeId, '/b/y.md', 'y')], next_page: null }),
+      );
+      const c = collect(r);
+      await c.run();
+      expect(c.got.sort()).toEqual(['/a/x.md=x', '/b/y.md=y']);
+      expect(folders).toEqual([]);
+      expect(r.listings()).toBe(2);
+    });
   });
 
   it(`stops past ${MAX_LISTED_MEMORIES} memories counted across the folders`, async () => {

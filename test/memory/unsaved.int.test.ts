@@ -6,7 +6,8 @@
  *   since that entry could not be copied out, and the finish report names it;
  * - a FIFO where a memory was is skipped and warned, never taken for a deletion;
  * - files refused for upload (binary, oversized, our reserved temp names) and read-only edits are
- *   copied to `<stateDir>/unsaved/…` before the folder is removed, and the finish report counts them.
+ *   copied to `<stateDir>/unsaved/…` before the folder is removed, and the finish report counts them;
+ * - that check uses the scan of a flush that found nothing to upload, rather than a third one.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -33,7 +34,7 @@ async function rig(memories: Record<string, string>, access: 'read_write' | 'rea
   const mounted = await new MemoryMounter({ client, logger: log.logger, stateDir: h.stateDir }).mount(session);
   const loop = new SyncLoop({ client, mounted, logger: log.logger, stateDir: h.stateDir, clock: manualClock(), deleteAfterMs: 0 });
   const root = mounted.roots[0]!;
-  return { storeId: store.id, root, loop, log, file: (rel: string) => path.join(root, rel) };
+  return { storeId: store.id, root, loop, log, mounted, file: (rel: string) => path.join(root, rel) };
 }
 
 /** Build `<root>/<first>/…` deeper than PATH_MAX, with a file at the bottom (bash cd's relatively). */
@@ -145,5 +146,24 @@ describe('deletions the final sync could not send', () => {
     await again.unmount();
     // Sent once: a third session finds nothing carried.
     expect(fs.readdirSync(path.join(h.stateDir, 'carried-deletes'))).toEqual([]);
+  });
+});
+
+describe('the check for unsaved files at the end', () => {
+  it('uses the scan of a flush that found nothing to upload instead of reading the folder a third time', async () => {
+    const r = await rig({ '/a.md': 'a', '/b.md': 'b' });
+    for (let i = 0; i < 5; i++) await fsp.writeFile(r.file(`new-${i}.md`), `new ${i}`);
+    await fsp.writeFile(r.file('bin.dat'), Buffer.from([0xff, 0xfe, 0x00]));
+    const cache = r.mounted.stores[0]!.cache;
+    const lookups = (): number => cache.stats().hits + cache.stats().misses;
+    const before = lookups();
+    const end = await r.loop.finish({ clean: true });
+    // Eight files, each looked up by the final sync's scan and the flush's, and no third time.
+    expect(lookups() - before).toBe(2 * 8);
+    expect(Object.keys(h.emu.memories(r.storeId)).sort()).toEqual(['/a.md', '/b.md', '/new-0.md', '/new-1.md', '/new-2.md', '/new-3.md', '/new-4.md']);
+    // What differs from the store is still found and copied out.
+    expect(end.unsavedCopies).toHaveLength(1);
+    expect(end.unsavedCopies[0]).toMatch(/bin\.dat$/);
+    expect(end.removed).toEqual([r.root]);
   });
 });

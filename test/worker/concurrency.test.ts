@@ -1,9 +1,26 @@
 // Pins concurrency: with `concurrency: 4` and 8 queued sessions, at most 4 run at once (and 4 do),
 // the worker polls only while a slot is free, every session is served and stopped, and two
-// sessions attaching the same store never hold its mount path at the same time.
+// sessions attaching the same store never hold its mount path at the same time. A backlog is
+// claimed with several polls in flight, never more than the free slots, also while polls answer
+// slowly or fail and an ack fails (that item comes back after the server's reclaim delay).
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { RequestRecord } from '../../src/testing/index.js';
 import { harness, type Harness } from './helpers.js';
+
+/** The most requests of `records` open at one time. */
+function mostAtOnce(records: RequestRecord[]): number {
+  const edges = records.flatMap((r) => [
+    { at: r.startedAt, d: 1 },
+    { at: r.startedAt + r.ms, d: -1 },
+  ]);
+  // An answer at the same ms as a start counts as before it.
+  edges.sort((a, b) => a.at - b.at || a.d - b.d);
+  let open = 0;
+  let most = 0;
+  for (const e of edges) most = Math.max(most, (open += e.d));
+  return most;
+}
 
 describe('EnvironmentWorker with concurrency: 4', () => {
   let h: Harness;
@@ -63,5 +80,48 @@ describe('EnvironmentWorker with concurrency: 4', () => {
     expect(sharedHolds[0]!.sessionId).toBe(sharedHolds[1]!.sessionId);
     expect(sharedHolds[2]!.sessionId).toBe(sharedHolds[3]!.sessionId);
     expect(sharedHolds[0]!.sessionId).not.toBe(sharedHolds[2]!.sessionId);
+  });
+
+  describe('when polls answer slowly or fail and an ack fails', () => {
+    let hs: Harness;
+    beforeEach(async () => {
+      hs = await harness({ reclaimOlderThanMs: 300 });
+    });
+    afterEach(async () => {
+      await hs.cleanup();
+    });
+
+    it('claims a backlog with parallel polls, never holding more than the free slots', async () => {
+      const { emu } = hs;
+      const sessions: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        const { sessionId } = await emu.createSession({ script: [{ sleepMs: 300 }] });
+        sessions.push(sessionId);
+      }
+      emu.faults.add({ route: /\/work\/poll$/, latencyMs: 40 });
+      emu.faults.add({ route: /\/work\/poll$/, skip: 3, times: 1, status: 503 });
+      emu.faults.add({ route: /\/ack$/, times: 1, status: 500 });
+      const worker = hs.worker({ concurrency: 4 });
+      const activeAtPoll: number[] = [];
+      const running: number[] = [];
+      worker.on('polled', () => activeAtPoll.push(worker.activeSessions));
+      worker.on('sessionStarted', () => running.push(worker.activeSessions));
+      const run = worker.run();
+      const outcomes = await Promise.all(sessions.map((s) => emu.waitForSession(s, { timeoutMs: 40_000 })));
+      await worker.close();
+      await run;
+
+      expect(outcomes.every((o) => o.status === 'terminated' && o.workStopped)).toBe(true);
+      expect(worker.metrics()).toMatchObject({ itemsClaimed: 10, itemsCompleted: 10, itemsFailed: 0 });
+      const polls = emu.requests.filter((r) => r.route.endsWith('/work/poll'));
+      const acks = emu.requests.filter((r) => r.route.endsWith('/ack'));
+      expect(acks.filter((r) => r.status === 500)).toHaveLength(1);
+      expect(polls.filter((r) => r.status === 503)).toHaveLength(1);
+      // Several polls at once while the queue had a backlog, never more than the slots.
+      expect(mostAtOnce(polls)).toBeGreaterThan(1);
+      expect(mostAtOnce(polls)).toBeLessThanOrEqual(4);
+      expect(activeAtPoll.every((n) => n < 4)).toBe(true);
+      expect(Math.max(...running)).toBeLessThanOrEqual(4);
+    });
   });
 });

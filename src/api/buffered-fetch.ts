@@ -1,0 +1,190 @@
+import * as http from 'node:http';
+import * as https from 'node:https';
+import type Anthropic from '@anthropic-ai/sdk';
+
+/**
+ * A `fetch` for small JSON requests (memory writes), over Node's own `http`/`https` with one
+ * keep-alive agent per scheme: the whole answer is read into one buffer (at most `maxBodyBytes`)
+ * before the `Response` is handed back, to be read with `text()`/`json()` (its `body` is null). It costs the main thread a fraction of what the WHATWG
+ * `fetch` does per request, which is what bounds many small uploads in flight.
+ *
+ * It behaves as `fetch` does where the SDK relies on it:
+ * - an abort of `init.signal` (the SDK's timeout or the caller's signal) destroys the request and
+ *   rejects with an `AbortError`;
+ * - no answer (refused, reset, DNS), a malformed one, or one over `maxBodyBytes` rejects with a
+ *   `TypeError` whose `cause` is the failure (the SDK reports a connection error; a write may or may
+ *   not have been applied);
+ * - redirects are not followed (the API answers in place; a 3xx is a failed request).
+ *
+ * It is used only for a client whose transport is the runtime's default: see {@link withBufferedFetch}.
+ */
+
+const agents = {
+  'http:': new http.Agent({ keepAlive: true }),
+  'https:': new https.Agent({ keepAlive: true }),
+} as const;
+
+/** Statuses whose answer has no body (a `Response` refuses one). */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+
+export function bufferedFetch(maxBodyBytes: number): typeof fetch {
+  return (input, init = {}) => {
+    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+    const agent = url.protocol === 'http:' || url.protocol === 'https:' ? agents[url.protocol] : undefined;
+    const body = init.body;
+    if (agent === undefined || (body !== undefined && body !== null && typeof body !== 'string' && !(body instanceof Uint8Array))) {
+      // Anything else (another scheme, a streamed or form body) goes to the runtime's fetch.
+      return fetch(input, init);
+    }
+    const signal = init.signal ?? undefined;
+    if (signal?.aborted) return Promise.reject(abortError());
+    return new Promise<Response>((resolve, reject) => {
+      let settled = false;
+      // The error is made only for the first failure (an Error's stack costs more than the request).
+      const fail = (error: () => unknown): void => {
+        if (settled) return;
+        settled = true;
+        reject(error());
+      };
+      const failed = (cause: () => unknown) => (): unknown => (signal?.aborted ? abortError() : fetchFailed(cause()));
+      const send = url.protocol === 'https:' ? https.request : http.request;
+      const req = send(url, { method: init.method ?? 'GET', agent, headers: headerObject(init.headers) }, (res) => {
+        const chunks: Buffer[] = [];
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (bytes > maxBodyBytes) {
+            fail(() => fetchFailed(new Error(`the answer passed ${maxBodyBytes} bytes; not read further`)));
+            req.destroy();
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('error', (e) => fail(failed(() => e)));
+        // Closed before its end: the answer was cut.
+        res.on('close', () => {
+          if (!settled) fail(failed(() => new Error('the connection closed before the answer was complete')));
+        });
+        res.on('end', () => {
+          if (settled) return;
+          try {
+            const status = res.statusCode ?? 0;
+            const headers = new Headers();
+            for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+            const response = new BufferedResponse(NULL_BODY_STATUSES.has(status) ? null : Buffer.concat(chunks, bytes), { status, statusText: res.statusMessage ?? '', headers });
+            settled = true;
+            // A real Response (its class extends the platform's), typed through a narrower base.
+            resolve(response as unknown as Response);
+          } catch (e) {
+            // A status or header a Response cannot hold: a malformed answer.
+            fail(() => fetchFailed(e));
+          }
+        });
+      });
+      const onAbort = (): void => {
+        req.destroy();
+        fail(abortError);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('close', () => signal?.removeEventListener('abort', onAbort));
+      req.on('error', (e) => fail(failed(() => e)));
+      req.end(body ?? undefined);
+    });
+  };
+}
+
+/**
+ * A `Response` over bytes already read, for a caller that reads it through `text()`, `json()`,
+ * `arrayBuffer()` or `blob()` (the SDK parsing an answer): those answer from the buffer, and
+ * `body` is null, as no stream is built (building one is most of what a `Response` over bytes
+ * costs). The write client is the only user of this transport, and it never streams an answer.
+ */
+// Typed as its plain fields only: the platform types declare the body methods as properties, which
+// a subclass cannot override with methods.
+const ResponseBase = Response as unknown as new (body: null, init: ResponseInit) => { readonly status: number; readonly statusText: string; readonly headers: Headers };
+
+class BufferedResponse extends ResponseBase {
+  readonly #bytes: Buffer | null;
+  #used = false;
+
+  constructor(bytes: Buffer | null, init: ResponseInit) {
+    super(null, init);
+    this.#bytes = bytes;
+  }
+
+  get bodyUsed(): boolean {
+    return this.#used;
+  }
+
+  async text(): Promise<string> {
+    return this.#take().toString('utf8');
+  }
+
+  async json(): Promise<unknown> {
+    return JSON.parse(this.#take().toString('utf8')) as unknown;
+  }
+
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    const b = this.#take();
+    return b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer;
+  }
+
+  async blob(): Promise<Blob> {
+    return new Blob([this.#take()], { type: this.headers.get('content-type') ?? '' });
+  }
+
+  clone(): BufferedResponse {
+    if (this.#used) throw new TypeError('Response.clone: the body has already been read');
+    return new BufferedResponse(this.#bytes, { status: this.status, statusText: this.statusText, headers: new Headers(this.headers) });
+  }
+
+  #take(): Buffer {
+    if (this.#used) throw new TypeError('Body is unusable: the body has already been read');
+    this.#used = true;
+    return this.#bytes ?? Buffer.alloc(0);
+  }
+}
+
+/**
+ * `client` itself, or a copy of it whose requests go through {@link bufferedFetch}: only when the
+ * client uses the runtime's default transport (no `fetch` or `fetchOptions` of its own, and the
+ * runtime's global dispatcher is a plain agent, not a proxy or a mock), so an app that routes its
+ * requests somewhere keeps doing so.
+ */
+export function withBufferedFetch(client: Anthropic, maxBodyBytes: number): Anthropic {
+  const own = client as unknown as { fetch?: unknown; fetchOptions?: unknown };
+  if (own.fetch !== globalThis.fetch) return client;
+  if (own.fetchOptions !== undefined && own.fetchOptions !== null && Object.keys(own.fetchOptions).length > 0) return client;
+  if (!defaultDispatcher()) return client;
+  // A client (of another SDK copy) that cannot be copied with another fetch keeps its own.
+  if (typeof (client as { withOptions?: unknown }).withOptions !== 'function') return client;
+  try {
+    return client.withOptions({ fetch: bufferedFetch(maxBodyBytes) });
+  } catch {
+    return client;
+  }
+}
+
+/** True when the global dispatcher the runtime's `fetch` uses is unset or a plain `Agent`. */
+function defaultDispatcher(): boolean {
+  const dispatcher = (globalThis as Record<symbol, unknown>)[Symbol.for('undici.globalDispatcher.1')];
+  if (dispatcher === undefined) return true;
+  return typeof dispatcher === 'object' && dispatcher !== null && dispatcher.constructor?.name === 'Agent';
+}
+
+function headerObject(headers: RequestInit['headers']): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (headers === undefined || headers === null) return out;
+  (headers instanceof Headers ? headers : new Headers(headers)).forEach((value, name) => {
+    out[name] = value;
+  });
+  return out;
+}
+
+function abortError(): Error {
+  return new DOMException('This operation was aborted', 'AbortError');
+}
+
+function fetchFailed(cause: unknown): TypeError {
+  return new TypeError('fetch failed', { cause });
+}
