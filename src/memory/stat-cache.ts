@@ -48,25 +48,36 @@ export interface StatCacheEntry {
 
 export interface StatCacheOptions {
   /**
-   * How much older than the hash moment an mtime must be to be trusted. Default 1 s, which covers
-   * filesystems with one-second timestamps; finer filesystems only re-hash a little more often.
+   * How much older than the hash moment an mtime must be to be trusted, when the mtime has no
+   * digit below the millisecond. Default 1 s, which covers filesystems with one- or two-second
+   * timestamps (FAT counts in 2 s, exFAT in 10 ms).
    */
   racySlackNs?: bigint;
+  /**
+   * The same, for an mtime with digits below the millisecond: such a filesystem stamps files from
+   * the kernel's clock tick (at most 10 ms at HZ=100), so a write in the hash's tick carries an
+   * mtime at most one tick before the hash moment. Default 100 ms, ten ticks of margin.
+   */
+  fineRacySlackNs?: bigint;
   /** Wall-clock now in ns (tests inject it). */
   nowNs?: () => bigint;
 }
 
 const DEFAULT_SLACK_NS = 1_000_000_000n;
+const DEFAULT_FINE_SLACK_NS = 100_000_000n;
+const NS_PER_MS = 1_000_000n;
 
 export class StatCache {
   readonly #entries = new Map<string, StatCacheEntry>();
   readonly #slackNs: bigint;
+  readonly #fineSlackNs: bigint;
   readonly #nowNs: () => bigint;
   #hits = 0;
   #misses = 0;
 
   constructor(opts: StatCacheOptions = {}) {
     this.#slackNs = opts.racySlackNs ?? DEFAULT_SLACK_NS;
+    this.#fineSlackNs = opts.fineRacySlackNs ?? DEFAULT_FINE_SLACK_NS;
     this.#nowNs = opts.nowNs ?? (() => BigInt(Date.now()) * 1_000_000n);
   }
 
@@ -82,7 +93,10 @@ export class StatCache {
       this.#misses++;
       return undefined;
     }
-    if (st.mtimeNs >= e.hashedAtNs - this.#slackNs) {
+    // An mtime with sub-millisecond digits comes from a filesystem with fine timestamps (a whole
+    // millisecond by chance only costs a re-read).
+    const slack = st.mtimeNs % NS_PER_MS !== 0n ? this.#fineSlackNs : this.#slackNs;
+    if (st.mtimeNs >= e.hashedAtNs - slack) {
       this.#misses++;
       return undefined;
     }

@@ -1,7 +1,8 @@
 /**
  * Pins the stat cache: a file whose (inode, size, mtime, ctime) is unchanged and whose mtime
  * is safely older than the moment it was hashed is answered without reading it; any stat change,
- * or an mtime too close to the hash moment (git's racy-timestamp guard), forces a re-read. Also
+ * or an mtime too close to the hash moment (git's racy-timestamp guard: 1 s, or 100 ms for an
+ * mtime with sub-millisecond digits), forces a re-read. Also
  * pins that the scan reads no content on an idle pass and never reads an oversized file.
  */
 import type { BigIntStats } from 'node:fs';
@@ -43,7 +44,12 @@ describe('StatCache lookups', () => {
     { description: 'mtime in the same instant as the hash', mtimeNs: hashedAt, hit: false },
     { description: 'mtime half a second before the hash', mtimeNs: hashedAt - SEC / 2n, hit: false },
     { description: 'mtime after the hash (clock step)', mtimeNs: hashedAt + SEC, hit: false },
-    { description: 'mtime just over the slack before the hash', mtimeNs: hashedAt - SEC - 1n, hit: true },
+    { description: 'mtime just over the slack before the hash', mtimeNs: hashedAt - SEC - 1_000_000n, hit: true },
+    { description: 'fine mtime (sub-ms digits) in the same tick as the hash', mtimeNs: hashedAt - 4_000_001n, hit: false },
+    { description: 'fine mtime just inside the 100 ms fine slack', mtimeNs: hashedAt - 99_999_999n, hit: false },
+    { description: 'fine mtime just over the 100 ms fine slack', mtimeNs: hashedAt - 100_000_001n, hit: true },
+    { description: 'fine mtime after the hash (clock step)', mtimeNs: hashedAt + 1n, hit: false },
+    { description: 'whole-ms mtime 200 ms before the hash keeps the 1 s slack', mtimeNs: hashedAt - 200_000_000n, hit: false },
   ])('racy guard: $description → hit: $hit', ({ mtimeNs, hit }) => {
     const cache = new StatCache();
     const st = fakeStat({ mtimeNs });
