@@ -21,7 +21,13 @@ import type { PinnedChain } from './pinned-dir.js';
  * - the calls are synchronous: on a local disk each takes microseconds, where a round trip through
  *   the thread pool costs far more. Callers write a bounded batch and then yield to the event loop;
  * - pinned folders are closed least recently used first past {@link MAX_OPEN_FOLDERS} open
- *   descriptors, and all of them by {@link close}.
+ *   descriptors, and all of them by {@link close};
+ * - between {@link beginBatch} and {@link endBatch} (a run of synchronous writes with no yield to
+ *   the event loop), each folder chain is checked at its first write of the batch and again at the
+ *   batch's end, not before every file: a folder moved or swapped during the batch is found at its
+ *   end, and the batch's writes fail there, as a per-file check finds a swap made between its check
+ *   and its create only at the next file. Outside a batch, or where folders are reached by path
+ *   rather than through their descriptor, every write checks its chain.
  */
 
 /**
@@ -50,6 +56,8 @@ export class FreshFileWriter {
   readonly #tempStem = `${TEMP_FILE_PREFIX}${randomBytes(6).toString('hex')}-`;
   #tempCount = 0;
   #openFolders = 0;
+  /** Chains checked since {@link beginBatch}; undefined outside a batch. */
+  #batchChecked: Set<PinnedChain> | undefined;
 
   constructor(deps: FreshFileWriterDeps) {
     this.#deps = deps;
@@ -80,6 +88,30 @@ export class FreshFileWriter {
     }
   }
 
+  /** Start a batch: from here each chain is checked once, at its first write. */
+  beginBatch(): void {
+    this.#batchChecked ??= new Set();
+  }
+
+  /**
+   * End the batch: check again every chain written through during it. Throws `replaced` (a
+   * {@link LocalDirError}) when one was moved or swapped; that chain is pinned again by its next
+   * write. A batch ended after a failed write may skip the check (`check: false`).
+   */
+  async endBatch(opts: { check?: boolean } = {}): Promise<void> {
+    const checked = this.#batchChecked;
+    this.#batchChecked = undefined;
+    if (checked === undefined || opts.check === false) return;
+    for (const chain of checked) {
+      try {
+        chain.verifySync();
+      } catch (e) {
+        for (const [key, held] of this.#chains) if (held === chain) await this.#drop(key);
+        throw e;
+      }
+    }
+  }
+
   /** Close every pinned folder. The writer may be used again (folders are pinned again). */
   async close(): Promise<void> {
     for (const key of [...this.#chains.keys()]) await this.#drop(key);
@@ -88,7 +120,13 @@ export class FreshFileWriter {
   #writeIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
     const target = chain.entry(name);
     this.#deps.assertLive(rel);
-    chain.verifySync();
+    // Reached by path (no descriptor route), the chain is checked before every write.
+    if (this.#batchChecked === undefined || !chain.throughDescriptor) {
+      chain.verifySync();
+    } else if (!this.#batchChecked.has(chain)) {
+      chain.verifySync();
+      this.#batchChecked.add(chain);
+    }
     let fd: number;
     try {
       fd = openSync(target, CREATE_FLAGS, 0o644);

@@ -465,7 +465,12 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     };
     // Written behind the listing; with this many downloads queued the listing waits, so downloaded
     // contents held in memory stay bounded however fast pages arrive.
-    const queue = new WriteQueue(write, { highWater: WRITE_QUEUE_HIGH_WATER_FACTOR * this.#concurrency, batch: WRITE_BATCH_FILES });
+    // Each batch checks a folder chain at its first write and again at its end (see FreshFileWriter).
+    const queue = new WriteQueue(write, {
+      highWater: WRITE_QUEUE_HIGH_WATER_FACTOR * this.#concurrency,
+      batch: WRITE_BATCH_FILES,
+      hooks: { begin: () => writer.beginBatch(), end: (failed) => writer.endBatch({ check: !failed }) },
+    });
 
     const pending: Array<{ m: RemoteMemoryWithContent; rel: string }> = [];
     const schedule = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined =>

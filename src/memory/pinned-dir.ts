@@ -131,6 +131,15 @@ export class PinnedChain {
     return this.#useProc ? `/proc/self/fd/${link.fh.fd}/${name}` : path.join(link.abs, name);
   }
 
+  /**
+   * True when entries are reached through the pinned folder's descriptor, so a folder swapped
+   * later cannot redirect them; false when they are reached by path, which is only safe right
+   * after {@link verifySync}.
+   */
+  get throughDescriptor(): boolean {
+    return this.#useProc;
+  }
+
   /** The path through which the kernel reaches `name` inside the pinned folder. */
   entry(name: string): string {
     return this.#entryIn(this.#leaf, name);

@@ -10,22 +10,32 @@
  *   contents held in memory stay bounded however fast pages arrive;
  * - the first write that throws stops the queue: what waits is dropped, and that error rejects the
  *   pending and later {@link push} promises and {@link drained};
- * - {@link stop} drops what waits (a failed listing); {@link settled} waits for the write in flight.
+ * - {@link stop} drops what waits (a failed listing); {@link settled} waits for the write in flight;
+ * - `batch` hooks, when given, bracket each run of writes between two yields: `begin` before its
+ *   first write, `end` after its last (a throwing `end` fails the queue as a write does).
  */
+
+export interface WriteBatchHooks {
+  begin(): void;
+  /** `failed`: the batch ends on a write that threw. */
+  end(failed: boolean): Promise<void> | void;
+}
 export class WriteQueue<T> {
   readonly #write: (item: T) => Promise<void>;
   readonly #highWater: number;
   readonly #batch: number;
+  readonly #hooks: WriteBatchHooks | undefined;
   #items: T[] = [];
   #head = 0;
   #running: Promise<void> | undefined;
   #error: { reason: unknown } | undefined;
   #waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
 
-  constructor(write: (item: T) => Promise<void>, opts: { highWater: number; batch: number }) {
+  constructor(write: (item: T) => Promise<void>, opts: { highWater: number; batch: number; hooks?: WriteBatchHooks }) {
     this.#write = write;
     this.#highWater = Math.max(1, opts.highWater);
     this.#batch = Math.max(1, opts.batch);
+    this.#hooks = opts.hooks;
   }
 
   get #queued(): number {
@@ -59,9 +69,14 @@ export class WriteQueue<T> {
   }
 
   async #run(): Promise<void> {
+    let inBatch = false;
     try {
       let sinceYield = 0;
       while (this.#queued > 0) {
+        if (!inBatch) {
+          this.#hooks?.begin();
+          inBatch = true;
+        }
         const item = this.#items[this.#head]!;
         this.#items[this.#head++] = undefined as T;
         if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
@@ -72,12 +87,19 @@ export class WriteQueue<T> {
         if (this.#queued < this.#highWater) this.#wake();
         if (++sinceYield >= this.#batch) {
           sinceYield = 0;
+          inBatch = false;
+          await this.#hooks?.end(false);
           await new Promise<void>((resolve) => setImmediate(resolve));
         }
+      }
+      if (inBatch) {
+        inBatch = false;
+        await this.#hooks?.end(false);
       }
     } catch (e) {
       this.#error = { reason: e };
       this.stop();
+      if (inBatch) await Promise.resolve(this.#hooks?.end(true)).catch(() => undefined);
     } finally {
       this.#running = undefined;
       this.#wake();

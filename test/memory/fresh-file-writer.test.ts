@@ -3,8 +3,8 @@
  * its name with its backdated mtime and no temp file left, a file or symlink found at the name is
  * replaced without being followed, folders are created and pinned once and
  * closed past the descriptor budget, reserved names and unclean paths are refused, a folder swapped
- * for a symlink after it was pinned is never written through, and a folder where the file goes is
- * reported as such.
+ * for a symlink after it was pinned is never written through (in a batch of writes, it is found at
+ * the batch's end), and a folder where the file goes is reported as such.
  */
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
@@ -95,6 +95,44 @@ describe.each([
     expect(await failureOf(writer.write('sub/second.md', Buffer.from('2'), Date.now()))).toMatch(/replaced|symlink/);
     // Pinned again on the next write, and refused again.
     expect(await failureOf(writer.write('sub/third.md', Buffer.from('3'), Date.now()))).toBe('symlink');
+    await writer.close();
+    expect(fs.readdirSync(outside)).toEqual([]);
+    expect(fs.readdirSync(path.join(tmp, 'moved'))).toEqual(['first.md']);
+  });
+
+  it('in a batch, finds a folder swapped during the batch at its end, never writes through the symlink, and pins the folder again after it', async () => {
+    const writer = dir.freshWriter();
+    writer.beginBatch();
+    await writer.write('sub/first.md', Buffer.from('1'), Date.now());
+    await fsp.rename(path.join(root, 'sub'), path.join(tmp, 'moved'));
+    await fsp.symlink(outside, path.join(root, 'sub'));
+    if (procFd) {
+      // Checked once per batch: the second write goes through the pinned folder (now moved away) …
+      await writer.write('sub/second.md', Buffer.from('2'), Date.now());
+      // … and the batch's end finds the swap.
+      expect(await failureOf(writer.endBatch())).toBe('replaced');
+    } else {
+      // Reached by path, every write is checked first, in a batch too.
+      expect(await failureOf(writer.write('sub/second.md', Buffer.from('2'), Date.now()))).toMatch(/replaced|symlink/);
+      await writer.endBatch();
+    }
+    // The next write (outside a batch) pins the folder again and is refused.
+    expect(await failureOf(writer.write('sub/third.md', Buffer.from('3'), Date.now()))).toBe('symlink');
+    await writer.close();
+    expect(fs.readdirSync(outside)).toEqual([]);
+    expect(fs.readdirSync(path.join(tmp, 'moved')).sort()).toEqual(procFd ? ['first.md', 'second.md'] : ['first.md']);
+  });
+
+  it('checks every write again once its batch ended, and ends a failed batch without checking', async () => {
+    const writer = dir.freshWriter();
+    writer.beginBatch();
+    await writer.write('sub/first.md', Buffer.from('1'), Date.now());
+    await writer.endBatch();
+    await fsp.rename(path.join(root, 'sub'), path.join(tmp, 'moved'));
+    await fsp.symlink(outside, path.join(root, 'sub'));
+    expect(await failureOf(writer.write('sub/second.md', Buffer.from('2'), Date.now()))).toMatch(/replaced|symlink/);
+    writer.beginBatch();
+    await writer.endBatch({ check: false });
     await writer.close();
     expect(fs.readdirSync(outside)).toEqual([]);
     expect(fs.readdirSync(path.join(tmp, 'moved'))).toEqual(['first.md']);

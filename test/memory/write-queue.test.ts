@@ -2,7 +2,8 @@
  * Pins the queue that writes a listing's downloads behind it: items are written in order, after
  * the pusher's turn; a push past the high-water mark returns a promise that settles once the queue
  * has room; the first failed write stops the queue, drops what waits and is reported by every
- * later push and by drained().
+ * later push and by drained(); batch hooks bracket each run of writes, and a failing end fails the
+ * queue.
  */
 import { describe, expect, it } from 'vitest';
 import { WriteQueue } from '../../src/memory/write-queue.js';
@@ -72,5 +73,38 @@ describe('a write queue', () => {
     q.stop();
     await q.settled();
     expect(written).toEqual([]);
+  });
+  it('brackets each run of writes between two yields with the batch hooks', async () => {
+    const events: string[] = [];
+    const q = new WriteQueue<number>(async (n) => void events.push(`w${n}`), {
+      highWater: 100,
+      batch: 2,
+      hooks: { begin: () => void events.push('begin'), end: (failed) => void events.push(failed ? 'end!' : 'end') },
+    });
+    for (let i = 0; i < 5; i++) q.push(i);
+    await q.drained();
+    expect(events).toEqual(['begin', 'w0', 'w1', 'end', 'begin', 'w2', 'w3', 'end', 'begin', 'w4', 'end']);
+  });
+
+  it("fails as a write does when a batch's end throws, and ends a batch cut by a failed write as failed", async () => {
+    const ends: boolean[] = [];
+    const refused = new WriteQueue<number>(async () => undefined, {
+      highWater: 100,
+      batch: 2,
+      hooks: { begin: () => undefined, end: () => Promise.reject(new Error('folder replaced')) },
+    });
+    refused.push(1);
+    refused.push(2);
+    refused.push(3);
+    await expect(refused.drained()).rejects.toThrow('folder replaced');
+    await expect(refused.push(4)).rejects.toThrow('folder replaced');
+    const cut = new WriteQueue<number>(async (n) => {
+      if (n === 1) throw new Error('disk full');
+    }, { highWater: 100, batch: 4, hooks: { begin: () => undefined, end: (failed) => void ends.push(failed) } });
+    cut.push(0);
+    cut.push(1);
+    cut.push(2);
+    await expect(cut.drained()).rejects.toThrow('disk full');
+    expect(ends).toEqual([true]);
   });
 });
