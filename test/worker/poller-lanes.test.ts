@@ -139,6 +139,33 @@ function slotRig(capacity: number) {
   };
 }
 
+/** A rig of 4 slots whose first poll answered `w1`, now being acknowledged. */
+async function rigWithW1InAck(): Promise<ReturnType<typeof rig>> {
+  const r = rig(4);
+  await settle();
+  r.queue.answerPolls(() => item('w1'));
+  await settle();
+  return r;
+}
+
+/**
+ * A backlog: `rounds` times, every poll in flight gets a fresh item and every ack succeeds.
+ * Returns how many items were answered.
+ */
+async function backlogRounds(r: ReturnType<typeof rig>, rounds: number): Promise<number> {
+  let n = 0;
+  for (let round = 0; round < rounds; round++) {
+    await settle();
+    r.queue.answerPolls(() => item(`w${++n}`));
+    await settle();
+    for (const [id, d] of r.queue.acks) {
+      d.resolve({});
+      r.queue.acks.delete(id);
+    }
+  }
+  return n;
+}
+
 function rig(capacity: number) {
   const queue = manualQueue();
   const slots = slotRig(capacity);
@@ -226,16 +253,7 @@ describe('Poller with session slots', () => {
 
   it('grows to several polls in flight on a backlog and back to one when the queue runs dry, never past the slots', async () => {
     const r = rig(16);
-    let n = 0;
-    for (let round = 0; round < 4; round++) {
-      await settle();
-      r.queue.answerPolls(() => item(`w${++n}`));
-      await settle();
-      for (const [id, d] of r.queue.acks) {
-        d.resolve({});
-        r.queue.acks.delete(id);
-      }
-    }
+    const n = await backlogRounds(r, 4);
     await settle();
     // 1, 2, 4, 8 polls in the four rounds.
     expect(n).toBe(15);
@@ -255,16 +273,7 @@ describe('Poller with session slots', () => {
 
   it('cuts every poll in flight short when the caller stops, and holds no slot afterwards', async () => {
     const r = rig(16);
-    let n = 0;
-    for (let round = 0; round < 3; round++) {
-      await settle();
-      r.queue.answerPolls(() => item(`w${++n}`));
-      await settle();
-      for (const [id, d] of r.queue.acks) {
-        d.resolve({});
-        r.queue.acks.delete(id);
-      }
-    }
+    await backlogRounds(r, 3);
     await settle();
     expect(r.queue.inFlight).toBe(8);
     r.ctrl.abort();
@@ -275,10 +284,7 @@ describe('Poller with session slots', () => {
   });
 
   it('gives the slot back when an ack fails, and hands out only acknowledged items', async () => {
-    const r = rig(4);
-    await settle();
-    r.queue.answerPolls(() => item('w1'));
-    await settle();
+    const r = await rigWithW1InAck();
     r.queue.acks.get('w1')!.reject(apiError(500));
     await settle();
     expect(r.taken).toEqual([]);
@@ -291,10 +297,7 @@ describe('Poller with session slots', () => {
   });
 
   it('leaves the backing off to the last loop when a poll fails while others are in flight', async () => {
-    const r = rig(4);
-    await settle();
-    r.queue.answerPolls(() => item('w1'));
-    await settle();
+    const r = await rigWithW1InAck();
     expect(r.queue.inFlight).toBe(2);
     r.queue.answerPolls((k) => (k === 0 ? new Error('connection reset') : null));
     await settle();
@@ -309,10 +312,7 @@ describe('Poller with session slots', () => {
   });
 
   it('hands out an item whose ack was in flight when the caller stopped, then ends', async () => {
-    const r = rig(4);
-    await settle();
-    r.queue.answerPolls(() => item('w1'));
-    await settle();
+    const r = await rigWithW1InAck();
     r.ctrl.abort();
     await settle();
     expect(r.done).toBe(false);
@@ -324,10 +324,7 @@ describe('Poller with session slots', () => {
   });
 
   it('ends with a RemoteApiError on a permanent 4xx, after the acks in flight have settled', async () => {
-    const r = rig(4);
-    await settle();
-    r.queue.answerPolls(() => item('w1'));
-    await settle();
+    const r = await rigWithW1InAck();
     r.queue.answerPolls(() => apiError(401));
     await settle();
     // The other poll is cut off; the worker still gets w1 once it is acknowledged.
@@ -342,17 +339,17 @@ describe('Poller with session slots', () => {
   });
 });
 
+/** A poller of `env_1` on `queue`, with a manual clock and a discarded log, plus `extra` options. */
+function pollerOn(queue: ReturnType<typeof manualQueue>, extra: Partial<ConstructorParameters<typeof Poller>[0]>): Poller {
+  return new Poller({ api: queue.api, environmentId: 'env_1', workerId: 'worker_1', logger: captureLogger().logger, clock: new ManualClock(0), ...extra });
+}
+
 describe('Poller whose callback throws', () => {
   it('ends the claims with that error instead of leaving it unhandled', async () => {
     const queue = manualQueue();
     const slots = slotRig(4);
     const boom = new Error('listener bug');
-    const poller = new Poller({
-      api: queue.api,
-      environmentId: 'env_1',
-      workerId: 'worker_1',
-      logger: captureLogger().logger,
-      clock: new ManualClock(0),
+    const poller = pollerOn(queue, {
       slots: slots.slots,
       onPolled: () => {
         throw boom;
@@ -370,12 +367,7 @@ describe('Poller without session slots', () => {
   it('claims one item at a time: no poll before the item before it was taken', async () => {
     const queue = manualQueue();
     let free = true;
-    const poller = new Poller({
-      api: queue.api,
-      environmentId: 'env_1',
-      workerId: 'worker_1',
-      logger: captureLogger().logger,
-      clock: new ManualClock(0),
+    const poller = pollerOn(queue, {
       waitForSlot: async () => {
         while (!free) await settle();
       },
