@@ -303,6 +303,10 @@ export class RemoteStore {
     const cursors = new Set<string>();
     const what = this.#what(view, part.prefix);
     const ctrl = new AbortController();
+    // Each page's request leaves an abort listener on this signal until its body is collected (the
+    // client's clean-up for a body read by hand), so a long cursor holds many at once: a bounded
+    // number, never a leak worth Node's warning.
+    setMaxListeners(10_000, ctrl.signal);
     const detach = linkAbort(signal, ctrl);
     let ahead: ListingPage | Promise<ListingPage> | undefined = part.first;
     try {

@@ -2,11 +2,13 @@
  * Pins the cheap-sync and fast-mount promises on the emulator's request log: an idle sync
  * of a 2 000-memory store sends exactly 20 basic-view listing requests (100 per page) and nothing
  * else, and reads no file; mounting 8 stores of 250 memories downloads them in parallel (the
- * stores' request windows overlap in time); both download strategies give the same folders.
+ * stores' request windows overlap in time); both download strategies give the same folders; a
+ * 20-page listing on one cursor draws no listener warning from Node.
  */
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMounter, SyncLoop } from '../../src/memory/index.js';
+import { RemoteStore } from '../../src/memory/remote-store.js';
 import { captureLogger, harness, manualClock, memoriesOf, openSession, readTree, type Harness } from './int-helpers.js';
 
 let h: Harness;
@@ -40,6 +42,22 @@ describe('at scale', () => {
     expect(scans.at(-1)).toMatchObject({ files: 2_000, files_read: 0 });
     console.info(`[figure] idle sync of 2000 memories: ${sent.length} requests, ${idleMs} ms`);
     await loop.finish({ clean: false });
+  }, 60_000);
+
+  it('pages a 2 000-memory listing on one cursor without a listener warning from Node', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Long', memories: memoriesOf(2_000) });
+    const { client } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      expect(await new RemoteStore(client, store.id).listBasic()).toHaveLength(2_000);
+      // Warnings are emitted on the next tick.
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
   }, 60_000);
 
   it('mounts 8 stores of 250 memories in parallel', async () => {
