@@ -30,3 +30,8 @@ export function customHeadersFrom(env: NodeJS.ProcessEnv): Record<string, string
   });
   return headers;
 }
+
+/** The client option carrying `headers`, or nothing when there are none. */
+export function headersOption(headers: Record<string, string> | undefined): { defaultHeaders?: Record<string, string> } {
+  return headers ? { defaultHeaders: headers } : {};
+}

@@ -3,7 +3,7 @@ import { ConfigError } from '../errors.js';
 import { recoverLeftovers } from '../memory/recovery.js';
 import { defaultStateDir } from '../memory/state-dir.js';
 import { addLogFlags, cliLogger, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
-import { customHeadersFrom } from './custom-headers.js';
+import { customHeadersFrom, headersOption } from './custom-headers.js';
 import type { Command } from './command.js';
 import { COMMON_EXIT_ROWS, EXIT } from './exit-codes.js';
 import { firstSet } from './flags.js';
@@ -50,8 +50,7 @@ environment key. Without it, the next session of each store adopts its leftover 
       );
     }
     const logger = await cliLogger(flags, io);
-    const defaultHeaders = customHeadersFrom(io.env);
-    const client = new Anthropic({ apiKey, baseURL: firstSet(flags['baseUrl'] as string | undefined, io.env['ANTHROPIC_BASE_URL']) ?? null, ...(defaultHeaders ? { defaultHeaders } : {}) });
+    const client = new Anthropic({ apiKey, baseURL: firstSet(flags['baseUrl'] as string | undefined, io.env['ANTHROPIC_BASE_URL']) ?? null, ...headersOption(customHeadersFrom(io.env)) });
     const lines = await recoverLeftovers({
       client,
       stateDir: (flags['stateDir'] as string | undefined) ?? defaultStateDir(io.env),

@@ -6,7 +6,7 @@ import type { EnvironmentWorkerOptions } from '../worker/environment-worker.js';
 import { addLogFlags, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import { addEnvironmentKeyFlags, ENVIRONMENT_KEY_VARIABLE, environmentKeyFrom } from './credential-flags.js';
 import { collect, firstSet, intArg } from './flags.js';
-import { CUSTOM_HEADERS_VARIABLE, customHeadersFrom } from './custom-headers.js';
+import { CUSTOM_HEADERS_VARIABLE, customHeadersFrom, headersOption } from './custom-headers.js';
 import type { CommandIo } from './io.js';
 
 const { syncIntervalMinMs, syncIntervalMaxMs } = MEMORY_DEFAULTS;
@@ -90,7 +90,7 @@ export const WORKER_ENVIRONMENT: ReadonlyArray<readonly [string, string]> = [
  * the process environment by then).
  */
 export function cliClient(inputs: Pick<ApiInputs, 'baseURL' | 'defaultHeaders'>, credential: string | undefined): Anthropic {
-  return new Anthropic({ apiKey: null, authToken: credential ?? null, baseURL: inputs.baseURL ?? null, ...(inputs.defaultHeaders ? { defaultHeaders: inputs.defaultHeaders } : {}) });
+  return new Anthropic({ apiKey: null, authToken: credential ?? null, baseURL: inputs.baseURL ?? null, ...headersOption(inputs.defaultHeaders) });
 }
 
 export interface ApiInputs {

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { statusOf } from '../../api/classify.js';
+import { headersOption } from '../custom-headers.js';
 import type { DirState, DoctorProbes } from './checks.js';
 
 /** The probes of a real doctor run. Scratch files go to fresh temp folders that are removed at once. */
@@ -22,7 +23,7 @@ export const realProbes: DoctorProbes = {
     }
   },
   api: async ({ baseURL, environmentId, environmentKey, defaultHeaders }) => {
-    const client = new Anthropic({ apiKey: null, authToken: environmentKey, baseURL: baseURL ?? null, maxRetries: 0, timeout: 15_000, ...(defaultHeaders ? { defaultHeaders } : {}) });
+    const client = new Anthropic({ apiKey: null, authToken: environmentKey, baseURL: baseURL ?? null, maxRetries: 0, timeout: 15_000, ...headersOption(defaultHeaders) });
     const started = performance.now();
     try {
       const { response } = await client.beta.environments.work.list(environmentId, { limit: 1 }).withResponse();
