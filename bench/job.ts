@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { startEmulator, type Emulator, type RequestRecord } from '../src/testing/index.js';
 import type { ChildKind } from './build-children.js';
-import type { ChildConfig, ChildMessage, Usage } from './child/protocol.js';
+import type { ChildConfig, ChildMessage, FloorConfig, Usage } from './child/protocol.js';
 
 export interface ChildHandle {
   /** Usage right after the child loaded its modules and built its worker. */
@@ -28,7 +28,7 @@ export interface JobContext {
   /** The child is this library's worker: kind `ours`, or `official` replaced by ours as of `--base`. */
   runsOurs: boolean;
   quick: boolean;
-  startChild(opts?: { concurrency?: number; floor?: ChildConfig['floor'] }): Promise<ChildHandle>;
+  startChild(opts?: { concurrency?: number; floor?: FloorConfig }): Promise<ChildHandle>;
 }
 
 export interface JobOptions {

@@ -8,6 +8,7 @@ import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Emulator, RequestRecord, ScriptStep } from '../src/testing/index.js';
 import type { ChildKind } from './build-children.js';
+import type { FloorConfig } from './child/protocol.js';
 import { endOf, requestsOf, ROUTES, type JobContext } from './job.js';
 
 export type Metrics = Record<string, number>;
@@ -78,8 +79,12 @@ function last<T>(items: T[], what: string): T {
 }
 
 /** Run one session to its end with the child the job asks for; returns the child's CPU delta and peak RSS. */
-async function runSessions(ctx: JobContext, sessionIds: string[], concurrency = 1): Promise<{ cpuMs: number; peakRssMiB: number; peakHeapMiB: number; peakExternalMiB: number }> {
-  const child = await ctx.startChild({ concurrency });
+async function runSessions(
+  ctx: JobContext,
+  sessionIds: string[],
+  opts: { concurrency?: number; floor?: FloorConfig } = {},
+): Promise<{ cpuMs: number; peakRssMiB: number; peakHeapMiB: number; peakExternalMiB: number }> {
+  const child = await ctx.startChild(opts);
   const done = await Promise.all(sessionIds.map((id) => ctx.emu.waitForSession(id, { timeoutMs: SESSION_TIMEOUT_MS }))).then(
     () => undefined,
     (e: unknown) => e,
@@ -102,7 +107,7 @@ async function mountScenario(ctx: JobContext, size: Size, prefix: string): Promi
     const { sessionId } = await ctx.emu.createSession({ resources: storeIds.map((id) => ({ memoryStoreId: id })) });
     const token = ctx.emu.sessionsToken(sessionId);
     if (token === null) throw new Error('bench: the floor session has no sessions token');
-    const child = await ctx.startChild({ floor: { storeIds, sessionsToken: token, concurrency: 16 } });
+    const child = await ctx.startChild({ floor: { kind: 'listings', storeIds, sessionsToken: token, concurrency: 16 } });
     const expected = size.stores * (1 + FOLDERS_PER_STORE * Math.ceil(size.memories / FOLDERS_PER_STORE / 20));
     const deadline = Date.now() + SESSION_TIMEOUT_MS;
     while (requestsOf(ctx.emu, ROUTES.listMemories).length < expected) {
@@ -195,7 +200,7 @@ export function scenarios(quick: boolean): Scenario[] {
     },
     {
       id: 'queue-16x10',
-      kinds: ['official', 'ours'],
+      kinds: ['official', 'ours', 'floor'],
       async run(ctx) {
         const sessions = q(16, 4);
         const calls = q(10, 3);
@@ -205,7 +210,8 @@ export function scenarios(quick: boolean): Scenario[] {
           const script = Array.from({ length: calls }, (_, i) => readStep(ctx.mountRoot, store.dir, i % 5));
           ids.push((await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script })).sessionId);
         }
-        const { cpuMs } = await runSessions(ctx, ids, ctx.runsOurs ? 16 : 1);
+        // Ours and the floor serve all sessions at once; the official worker serves one at a time.
+        const { cpuMs } = await runSessions(ctx, ids, ctx.kind === 'floor' ? { floor: { kind: 'sessions', concurrency: 16 } } : { concurrency: ctx.runsOurs ? 16 : 1 });
         const acks = requestsOf(ctx.emu, ROUTES.ack);
         const stops = requestsOf(ctx.emu, ROUTES.stop);
         if (stops.length < sessions) throw new Error(`bench queue: ${stops.length} of ${sessions} work items stopped`);

@@ -1,41 +1,21 @@
 /**
- * Benchmark child: the network floor of a mount. A bare SDK client fetches every memory of the
- * given stores with content and does nothing else: the stores in parallel, each one listed once at
- * depth 1 (its top-level memories and folders), then every top-level folder paged in full view on
- * its own cursor, at most `concurrency` requests in flight per store. Nothing is written or kept.
+ * Benchmark child: the floor, a bare SDK client that makes only the requests any worker must make
+ * for a scenario (no files, no tool runner, no library code). It pages a mount's listings, or
+ * serves queued sessions, then stays alive until the parent has read its usage.
  */
-import Anthropic from '@anthropic-ai/sdk';
-import pLimit from 'p-limit';
+import { pageListings } from './floor-listings.js';
+import { serveSessions } from './floor-sessions.js';
 import { readConfig, serve } from './serve.js';
 
 const config = readConfig();
 const floor = config.floor;
 if (floor === undefined) throw new Error('bench floor child: config.floor is missing');
-const client = new Anthropic({ apiKey: null, authToken: floor.sessionsToken, baseURL: config.baseURL, logLevel: 'off' });
-
-async function pageAll(storeId: string, query: { path_prefix: string; depth?: number }, onItem: (item: { type: string; path: string; content?: string | null }) => void): Promise<void> {
-  let page = await client.beta.memoryStores.memories.list(storeId, { view: 'full', limit: 20, ...query });
-  for (;;) {
-    for (const item of page.data) onItem(item);
-    if (!page.hasNextPage()) return;
-    page = await page.getNextPage();
-  }
-}
-
-async function fetchStore(storeId: string): Promise<number> {
-  let bytes = 0;
-  const folders: string[] = [];
-  await pageAll(storeId, { path_prefix: '/', depth: 1 }, (item) => {
-    if (item.type === 'memory_prefix') folders.push(item.path);
-    else bytes += item.content?.length ?? 0;
-  });
-  const limit = pLimit(floor!.concurrency);
-  await Promise.all(folders.map((prefix) => limit(() => pageAll(storeId, { path_prefix: prefix }, (item) => (bytes += item.content?.length ?? 0)))));
-  return bytes;
-}
 
 serve(async (signal) => {
-  await Promise.all(floor.storeIds.map((id) => fetchStore(id)));
-  // Stay alive until the parent has read the usage.
-  await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  if (floor.kind === 'listings') await pageListings(config, floor);
+  else await serveSessions(config, floor, signal);
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
 });

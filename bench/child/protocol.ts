@@ -14,9 +14,16 @@ export interface ChildConfig {
   /** Sessions served at once (ours only; the official worker serves one at a time). */
   concurrency: number;
   memorySyncIntervalMs: number;
-  /** Floor only: the stores to page and the sessions token that may read them. */
-  floor?: { storeIds: string[]; sessionsToken: string; concurrency: number };
+  /** Floor only: what the bare client does. */
+  floor?: FloorConfig;
 }
+
+/**
+ * The floor child's task: page the listings of a mount (`listings`: the stores, the sessions token
+ * that may read them, requests in flight per store), or serve queued sessions with the fewest
+ * requests a worker can make (`sessions`: that many at once).
+ */
+export type FloorConfig = { kind: 'listings'; storeIds: string[]; sessionsToken: string; concurrency: number } | { kind: 'sessions'; concurrency: number };
 
 /** CPU in ms and peak RSS in MiB, from `process.resourceUsage()`. */
 export interface Usage {

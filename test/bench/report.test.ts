@@ -1,8 +1,9 @@
 /**
  * Pins how the benchmark table is computed from the repetitions: each side is the median of its
  * samples, the ratio is the median of the per-repetition ratios (ours / official, or ours' mount
- * wall / floor) with its spread, and a row meets its target when that median ratio is at most the
- * target. A scenario that did not run shows n/a, never a number.
+ * wall / floor, or ours' queue wall and CPU / the floor's) with its spread, and a row meets its
+ * target when that median ratio is at most the target. A scenario that did not run shows n/a,
+ * never a number.
  */
 import { describe, expect, it } from 'vitest';
 import { buildRows, formatTable, median, ROWS } from '../../bench/report.js';
@@ -32,6 +33,18 @@ describe('buildRows', () => {
     });
     expect(mountRow(rows)).toMatchObject({ base: 1500, ours: 300, ratio: 0.2, ratioMin: 0.15, ratioMax: 0.4, target: 0.25, met: true });
     expect(floorRow(rows)).toMatchObject({ against: 'floor', base: 200, ours: 300, ratio: 1.5, target: null, met: null });
+  });
+
+  it('compares the queue of sessions with the floor on the same figure: wall and CPU of ours over the bare client\'s', () => {
+    const rows = buildRows({
+      'queue-16x10': [
+        { official: { wallMs: 4000, cpuMs: 2000 }, ours: { wallMs: 1000, cpuMs: 1500 }, floor: { wallMs: 500, cpuMs: 750 } },
+        { official: { wallMs: 4200, cpuMs: 2100 }, ours: { wallMs: 1200, cpuMs: 1200 }, floor: { wallMs: 400, cpuMs: 800 } },
+      ],
+    });
+    expect(rows.find((r) => r.label.startsWith('16 queued sessions vs floor'))).toMatchObject({ against: 'floor', base: 450, ours: 1100, ratio: 2.5, target: null, met: null });
+    expect(rows.find((r) => r.label.startsWith('16 queued sessions: worker CPU vs floor'))).toMatchObject({ against: 'floor', base: 775, ours: 1350, ratio: 1.75, met: null });
+    expect(rows.find((r) => r.label.startsWith('16 queued sessions × 10'))).toMatchObject({ against: 'official', base: 4100, ours: 1100 });
   });
 
   it('fails a row whose median ratio is above its target', () => {

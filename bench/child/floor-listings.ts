@@ -1,0 +1,36 @@
+/**
+ * The network floor of a mount: a bare SDK client fetches every memory of the given stores with
+ * content and does nothing else: the stores in parallel, each one listed once at depth 1 (its
+ * top-level memories and folders), then every top-level folder paged in full view on its own
+ * cursor, at most `concurrency` requests in flight per store. Nothing is written or kept.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import pLimit from 'p-limit';
+import type { ChildConfig, FloorConfig } from './protocol.js';
+
+export async function pageListings(config: ChildConfig, floor: Extract<FloorConfig, { kind: 'listings' }>): Promise<void> {
+  const client = new Anthropic({ apiKey: null, authToken: floor.sessionsToken, baseURL: config.baseURL, logLevel: 'off' });
+
+  async function pageAll(storeId: string, query: { path_prefix: string; depth?: number }, onItem: (item: { type: string; path: string; content?: string | null }) => void): Promise<void> {
+    let page = await client.beta.memoryStores.memories.list(storeId, { view: 'full', limit: 20, ...query });
+    for (;;) {
+      for (const item of page.data) onItem(item);
+      if (!page.hasNextPage()) return;
+      page = await page.getNextPage();
+    }
+  }
+
+  async function fetchStore(storeId: string): Promise<number> {
+    let bytes = 0;
+    const folders: string[] = [];
+    await pageAll(storeId, { path_prefix: '/', depth: 1 }, (item) => {
+      if (item.type === 'memory_prefix') folders.push(item.path);
+      else bytes += item.content?.length ?? 0;
+    });
+    const limit = pLimit(floor.concurrency);
+    await Promise.all(folders.map((prefix) => limit(() => pageAll(storeId, { path_prefix: prefix }, (item) => (bytes += item.content?.length ?? 0)))));
+    return bytes;
+  }
+
+  await Promise.all(floor.storeIds.map((id) => fetchStore(id)));
+}
