@@ -3,10 +3,11 @@ import * as https from 'node:https';
 import type Anthropic from '@anthropic-ai/sdk';
 
 /**
- * A `fetch` for small JSON requests (memory writes), over Node's own `http`/`https` with one
- * keep-alive agent per scheme: the whole answer is read into one buffer (at most `maxBodyBytes`)
- * before the `Response` is handed back, to be read with `text()`/`json()` (its `body` is null). It costs the main thread a fraction of what the WHATWG
- * `fetch` does per request, which is what bounds many small uploads in flight.
+ * A `fetch` for small JSON requests (memory writes, tool results, work calls), over Node's own
+ * `http`/`https` with one keep-alive agent per scheme: the whole answer is read into one buffer (at
+ * most `maxBodyBytes`) before the `Response` is handed back, to be read with `text()`/`json()` (its
+ * `body` is null). It costs the main thread a fraction of what the WHATWG `fetch` does per request,
+ * which is what bounds many small requests in flight.
  *
  * It behaves as `fetch` does where the SDK relies on it:
  * - an abort of `init.signal` (the SDK's timeout or the caller's signal) destroys the request and
@@ -16,7 +17,8 @@ import type Anthropic from '@anthropic-ai/sdk';
  *   not have been applied);
  * - redirects are not followed (the API answers in place; a 3xx is a failed request).
  *
- * It is used only for a client whose transport is the runtime's default: see {@link withBufferedFetch}.
+ * It is used only for a client whose transport is the runtime's default: see {@link withBufferedFetch}
+ * and {@link withBufferedPosts}.
  */
 
 const agents = {
@@ -97,7 +99,7 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
  * A `Response` over bytes already read, for a caller that reads it through `text()`, `json()`,
  * `arrayBuffer()` or `blob()` (the SDK parsing an answer): those answer from the buffer, and
  * `body` is null, as no stream is built (building one is most of what a `Response` over bytes
- * costs). The write client is the only user of this transport, and it never streams an answer.
+ * costs). Its users (memory writes, posts) never stream an answer.
  */
 // Typed as its plain fields only: the platform types declare the body methods as properties, which
 // a subclass cannot override with methods.
@@ -152,6 +154,26 @@ class BufferedResponse extends ResponseBase {
  * requests somewhere keeps doing so.
  */
 export function withBufferedFetch(client: Anthropic, maxBodyBytes: number): Anthropic {
+  return copyWithFetch(client, () => bufferedFetch(maxBodyBytes));
+}
+
+/**
+ * `client` itself, or a copy of it (under the same conditions as {@link withBufferedFetch}) whose
+ * requests other than GET and HEAD go through {@link bufferedFetch}: the small JSON posts a worker
+ * sends many of (tool results, acknowledgements, heartbeats, stops). Reads stay on the runtime's
+ * `fetch`: the event stream, the history and listings are streamed or read with bounds.
+ */
+export function withBufferedPosts(client: Anthropic, maxBodyBytes: number): Anthropic {
+  return copyWithFetch(client, () => {
+    const buffered = bufferedFetch(maxBodyBytes);
+    return (input, init) => {
+      const method = init?.method?.toUpperCase() ?? 'GET';
+      return method === 'GET' || method === 'HEAD' ? fetch(input, init) : buffered(input, init);
+    };
+  });
+}
+
+function copyWithFetch(client: Anthropic, makeFetch: () => typeof fetch): Anthropic {
   const own = client as unknown as { fetch?: unknown; fetchOptions?: unknown };
   if (own.fetch !== globalThis.fetch) return client;
   if (own.fetchOptions !== undefined && own.fetchOptions !== null && Object.keys(own.fetchOptions).length > 0) return client;
@@ -159,7 +181,7 @@ export function withBufferedFetch(client: Anthropic, maxBodyBytes: number): Anth
   // A client (of another SDK copy) that cannot be copied with another fetch keeps its own.
   if (typeof (client as { withOptions?: unknown }).withOptions !== 'function') return client;
   try {
-    return client.withOptions({ fetch: bufferedFetch(maxBodyBytes) });
+    return client.withOptions({ fetch: makeFetch() });
   } catch {
     return client;
   }

@@ -7,7 +7,7 @@ import { ItemControl } from './item-control.js';
 import { Lease, type HeartbeatApi } from './lease.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import type { ClaimedWork } from './poller.js';
-import { scopedClient } from './scoped-client.js';
+import { postingClient, scopedClient } from './scoped-client.js';
 import { SendRetryWindow } from './send-retry-window.js';
 
 /** Request options every per-item call carries (the caller's, from the worker options). */
@@ -17,6 +17,8 @@ export type ItemRequestOptions = NonNullable<ResolvedWorkerOptions['requestOptio
 export interface Acquired {
   /** A client authenticated with the item credential only. */
   client: Anthropic;
+  /** `client`, with its posts (tool results, heartbeats, the stop) over the buffered transport when it may. */
+  postClient: Anthropic;
   /** The sessions token of the work secret; null when the item runs on the environment key. */
   sessionsToken: string | null;
   requestOptions: ItemRequestOptions;
@@ -56,11 +58,12 @@ export function acquire(
     log.error({ err: error }, 'could not build the client for this work item; it is left to the server to reclaim');
     return { error };
   }
+  const postClient = postingClient(client);
   const requestOptions: ItemRequestOptions = ctx.options.requestOptions ?? {};
   const control = new ItemControl(ctx.signal);
   const retryWindow = new SendRetryWindow();
   const lease = new Lease({
-    api: heartbeatApi(client, requestOptions),
+    api: heartbeatApi(postClient, requestOptions),
     workId: work.id,
     environmentId: work.environmentId,
     logger: log,
@@ -69,7 +72,7 @@ export function acquire(
   });
   control.watch(lease, work.id);
   lease.start();
-  return { client, sessionsToken: secret.sessionsToken, requestOptions, control, lease, retryWindow };
+  return { client, postClient, sessionsToken: secret.sessionsToken, requestOptions, control, lease, retryWindow };
 }
 
 /** The heartbeat call over a scoped client, with the caller's request options merged in. */

@@ -75,7 +75,7 @@ async function itemLifecycle(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySp
   const reporter = new ItemReporter(work, { ...deps, clock });
   const acquired = acquire(work, { options: deps.options, environmentKey: run.environmentKey, signal: run.signal, log: reporter.log, clock });
   if ('error' in acquired) return reporter.notAcquired(acquired.error);
-  const { client, control, lease, retryWindow } = acquired;
+  const { postClient, control, lease, retryWindow } = acquired;
 
   const held: ItemHoldings = { cleanupSkills: async () => {}, sessionStarted: false };
   const step = new ItemStep(work.id, `retrieving session ${reporter.sessionId ?? '(none)'}`);
@@ -86,7 +86,7 @@ async function itemLifecycle(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySp
   try {
     const prepared = await prepare(work, { deps, acquired, reporter, spans, step }, held);
     if (prepared.kind === 'ready') {
-      await serve({ ...deps, client, signal: control.signal, retryWindow, reporter, step, clock, claimedAt: run.claimedAt }, prepared, held);
+      await serve({ ...deps, client: postClient, signal: control.signal, retryWindow, reporter, step, clock, claimedAt: run.claimedAt }, prepared, held);
     } else {
       phases = prepared.kind;
     }

@@ -12,6 +12,7 @@ import { type ToolCallRecord, ToolGuard } from './tool-guard.js';
 
 export interface ServeContext {
   options: ResolvedWorkerOptions;
+  /** The tool runner's client: the item's, with its posts over the buffered transport when it may. */
   client: Anthropic;
   signal: AbortSignal;
   retryWindow: SendRetryWindow;

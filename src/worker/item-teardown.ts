@@ -32,7 +32,7 @@ export async function tearDown(
   await lease.release();
   if (lease.lost) {
     reporter.leaseLost(lease.reason as 'lease_lost' | 'assumed_lost');
-  } else if (await forceStop(acquired.client, work, acquired.requestOptions, reporter.log)) {
+  } else if (await forceStop(acquired.postClient, work, acquired.requestOptions, reporter.log)) {
     reporter.emit('workStopped', { workId: work.id });
   }
   return flush;
