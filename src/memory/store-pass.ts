@@ -16,7 +16,7 @@ import { MARKER_FILE_NAME, markerContent } from './marker.js';
 import type { MountedStore } from './mounted.js';
 import { isRemoteWrite, planSync, type LocalEntry, type SyncPhase } from './plan.js';
 import { RemoteStore, type RemoteMemory } from './remote-store.js';
-import { applyOutcomes, cloneSyncState, completeGeneration } from './sync-state.js';
+import { applyOutcomes, completeGeneration } from './sync-state.js';
 import { addReport, changedSomething, hasLocalChanges, releaseResolvedPathConflicts, remoteView, skipFix, warnsSkip } from './sync-rules.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
 
@@ -53,7 +53,9 @@ export class StorePass {
     this.store = store;
     this.#ctx = ctx;
     this.#remote = new RemoteStore(client, store.storeId, { requestTimeoutMs });
-    this.#state = cloneSyncState(store.state);
+    // Shared, not copied: a state is never changed in place (every transition returns new
+    // records and keeps the unchanged ones), so the mount's state is this pass's starting point.
+    this.#state = store.state;
   }
 
   /** The store's sync state as the last pass left it. */

@@ -63,12 +63,29 @@ export function createSyncState(input: CreateSyncStateInput): StoreSyncState {
     root: input.root,
     access: input.access,
     generation: 0,
-    baseline: { ...(input.baseline ?? {}) },
+    baseline: copyRecord(input.baseline ?? {}),
     pendingDeletes: {},
     sentShas: {},
     refused: {},
-    shadowed: { ...(input.shadowed ?? {}) },
+    shadowed: copyRecord(input.shadowed ?? {}),
   };
+}
+
+/**
+ * A shallow copy of a record keyed by path, built key by key. A record of many paths copied with
+ * object spread gets a hidden class of its own with one transition per key (a few hundred bytes
+ * per path, for every copy); set one key at a time, it becomes a hash table instead.
+ */
+export function copyRecord<T>(record: Readonly<Record<string, T>>): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const key of Object.keys(record)) setKey(out, key, record[key]!);
+  return out;
+}
+
+/** `record[key] = value`, as an own property even for a path named `__proto__`. */
+function setKey<T>(record: Record<string, T>, key: string, value: T): void {
+  if (key === '__proto__') Object.defineProperty(record, key, { value, writable: true, enumerable: true, configurable: true });
+  else record[key] = value;
 }
 
 /** A deep copy (the state is plain JSON data). */
@@ -150,7 +167,7 @@ let batchOwned: WeakSet<object> | undefined;
 /** Copy of a record without `key` (the same record, changed in place, when a batch owns it). */
 function without<T>(record: Record<string, T>, key: string): Record<string, T> {
   if (!Object.hasOwn(record, key)) return record;
-  const next = batchOwned?.has(record) ? record : { ...record };
+  const next = batchOwned?.has(record) ? record : copyRecord(record);
   batchOwned?.add(next);
   delete next[key];
   return next;
@@ -159,10 +176,11 @@ function without<T>(record: Record<string, T>, key: string): Record<string, T> {
 /** Copy of a record with `key` set to `value` (the same record, changed in place, when a batch owns it). */
 function withEntry<T>(record: Record<string, T>, key: string, value: T): Record<string, T> {
   if (batchOwned?.has(record)) {
-    record[key] = value;
+    setKey(record, key, value);
     return record;
   }
-  const next = { ...record, [key]: value };
+  const next = copyRecord(record);
+  setKey(next, key, value);
   batchOwned?.add(next);
   return next;
 }
