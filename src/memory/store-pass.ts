@@ -53,8 +53,8 @@ export class StorePass {
     this.store = store;
     this.#ctx = ctx;
     this.#remote = new RemoteStore(client, store.storeId, { requestTimeoutMs });
-    // Shared, not copied: a state is never changed in place (every transition returns new
-    // records and keeps the unchanged ones), so the mount's state is this pass's starting point.
+    // A state is never changed in place (each transition copies what it changes), so the passes
+    // start from the mounted state itself: no copy of a large store on the way to the first tool call.
     this.#state = store.state;
   }
 

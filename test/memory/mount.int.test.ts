@@ -9,6 +9,7 @@
  */
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError } from '../../src/errors.js';
@@ -235,6 +236,26 @@ describe('refusals', () => {
     const err = await mountError(new MemoryMounter({ client, logger: captureLogger().logger }).mount(session));
     expect(err.storeId).toBe(bad.id);
     expect(await fsp.readdir(h.mountRoot)).toEqual([]);
+  });
+});
+
+describe('the journal entry', () => {
+  it('is written before any file: a state folder it cannot be written in fails the mount naming it, with no file written and the folder removed', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Journal', memories: { '/a.md': 'a', '/sub/b.md': 'b' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const parent = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-state-'));
+    try {
+      const blocker = path.join(parent, 'a-file');
+      await fsp.writeFile(blocker, 'not a folder');
+      const stateDir = path.join(blocker, 'state');
+      const err = await mountError(new MemoryMounter({ client, logger: captureLogger().logger, stateDir }).mount(session));
+      expect(err.storeId).toBe(store.id);
+      expect(err.message).toContain('could not write its journal entry');
+      expect(err.message).toContain(stateDir);
+      expect(await fsp.readdir(h.mountRoot)).toEqual([]);
+    } finally {
+      await fsp.rm(parent, { recursive: true, force: true });
+    }
   });
 });
 
