@@ -78,12 +78,25 @@ export function createSyncState(input: CreateSyncStateInput): StoreSyncState {
  */
 export function copyRecord<T>(record: Readonly<Record<string, T>>): Record<string, T> {
   const out: Record<string, T> = {};
-  for (const key of Object.keys(record)) setKey(out, key, record[key]!);
+  for (const key of Object.keys(record)) setPathKey(out, key, record[key]!);
   return out;
 }
 
-/** `record[key] = value`, as an own property even for a path named `__proto__`. */
-function setKey<T>(record: Record<string, T>, key: string, value: T): void {
+/**
+ * The entry of `key` in a record keyed by path, or undefined: only the record's own keys count, so
+ * a path named like an object property (`constructor`, `toString`, `__proto__`) is looked up as
+ * any other. Every record keyed by path is read through it.
+ */
+export function pathEntry<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+/**
+ * `record[key] = value`, as an own property even for a path named `__proto__` (a plain assignment
+ * would set the record's prototype instead, and the path would be lost). Every record keyed by
+ * path is written through it.
+ */
+export function setPathKey<T>(record: Record<string, T>, key: string, value: T): void {
   if (key === '__proto__') Object.defineProperty(record, key, { value, writable: true, enumerable: true, configurable: true });
   else record[key] = value;
 }
@@ -176,11 +189,11 @@ function without<T>(record: Record<string, T>, key: string): Record<string, T> {
 /** Copy of a record with `key` set to `value` (the same record, changed in place, when a batch owns it). */
 function withEntry<T>(record: Record<string, T>, key: string, value: T): Record<string, T> {
   if (batchOwned?.has(record)) {
-    setKey(record, key, value);
+    setPathKey(record, key, value);
     return record;
   }
   const next = copyRecord(record);
-  setKey(next, key, value);
+  setPathKey(next, key, value);
   batchOwned?.add(next);
   return next;
 }
@@ -208,7 +221,7 @@ function dropped(state: StoreSyncState, path: string): StoreSyncState {
 }
 
 function rememberSent(state: StoreSyncState, path: string, sha: string): StoreSyncState {
-  const previous = (state.sentShas[path] ?? []).filter((s) => s !== sha);
+  const previous = (pathEntry(state.sentShas, path) ?? []).filter((s) => s !== sha);
   const next = [...previous, sha].slice(-MAX_SENT_SHAS_PER_PATH);
   return { ...state, sentShas: withEntry(state.sentShas, path, next) };
 }
@@ -274,7 +287,7 @@ export function applyOutcome(input: StoreSyncState, action: SyncAction, outcome:
 
     case 'await-delete': {
       // First sync seeing the file missing records the generation; a capped confirmation keeps it.
-      const existing = state.pendingDeletes[path];
+      const existing = pathEntry(state.pendingDeletes, path);
       if (existing !== undefined && existing.baseSha === action.baseSha) return state;
       return {
         ...state,

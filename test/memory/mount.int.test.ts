@@ -53,6 +53,26 @@ describe('mounting', () => {
     expect(fs.existsSync(h.mountRoot)).toBe(true);
   });
 
+  it('keeps memories named like object properties (__proto__, constructor) in its baseline; the sync leaves them be and uploads such files of the agent once', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Proto', memories: { '/__proto__': 'p', '/constructor': 'c', '/a.md': 'a' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const log = captureLogger();
+    const mounted = await new MemoryMounter({ client, logger: log.logger }).mount(session);
+    const root = path.join(h.mountRoot, 'proto');
+    expect(await readTree(root)).toEqual({ __proto__: 'p', constructor: 'c', 'a.md': 'a' });
+    const baseline = mounted.stores[0]!.state.baseline;
+    expect(Object.keys(baseline).sort()).toEqual(['__proto__', 'a.md', 'constructor']);
+    const loop = new SyncLoop({ client, mounted, logger: log.logger, stateDir: h.stateDir, clock: manualClock() });
+    expect(await loop.syncNow()).toMatchObject({ downloads: 0, uploads: 0, conflicts: 0, deletes: 0, errors: 0 });
+    // Files the agent names so are uploaded once, then left be.
+    await fsp.writeFile(path.join(root, 'toString'), 't');
+    await fsp.writeFile(path.join(root, 'hasOwnProperty'), 'h');
+    expect(await loop.syncNow()).toMatchObject({ uploads: 2, conflicts: 0, errors: 0 });
+    expect(await loop.syncNow()).toMatchObject({ uploads: 0, downloads: 0, errors: 0 });
+    await loop.finish({ clean: true });
+    expect(h.emu.memories(store.id)).toEqual({ '/__proto__': 'p', '/constructor': 'c', '/a.md': 'a', '/toString': 't', '/hasOwnProperty': 'h' });
+  });
+
   it('writes each file with exactly its own bytes, a short file after a long one and multi-byte text included', async () => {
     const memories: Record<string, string> = {};
     for (let i = 0; i < 30; i++) memories[`/f-${String(i).padStart(2, '0')}.md`] = i % 2 === 0 ? `${'é✓'.repeat(2000 + i)}\n` : `s${i}`;
