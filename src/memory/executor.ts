@@ -13,7 +13,7 @@ import type { SyncAction, SyncPlan } from './plan.js';
 import type { RemoteMemory, RemoteStore } from './remote-store.js';
 import { isNewBlockedPull, localDeleteVerdict, pullRaceVerdict, remoteDeleteVerdict, uploadVerdict } from './race-rules.js';
 import { sameFileStat, type StatCache } from './stat-cache.js';
-import { applyOutcomes, type ActionOutcome } from './sync-state.js';
+import { applyOutcomes, type ActionOutcome, pathEntry } from './sync-state.js';
 import type { MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
 
 /**
@@ -257,7 +257,7 @@ async function pull(
     plannedConflict,
     fileThere,
     changed,
-    baseSha: state.baseline[action.path]?.sha,
+    baseSha: pathEntry(state.baseline, action.path)?.sha,
     fetchedSha: sha,
     storeSha: fetched.sha,
   });

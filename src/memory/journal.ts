@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { StateFileError } from '../errors.js';
 import type { OwnerIdentity } from './owner.js';
 import { ensureStateSubdir, safeSegment, syncDir, writeFileDurable } from './state-dir.js';
-import { parseSyncState } from './sync-state.js';
+import { parseSyncState, setPathKey } from './sync-state.js';
 import type { MemoryAccess, StoreSyncState } from './types.js';
 
 /**
@@ -63,7 +63,7 @@ export function toJournalState(state: StoreSyncState, nowMs: number): StoreSyncS
   const pendingDeletes: StoreSyncState['pendingDeletes'] = {};
   for (const [p, d] of Object.entries(state.pendingDeletes)) {
     const { sinceMs, ...rest } = d;
-    pendingDeletes[p] = { ...rest, goneForMs: sinceMs === undefined ? 0 : Math.max(0, nowMs - sinceMs) };
+    setPathKey(pendingDeletes, p, { ...rest, goneForMs: sinceMs === undefined ? 0 : Math.max(0, nowMs - sinceMs) });
   }
   return { ...state, pendingDeletes };
 }
@@ -73,7 +73,7 @@ export function fromJournalState(state: StoreSyncState, nowMs: number): StoreSyn
   const pendingDeletes: StoreSyncState['pendingDeletes'] = {};
   for (const [p, d] of Object.entries(state.pendingDeletes)) {
     const { goneForMs, ...rest } = d;
-    pendingDeletes[p] = { ...rest, sinceMs: nowMs - (goneForMs ?? 0) };
+    setPathKey(pendingDeletes, p, { ...rest, sinceMs: nowMs - (goneForMs ?? 0) });
   }
   return { ...state, pendingDeletes };
 }
@@ -173,7 +173,7 @@ export class Journal {
       if (value.storeId !== storeId || typeof value.deletes !== 'object' || value.deletes === null) return {};
       const out: CarriedDeletes = {};
       for (const [rel, d] of Object.entries(value.deletes)) {
-        if (typeof d?.id === 'string' && typeof d.sha === 'string') out[rel] = { id: d.id, sha: d.sha };
+        if (typeof d?.id === 'string' && typeof d.sha === 'string') setPathKey(out, rel, { id: d.id, sha: d.sha });
       }
       return out;
     } catch {

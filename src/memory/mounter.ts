@@ -26,7 +26,7 @@ import { defaultStateDir } from './state-dir.js';
 import { StatCache } from './stat-cache.js';
 import { storeRoot } from './store-root.js';
 import { SyncLoop } from './sync-loop.js';
-import { createSyncState } from './sync-state.js';
+import { createSyncState, setPathKey } from './sync-state.js';
 import { WriteQueue } from './write-queue.js';
 import type { BaselineEntry, MemoryAccess, MemoryDeleteMode, MemoryEventMap } from './types.js';
 
@@ -257,7 +257,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       } else if (r.failure === 'precondition') {
         log.warn({ path: rel }, 'a deletion carried from the previous session was not sent: the memory changed in the store since; it is kept');
       } else {
-        remaining[rel] = d;
+        setPathKey(remaining, rel, d);
         log.warn({ path: rel, reason: r.reason }, 'a deletion carried from the previous session failed; the next mount of this store retries it');
       }
     }
@@ -430,7 +430,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     let bytesWritten = 0;
 
     const shadow = (p: string, reason: string): void => {
-      shadowed[p] = { reason };
+      setPathKey(shadowed, p, { reason });
       log.warn({ path: p, reason }, 'memory not materialised; it is never synced from this folder');
     };
     // One buffer per store holds the bytes of the file being written (the queue writes one file at
@@ -448,11 +448,12 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         const st = await writer.write(rel, bytes, backdatedMtimeMs(m.updatedAt));
         // Hashed once, from the bytes just written: the file need not be read back.
         const sha = sha256Hex(bytes);
-        cache.record(rel, st, sha, true, cache.nowNs());
+        // The listed sha string when they agree: the baseline holds it already.
+        cache.record(rel, st, sha === m.sha ? m.sha : sha, true, cache.nowNs());
         if (sha !== m.sha) {
           log.warn({ path: rel, listed_sha: m.sha, written_sha: sha }, 'downloaded content does not hash to the listed content_sha256');
         }
-        baseline[rel] = { id: m.id, sha: m.sha };
+        setPathKey(baseline, rel, { id: m.id, sha: m.sha });
         bytesWritten += bytes.length;
         safeEmit(this, log, 'downloaded', { storeId: spec.storeId, path: rel, sha: m.sha });
       } catch (e) {

@@ -30,6 +30,7 @@
 import { assertNever } from '../internal/assert-never.js';
 import { checkRelPath } from './paths.js';
 import type { BaselineEntry, MemoryDeleteMode, StoreSyncState } from './types.js';
+import { pathEntry } from './sync-state.js';
 
 /**
  * Local view of one path, produced by the local scan. Unchanged files are not read: the stat
@@ -367,7 +368,7 @@ export function planSync(input: PlanInput): SyncPlan {
   // at a time is not mistaken for a wipe.
   const presentAtLastSync = Object.entries(state.baseline).filter(
     ([path, entry]) =>
-      state.pendingDeletes[path]?.baseSha !== entry.sha && state.refused[path]?.fingerprint !== DELETED_FINGERPRINT,
+      pathEntry(state.pendingDeletes, path)?.baseSha !== entry.sha && pathEntry(state.refused, path)?.fingerprint !== DELETED_FINGERPRINT,
   ).length;
   const wiped = presentAtLastSync > 1 && local.size === 0 && !Object.keys(state.baseline).some((p) => input.skipped?.(p) === true);
 
@@ -396,7 +397,7 @@ export function planSync(input: PlanInput): SyncPlan {
   function decidePath(path: string): SyncAction | 'delete-candidate' {
     const localEntry = local.get(path);
     const remoteEntry = remote.get(path);
-    const recorded = state.baseline[path];
+    const recorded = pathEntry(state.baseline, path);
 
     // Shadowed paths (case collisions, names this filesystem cannot hold) are never synced.
     if (Object.hasOwn(state.shadowed, path)) return { kind: 'noop', path };
@@ -406,14 +407,14 @@ export function planSync(input: PlanInput): SyncPlan {
     // A key that is not a safe store-relative path never reaches a pull or an upload.
     const check = checkRelPath(path);
     if (!check.ok) {
-      if (localEntry !== undefined && state.refused[path]?.fingerprint !== versionOf(localEntry)) {
+      if (localEntry !== undefined && pathEntry(state.refused, path)?.fingerprint !== versionOf(localEntry)) {
         return { kind: 'refuse', path, reason: check.reason, fingerprint: versionOf(localEntry) };
       }
       return { kind: 'noop', path };
     }
 
     // A listed sha we sent ourselves (response lost) is our own write: it is the base.
-    const sent = state.sentShas[path];
+    const sent = pathEntry(state.sentShas, path);
     const ownWrite = remoteEntry !== undefined && sent !== undefined && sent.includes(remoteEntry.sha);
     const base = ownWrite ? { id: remoteEntry.id, sha: remoteEntry.sha } : recorded;
     const baseClean =
@@ -430,7 +431,7 @@ export function planSync(input: PlanInput): SyncPlan {
       baseClean,
       local: localEntry,
       remote: remoteEntry,
-      refusedFingerprint: state.refused[path]?.fingerprint,
+      refusedFingerprint: pathEntry(state.refused, path)?.fingerprint,
     };
     return decide(facts);
   }
@@ -490,7 +491,7 @@ export function planSync(input: PlanInput): SyncPlan {
         // A later sync than the one that first saw it missing confirms it, once the file has been
         // gone for deleteAfterMs (a file replaced by an editor or a checkout comes back meanwhile).
         // The final sync waives the wait: nothing will come back to confirm it.
-        const pending = state.pendingDeletes[path];
+        const pending = pathEntry(state.pendingDeletes, path);
         const seen = pending !== undefined && pending.baseSha === bb.sha;
         const goneLongEnough =
           seen && (pending.sinceMs === undefined || nowMs === undefined || nowMs - pending.sinceMs >= deleteAfterMs);

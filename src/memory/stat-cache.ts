@@ -67,6 +67,23 @@ const DEFAULT_SLACK_NS = 1_000_000_000n;
 const DEFAULT_FINE_SLACK_NS = 100_000_000n;
 const NS_PER_MS = 1_000_000n;
 
+/**
+ * Wall-clock now in ns, at millisecond resolution. Calls within one millisecond get the same
+ * BigInt, so the entries recorded in one batch of writes share it instead of holding one each.
+ */
+function wallClockNs(): () => bigint {
+  let ms = Number.NaN;
+  let ns = 0n;
+  return () => {
+    const now = Date.now();
+    if (now !== ms) {
+      ms = now;
+      ns = BigInt(now) * NS_PER_MS;
+    }
+    return ns;
+  };
+}
+
 export class StatCache {
   readonly #entries = new Map<string, StatCacheEntry>();
   readonly #slackNs: bigint;
@@ -78,7 +95,7 @@ export class StatCache {
   constructor(opts: StatCacheOptions = {}) {
     this.#slackNs = opts.racySlackNs ?? DEFAULT_SLACK_NS;
     this.#fineSlackNs = opts.fineRacySlackNs ?? DEFAULT_FINE_SLACK_NS;
-    this.#nowNs = opts.nowNs ?? (() => BigInt(Date.now()) * 1_000_000n);
+    this.#nowNs = opts.nowNs ?? wallClockNs();
   }
 
   /** Wall-clock now in ns; take it before reading a file and pass it to {@link record}. */

@@ -16,7 +16,7 @@ import { MARKER_FILE_NAME, markerContent } from './marker.js';
 import type { MountedStore } from './mounted.js';
 import { isRemoteWrite, planSync, type LocalEntry, type SyncPhase } from './plan.js';
 import { RemoteStore, type RemoteMemory } from './remote-store.js';
-import { applyOutcomes, cloneSyncState, completeGeneration } from './sync-state.js';
+import { applyOutcomes, completeGeneration } from './sync-state.js';
 import { addReport, changedSomething, hasLocalChanges, releaseResolvedPathConflicts, remoteView, skipFix, warnsSkip } from './sync-rules.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
 
@@ -53,7 +53,9 @@ export class StorePass {
     this.store = store;
     this.#ctx = ctx;
     this.#remote = new RemoteStore(client, store.storeId, { requestTimeoutMs });
-    this.#state = cloneSyncState(store.state);
+    // A state is never changed in place (each transition copies what it changes), so the passes
+    // start from the mounted state itself: no copy of a large store on the way to the first tool call.
+    this.#state = store.state;
   }
 
   /** The store's sync state as the last pass left it. */

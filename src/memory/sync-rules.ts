@@ -10,6 +10,7 @@ import { caseCollisionReason, foldCase, groupCaseCollisions, remotePathToRel } f
 import type { RemoteEntry } from './plan.js';
 import { isPathConflictReason } from './remote-store.js';
 import type { StoreSyncState, SyncReport } from './types.js';
+import { setPathKey, pathEntry } from './sync-state.js';
 
 /** The listing as the planner sees it. */
 export interface RemoteView<M> {
@@ -40,12 +41,12 @@ export function remoteView<M extends { path: string; id: string; sha: string }>(
   const newlyShadowed: Array<{ path: string; reason: string }> = [];
   const keepShadow = (key: string, reason: string): void => {
     if (!Object.hasOwn(state.shadowed, key)) newlyShadowed.push({ path: key, reason });
-    shadowed[key] = state.shadowed[key] ?? { reason };
+    setPathKey(shadowed, key, Object.hasOwn(state.shadowed, key) ? pathEntry(state.shadowed, key)! : { reason });
   };
   for (const m of listed) {
     const check = remotePathToRel(m.path);
     if (!check.ok) keepShadow(m.path, check.reason);
-    else if (Object.hasOwn(state.shadowed, check.rel)) keepShadow(check.rel, state.shadowed[check.rel]!.reason);
+    else if (Object.hasOwn(state.shadowed, check.rel)) keepShadow(check.rel, pathEntry(state.shadowed, check.rel)!.reason);
     else byRel.set(check.rel, m);
   }
   if (caseInsensitive) {
@@ -126,7 +127,7 @@ export function releaseResolvedPathConflicts(state: StoreSyncState, remote: Read
  * overlapping memory is deleted, so the file is still a local change waiting to be saved.
  */
 export function isSettledRefusal(state: Pick<StoreSyncState, 'refused'>, rel: string, sha: string): boolean {
-  const refused = state.refused[rel];
+  const refused = pathEntry(state.refused, rel);
   return refused !== undefined && refused.fingerprint === sha && !isPathConflictReason(refused.reason);
 }
 
@@ -134,7 +135,7 @@ export function isSettledRefusal(state: Pick<StoreSyncState, 'refused'>, rel: st
 export function hasLocalChanges(state: Pick<StoreSyncState, 'baseline' | 'refused'>, entries: LocalScan['entries']): boolean {
   for (const [rel, entry] of entries) {
     if (entry.kind !== 'file') continue;
-    if (state.baseline[rel]?.sha === entry.sha) continue;
+    if (pathEntry(state.baseline, rel)?.sha === entry.sha) continue;
     if (isSettledRefusal(state, rel, entry.sha)) continue;
     return true;
   }
@@ -162,7 +163,7 @@ export function unsavedInScan(
 ): UnsavedPath[] {
   const out: UnsavedPath[] = [];
   for (const [rel, entry] of scan.entries) {
-    if (entry.kind === 'file' && state.baseline[rel]?.sha === entry.sha) continue;
+    if (entry.kind === 'file' && pathEntry(state.baseline, rel)?.sha === entry.sha) continue;
     const upload = writable && entry.kind === 'file' && !isSettledRefusal(state, rel, entry.sha);
     out.push({ rel, upload, copyable: true });
   }
@@ -232,7 +233,7 @@ export function carriedDeletes(
   const baseline = Object.entries(state.baseline);
   for (const [rel, base] of baseline) {
     if (Object.hasOwn(state.refused, rel) || !gone.has(rel)) continue;
-    carried[rel] = { id: base.id, sha: base.sha };
+    setPathKey(carried, rel, { id: base.id, sha: base.sha });
   }
   const wiped = baseline.length > 1 && Object.keys(carried).length === baseline.length;
   return wiped ? {} : carried;

@@ -63,12 +63,42 @@ export function createSyncState(input: CreateSyncStateInput): StoreSyncState {
     root: input.root,
     access: input.access,
     generation: 0,
-    baseline: { ...(input.baseline ?? {}) },
+    baseline: copyRecord(input.baseline ?? {}),
     pendingDeletes: {},
     sentShas: {},
     refused: {},
-    shadowed: { ...(input.shadowed ?? {}) },
+    shadowed: copyRecord(input.shadowed ?? {}),
   };
+}
+
+/**
+ * A shallow copy of a record keyed by path, built key by key. A record of many paths copied with
+ * object spread gets a hidden class of its own with one transition per key (a few hundred bytes
+ * per path, for every copy); set one key at a time, it becomes a hash table instead.
+ */
+export function copyRecord<T>(record: Readonly<Record<string, T>>): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const key of Object.keys(record)) setPathKey(out, key, record[key]!);
+  return out;
+}
+
+/**
+ * The entry of `key` in a record keyed by path, or undefined: only the record's own keys count, so
+ * a path named like an object property (`constructor`, `toString`, `__proto__`) is looked up as
+ * any other. Every record keyed by path is read through it.
+ */
+export function pathEntry<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+/**
+ * `record[key] = value`, as an own property even for a path named `__proto__` (a plain assignment
+ * would set the record's prototype instead, and the path would be lost). Every record keyed by
+ * path is written through it.
+ */
+export function setPathKey<T>(record: Record<string, T>, key: string, value: T): void {
+  if (key === '__proto__') Object.defineProperty(record, key, { value, writable: true, enumerable: true, configurable: true });
+  else record[key] = value;
 }
 
 /** A deep copy (the state is plain JSON data). */
@@ -150,7 +180,7 @@ let batchOwned: WeakSet<object> | undefined;
 /** Copy of a record without `key` (the same record, changed in place, when a batch owns it). */
 function without<T>(record: Record<string, T>, key: string): Record<string, T> {
   if (!Object.hasOwn(record, key)) return record;
-  const next = batchOwned?.has(record) ? record : { ...record };
+  const next = batchOwned?.has(record) ? record : copyRecord(record);
   batchOwned?.add(next);
   delete next[key];
   return next;
@@ -159,10 +189,11 @@ function without<T>(record: Record<string, T>, key: string): Record<string, T> {
 /** Copy of a record with `key` set to `value` (the same record, changed in place, when a batch owns it). */
 function withEntry<T>(record: Record<string, T>, key: string, value: T): Record<string, T> {
   if (batchOwned?.has(record)) {
-    record[key] = value;
+    setPathKey(record, key, value);
     return record;
   }
-  const next = { ...record, [key]: value };
+  const next = copyRecord(record);
+  setPathKey(next, key, value);
   batchOwned?.add(next);
   return next;
 }
@@ -190,7 +221,7 @@ function dropped(state: StoreSyncState, path: string): StoreSyncState {
 }
 
 function rememberSent(state: StoreSyncState, path: string, sha: string): StoreSyncState {
-  const previous = (state.sentShas[path] ?? []).filter((s) => s !== sha);
+  const previous = (pathEntry(state.sentShas, path) ?? []).filter((s) => s !== sha);
   const next = [...previous, sha].slice(-MAX_SENT_SHAS_PER_PATH);
   return { ...state, sentShas: withEntry(state.sentShas, path, next) };
 }
@@ -256,7 +287,7 @@ export function applyOutcome(input: StoreSyncState, action: SyncAction, outcome:
 
     case 'await-delete': {
       // First sync seeing the file missing records the generation; a capped confirmation keeps it.
-      const existing = state.pendingDeletes[path];
+      const existing = pathEntry(state.pendingDeletes, path);
       if (existing !== undefined && existing.baseSha === action.baseSha) return state;
       return {
         ...state,

@@ -3,6 +3,7 @@ import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/
 import { coerceError } from '../errors.js';
 import { combineSignals } from '../internal/abort.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
+import type { MEMORY_EVENT_NAMES } from './events.js';
 import type { WorkerEmit } from './item-reporter.js';
 import { forwardMemoryEvents } from './memory-events.js';
 import type { FinishReport, MemoryPort, MountedSessionView, SyncLoopView } from './memory-port.js';
@@ -25,6 +26,8 @@ export interface ItemMemoryOptions {
   pathLocks: PathLocks;
   metrics: WorkerMetrics;
   emit: WorkerEmit;
+  /** True when the worker has a listener for an event (one nobody hears is not built). */
+  listens?: (name: (typeof MEMORY_EVENT_NAMES)[number]) => boolean;
   /** The item's memory spans; none when tracing is off. */
   spans?: MemorySpans;
   /** Scoped to the item credential. */
@@ -141,8 +144,8 @@ export class ItemMemory {
   }
 
   #forward(source: Parameters<typeof forwardMemoryEvents>[0]): void {
-    const { metrics, emit, workId, session } = this.#o;
-    this.#detach.push(forwardMemoryEvents(source, metrics, emit, { workId, sessionId: session.id }), this.#spans.observe(source));
+    const { metrics, emit, listens, workId, session } = this.#o;
+    this.#detach.push(forwardMemoryEvents(source, metrics, emit, { workId, sessionId: session.id }, listens), this.#spans.observe(source));
   }
 }
 

@@ -93,6 +93,7 @@ export async function prepare(
       pathLocks: deps.pathLocks,
       metrics: deps.metrics,
       emit: reporter.emit,
+      listens: reporter.listens,
       spans: item.spans,
       client: acquired.client,
       logger: log,

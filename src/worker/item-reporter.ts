@@ -20,6 +20,8 @@ export class ItemReporter {
   readonly sessionId: string | undefined;
   readonly log: Logger;
   readonly emit: WorkerEmit;
+  /** True when the worker has a listener for `name`: an event nobody hears need not be built. */
+  readonly listens: (name: keyof WorkerEventMap) => boolean;
   readonly #metrics: WorkerMetrics;
   readonly #clock: Clock;
   readonly #startedAt: number;
@@ -29,6 +31,7 @@ export class ItemReporter {
     this.sessionId = work.data.type === 'session' ? work.data.id : undefined;
     this.log = deps.logger.child({ work_id: work.id, ...(this.sessionId ? { session_id: this.sessionId } : {}) });
     this.emit = (name, ...payload) => safeEmit(deps.emitter, this.log, name, ...payload);
+    this.listens = (name) => deps.emitter.listenerCount(name) > 0;
     this.#metrics = deps.metrics;
     this.#clock = deps.clock;
     this.#startedAt = deps.clock.now();

@@ -6,14 +6,22 @@ import type { WorkerMetrics } from './metrics.js';
 
 /**
  * Re-emit the memory events of `source` (a mounter or a sync loop) as worker events carrying the
- * item's ids, and count them in the worker metrics. Returns the function that stops forwarding.
+ * item's ids, and count them in the worker metrics. An event nobody listens to on the worker
+ * (`listens` says so) is counted and not copied: a mount emits one per file. Returns the function
+ * that stops forwarding.
  */
-export function forwardMemoryEvents(source: EventEmitter<MemoryEventMap>, metrics: WorkerMetrics, emit: WorkerEmit, ids: ItemIds): () => void {
+export function forwardMemoryEvents(
+  source: EventEmitter<MemoryEventMap>,
+  metrics: WorkerMetrics,
+  emit: WorkerEmit,
+  ids: ItemIds,
+  listens: (name: (typeof MEMORY_EVENT_NAMES)[number]) => boolean = () => true,
+): () => void {
   const handlers: Array<[string, (p: object) => void]> = [];
   for (const name of MEMORY_EVENT_NAMES) {
     const handler = (payload: object): void => {
       countMemoryEvent(metrics, name, payload);
-      (emit as (n: string, p: object) => void)(name, { ...payload, ...ids });
+      if (listens(name)) (emit as (n: string, p: object) => void)(name, { ...payload, ...ids });
     };
     handlers.push([name, handler]);
     (source.on as (n: string, h: (p: object) => void) => void)(name, handler);

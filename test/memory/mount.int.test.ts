@@ -9,6 +9,7 @@
  */
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError } from '../../src/errors.js';
@@ -50,6 +51,26 @@ describe('mounting', () => {
     await mounted.unmount();
     expect(fs.existsSync(root)).toBe(false);
     expect(fs.existsSync(h.mountRoot)).toBe(true);
+  });
+
+  it('keeps memories named like object properties (__proto__, constructor) in its baseline; the sync leaves them be and uploads such files of the agent once', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Proto', memories: { '/__proto__': 'p', '/constructor': 'c', '/a.md': 'a' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const log = captureLogger();
+    const mounted = await new MemoryMounter({ client, logger: log.logger }).mount(session);
+    const root = path.join(h.mountRoot, 'proto');
+    expect(await readTree(root)).toEqual({ __proto__: 'p', constructor: 'c', 'a.md': 'a' });
+    const baseline = mounted.stores[0]!.state.baseline;
+    expect(Object.keys(baseline).sort()).toEqual(['__proto__', 'a.md', 'constructor']);
+    const loop = new SyncLoop({ client, mounted, logger: log.logger, stateDir: h.stateDir, clock: manualClock() });
+    expect(await loop.syncNow()).toMatchObject({ downloads: 0, uploads: 0, conflicts: 0, deletes: 0, errors: 0 });
+    // Files the agent names so are uploaded once, then left be.
+    await fsp.writeFile(path.join(root, 'toString'), 't');
+    await fsp.writeFile(path.join(root, 'hasOwnProperty'), 'h');
+    expect(await loop.syncNow()).toMatchObject({ uploads: 2, conflicts: 0, errors: 0 });
+    expect(await loop.syncNow()).toMatchObject({ uploads: 0, downloads: 0, errors: 0 });
+    await loop.finish({ clean: true });
+    expect(h.emu.memories(store.id)).toEqual({ '/__proto__': 'p', '/constructor': 'c', '/a.md': 'a', '/toString': 't', '/hasOwnProperty': 'h' });
   });
 
   it('writes each file with exactly its own bytes, a short file after a long one and multi-byte text included', async () => {
@@ -235,6 +256,26 @@ describe('refusals', () => {
     const err = await mountError(new MemoryMounter({ client, logger: captureLogger().logger }).mount(session));
     expect(err.storeId).toBe(bad.id);
     expect(await fsp.readdir(h.mountRoot)).toEqual([]);
+  });
+});
+
+describe('the journal entry', () => {
+  it('is written before any file: a state folder it cannot be written in fails the mount naming it, with no file written and the folder removed', async () => {
+    const store = await h.emu.createMemoryStore({ name: 'Journal', memories: { '/a.md': 'a', '/sub/b.md': 'b' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
+    const parent = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-state-'));
+    try {
+      const blocker = path.join(parent, 'a-file');
+      await fsp.writeFile(blocker, 'not a folder');
+      const stateDir = path.join(blocker, 'state');
+      const err = await mountError(new MemoryMounter({ client, logger: captureLogger().logger, stateDir }).mount(session));
+      expect(err.storeId).toBe(store.id);
+      expect(err.message).toContain('could not write its journal entry');
+      expect(err.message).toContain(stateDir);
+      expect(await fsp.readdir(h.mountRoot)).toEqual([]);
+    } finally {
+      await fsp.rm(parent, { recursive: true, force: true });
+    }
   });
 });
 

@@ -296,6 +296,18 @@ describe('applyOutcomes', () => {
     expect(before.baseline['new-0.md']).toBeUndefined();
   });
 
+  it('keeps a path named __proto__ as a path of its own, in a copied record and in one a batch changes', () => {
+    const copied = createSyncState({ storeId: 's', root: '/r', access: 'read_write', baseline: JSON.parse(`{"__proto__":{"id":"mem_p","sha":"${A}"}}`) });
+    expect(Object.hasOwn(copied.baseline, '__proto__')).toBe(true);
+    const after = applyOutcomes(createSyncState({ storeId: 's', root: '/r', access: 'read_write' }), [
+      [{ kind: 'push-create', path: 'a.md', sha: B }, { ok: true, id: 'mem_a', sha: B }],
+      [{ kind: 'push-create', path: '__proto__', sha: C }, { ok: true, id: 'mem_p', sha: C }],
+    ]);
+    expect(Object.hasOwn(after.baseline, '__proto__')).toBe(true);
+    expect(Object.getPrototypeOf(after.baseline)).toBe(Object.prototype);
+    expect(JSON.parse(serializeSyncState(after)).baseline).toEqual(JSON.parse(`{"a.md":{"id":"mem_a","sha":"${B}"},"__proto__":{"id":"mem_p","sha":"${C}"}}`));
+  });
+
   it('hands back records that a later transition copies instead of changing', () => {
     const first = applyOutcomes(createSyncState({ storeId: 's', root: '/r', access: 'read_write' }), [
       [{ kind: 'push-create', path: 'a.md', sha: A }, { ok: true, id: 'mem_a', sha: A }],
