@@ -40,13 +40,18 @@ export function remoteView<M extends { path: string; id: string; sha: string }>(
   const shadowed: Record<string, { reason: string }> = {};
   const newlyShadowed: Array<{ path: string; reason: string }> = [];
   const keepShadow = (key: string, reason: string): void => {
-    if (!Object.hasOwn(state.shadowed, key)) newlyShadowed.push({ path: key, reason });
-    setPathKey(shadowed, key, Object.hasOwn(state.shadowed, key) ? pathEntry(state.shadowed, key)! : { reason });
+    const known = pathEntry(state.shadowed, key);
+    if (known === undefined) newlyShadowed.push({ path: key, reason });
+    setPathKey(shadowed, key, known ?? { reason });
   };
   for (const m of listed) {
     const check = remotePathToRel(m.path);
-    if (!check.ok) keepShadow(m.path, check.reason);
-    else if (Object.hasOwn(state.shadowed, check.rel)) keepShadow(check.rel, pathEntry(state.shadowed, check.rel)!.reason);
+    if (!check.ok) {
+      keepShadow(m.path, check.reason);
+      continue;
+    }
+    const known = pathEntry(state.shadowed, check.rel);
+    if (known !== undefined) keepShadow(check.rel, known.reason);
     else byRel.set(check.rel, m);
   }
   if (caseInsensitive) {
