@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsc, fstatSync, futimesSync, openSync, renameSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
 import { LocalDirError, errCode } from './local-dir-error.js';
 import { TEMP_FILE_PREFIX } from './paths.js';
-import type { PinnedChain } from './pinned-dir.js';
+import type { DirIdentity, PinnedChain } from './pinned-dir.js';
 
 /**
  * Writes the files of a tree being materialised (a store's download at mount, into a folder this
@@ -26,8 +26,9 @@ import type { PinnedChain } from './pinned-dir.js';
  *   the event loop), each folder chain is checked at its first write of the batch and again at the
  *   batch's end, not before every file: a folder moved or swapped during the batch is found at its
  *   end, and the batch's writes fail there, as a per-file check finds a swap made between its check
- *   and its create only at the next file. Outside a batch, or where folders are reached by path
- *   rather than through their descriptor, every write checks its chain.
+ *   and its create only at the next file. The store root all chains start from is checked once at
+ *   the batch's first check and once at its end, not once per chain. Outside a batch, or where
+ *   folders are reached by path rather than through their descriptor, every write checks its chain.
  */
 
 /**
@@ -58,6 +59,8 @@ export class FreshFileWriter {
   #openFolders = 0;
   /** Chains checked since {@link beginBatch}; undefined outside a batch. */
   #batchChecked: Set<PinnedChain> | undefined;
+  /** The root's identity as the batch's first check found it; undefined until then. */
+  #batchRoot: DirIdentity | undefined;
 
   constructor(deps: FreshFileWriterDeps) {
     this.#deps = deps;
@@ -90,7 +93,15 @@ export class FreshFileWriter {
 
   /** Start a batch: from here each chain is checked once, at its first write. */
   beginBatch(): void {
-    this.#batchChecked ??= new Set();
+    if (this.#batchChecked !== undefined) return;
+    this.#batchChecked = new Set();
+    this.#batchRoot = undefined;
+  }
+
+  /** Check `chain`, its root only when no check of this run of synchronous calls has yet. */
+  #verifyInBatch(chain: PinnedChain): void {
+    chain.verifySync(this.#batchRoot !== undefined ? { rootCheckedAs: this.#batchRoot } : {});
+    this.#batchRoot ??= chain.rootIdentity;
   }
 
   /**
@@ -101,14 +112,20 @@ export class FreshFileWriter {
   async endBatch(opts: { check?: boolean } = {}): Promise<void> {
     const checked = this.#batchChecked;
     this.#batchChecked = undefined;
+    // The end's checks start afresh: the root is checked again, once.
+    this.#batchRoot = undefined;
     if (checked === undefined || opts.check === false) return;
-    for (const chain of checked) {
-      try {
-        chain.verifySync();
-      } catch (e) {
-        for (const [key, held] of this.#chains) if (held === chain) await this.#drop(key);
-        throw e;
+    try {
+      for (const chain of checked) {
+        try {
+          this.#verifyInBatch(chain);
+        } catch (e) {
+          for (const [key, held] of this.#chains) if (held === chain) await this.#drop(key);
+          throw e;
+        }
       }
+    } finally {
+      this.#batchRoot = undefined;
     }
   }
 
@@ -124,7 +141,7 @@ export class FreshFileWriter {
     if (this.#batchChecked === undefined || !chain.throughDescriptor) {
       chain.verifySync();
     } else if (!this.#batchChecked.has(chain)) {
-      chain.verifySync();
+      this.#verifyInBatch(chain);
       this.#batchChecked.add(chain);
     }
     let fd: number;

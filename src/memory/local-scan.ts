@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { LocalDir, LocalDirError, MAX_MEMORY_BYTES, type SkippedEntry } from './local-dir.js';
 import { checkRelPath } from './paths.js';
 import type { LocalEntry } from './plan.js';
@@ -48,8 +48,11 @@ export interface ScanOptions {
   onFile?: (rel: string, entry: LocalEntry, bytes: Buffer | undefined) => void;
 }
 
+/** One-shot hashing (Node 20.12 and later): about half the cost of a Hash object per small file. */
+const oneShotHash = (crypto as { hash?: typeof crypto.hash }).hash;
+
 export function sha256Hex(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
+  return oneShotHash !== undefined ? oneShotHash('sha256', bytes, 'hex') : crypto.createHash('sha256').update(bytes).digest('hex');
 }
 
 /** Cheap identity of a file version that was not read: size, mtime and inode. */

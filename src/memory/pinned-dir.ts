@@ -213,11 +213,15 @@ export class PinnedChain {
 
   /**
    * {@link verify} with synchronous `lstat`s, for a batch of synchronous writes: nothing else runs
-   * between this check and the rename that follows it.
+   * between this check and the rename that follows it. `rootCheckedAs`: the identity the caller
+   * found the root folder at, earlier in the same run of synchronous calls (another chain's check
+   * of the same root); when it is this chain's root identity, the root's `lstat` is not repeated.
    */
-  verifySync(): void {
+  verifySync(opts: { rootCheckedAs?: DirIdentity } = {}): void {
+    const skipRoot = opts.rootCheckedAs !== undefined && sameIdentity(opts.rootCheckedAs, this.#links[0]!.id);
     this.#checkSame(
       this.#links.map((_, i) => {
+        if (i === 0 && skipRoot) return 'checked';
         try {
           return lstatSync(this.#whereIs(i), { bigint: true });
         } catch {
@@ -234,9 +238,10 @@ export class PinnedChain {
   }
 
   /** Throw `replaced` unless every folder's fresh lstat is the folder first opened there. */
-  #checkSame(stats: Array<BigIntStats | undefined>): void {
+  #checkSame(stats: Array<BigIntStats | 'checked' | undefined>): void {
     this.#links.forEach((link, i) => {
       const st = stats[i];
+      if (st === 'checked') return;
       if (st === undefined || !st.isDirectory() || !sameIdentity(identityOf(st), link.id)) {
         const what = i === 0 ? link.abs : link.rel;
         throw new LocalDirError('replaced', link.rel || '.', `${what} was moved or replaced while in use; nothing written through it`);

@@ -123,6 +123,41 @@ describe.each([
     expect(fs.readdirSync(path.join(tmp, 'moved')).sort()).toEqual(procFd ? ['first.md', 'second.md'] : ['first.md']);
   });
 
+  it('in a batch over several folders, finds the store root swapped during the batch at its end', async () => {
+    const writer = dir.freshWriter();
+    writer.beginBatch();
+    await writer.write('a/1.md', Buffer.from('1'), Date.now());
+    await writer.write('b/1.md', Buffer.from('1'), Date.now());
+    await fsp.rename(root, path.join(tmp, 'moved-root'));
+    await fsp.symlink(outside, root);
+    if (procFd) {
+      await writer.write('b/2.md', Buffer.from('2'), Date.now());
+      expect(await failureOf(writer.endBatch())).toBe('replaced');
+    } else {
+      expect(await failureOf(writer.write('b/2.md', Buffer.from('2'), Date.now()))).toMatch(/replaced|symlink/);
+      await writer.endBatch({ check: false });
+    }
+    await writer.close();
+    expect(fs.readdirSync(outside)).toEqual([]);
+  });
+
+  it('checks the store root again at the first write of the next batch', async () => {
+    const writer = dir.freshWriter();
+    writer.beginBatch();
+    await writer.write('a/1.md', Buffer.from('1'), Date.now());
+    await writer.write('b/1.md', Buffer.from('1'), Date.now());
+    await writer.endBatch();
+    await fsp.rename(root, path.join(tmp, 'moved-root'));
+    await fsp.mkdir(root);
+    writer.beginBatch();
+    // The root is another folder now: the batch's first check finds it, before anything is written.
+    expect(await failureOf(writer.write('b/2.md', Buffer.from('2'), Date.now()))).toBe('replaced');
+    await writer.endBatch({ check: false });
+    await writer.close();
+    expect(allFiles(path.join(tmp, 'moved-root'))).toEqual(['a/1.md', 'b/1.md']);
+    expect(allFiles(root)).toEqual([]);
+  });
+
   it('checks every write again once its batch ended, and ends a failed batch without checking', async () => {
     const writer = dir.freshWriter();
     writer.beginBatch();
