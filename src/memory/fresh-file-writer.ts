@@ -117,6 +117,9 @@ export class FreshFileWriter {
     if (checked === undefined || opts.check === false) return;
     try {
       for (const chain of checked) {
+        // Closed during the batch (least recently used past the open-folder bound): checked at its
+        // first write of the batch, and pinned and checked afresh by the next write to its folder.
+        if (!chain.isOpen) continue;
         try {
           this.#verifyInBatch(chain);
         } catch (e) {

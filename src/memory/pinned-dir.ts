@@ -104,6 +104,11 @@ export class PinnedChain {
     }
   }
 
+  /** False once {@link close}d: nothing is reached through it any more. */
+  get isOpen(): boolean {
+    return this.#links.length > 0;
+  }
+
   /** Identity of the root folder. */
   get rootIdentity(): DirIdentity {
     return this.#links[0]!.id;

@@ -221,4 +221,20 @@ describe('a fresh writer over many folders', () => {
     expect(allFiles(root)).toHaveLength(3 * MAX_OPEN_FOLDERS + 1);
     expect(await fsp.readFile(path.join(root, 'f0/g/y.md'), 'utf8')).toBe('again');
   });
+
+  it('ends a batch over more folders than it keeps open, the ones closed during it included', async () => {
+    const writer = dir.freshWriter();
+    writer.beginBatch();
+    for (let i = 0; i < 2 * MAX_OPEN_FOLDERS; i++) await writer.write(`f${i}/x.md`, Buffer.from(String(i)), Date.now());
+    await writer.endBatch();
+    // The next batch checks what it writes through as usual: a folder swapped since is found.
+    await fsp.rename(path.join(root, `f${2 * MAX_OPEN_FOLDERS - 1}`), path.join(tmp, 'moved'));
+    await fsp.symlink(outside, path.join(root, `f${2 * MAX_OPEN_FOLDERS - 1}`));
+    writer.beginBatch();
+    expect(await failureOf(writer.write(`f${2 * MAX_OPEN_FOLDERS - 1}/y.md`, Buffer.from('y'), Date.now()))).toMatch(/replaced|symlink/);
+    await writer.endBatch({ check: false });
+    await writer.close();
+    expect(allFiles(root)).toHaveLength(2 * MAX_OPEN_FOLDERS - 1);
+    expect(fs.readdirSync(outside)).toEqual([]);
+  });
 });
