@@ -154,6 +154,10 @@ describe('OpenTelemetry spans of a work item', () => {
     const stop = new AbortController();
     const officialRun = official.run(stop.signal).catch(() => undefined);
     await h.emu.waitForSession(first, { timeoutMs: 30_000 });
+    // The session ends before the worker has stopped its item: stopping the worker now would cut
+    // its work span short (no status). Wait for that span to end first.
+    const workOf = (id: string) => kit.roots().find((r) => r.name === 'anthropic.environment.work' && r.attributes['anthropic.session.id'] === id);
+    await expect.poll(() => workOf(first), { timeout: 10_000 }).toBeDefined();
     stop.abort();
     await officialRun;
     const { sessionId: second } = await h.emu.createSession({ script: [{ tool: 'bash', input: { command: 'true' } }] });
@@ -163,10 +167,8 @@ describe('OpenTelemetry spans of a work item', () => {
     await worker.close();
     await running;
 
-    const works = kit.roots().filter((r) => r.name === 'anthropic.environment.work');
-    const bySession = (id: string) => works.find((w) => w.attributes['anthropic.session.id'] === id);
-    const theirs = bySession(first);
-    const ours = bySession(second);
+    const theirs = workOf(first);
+    const ours = workOf(second);
     expect(theirs).toBeDefined();
     expect(ours).toBeDefined();
     expect(Object.keys(ours!.attributes).sort()).toEqual(Object.keys(theirs!.attributes).sort());
