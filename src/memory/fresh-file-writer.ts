@@ -61,6 +61,8 @@ export class FreshFileWriter {
   #batchChecked: Set<PinnedChain> | undefined;
   /** The root's identity as the batch's first check found it; undefined until then. */
   #batchRoot: DirIdentity | undefined;
+  /** The failed check of a chain closed during the batch, thrown at the batch's end. */
+  #batchFailure: { error: unknown } | undefined;
 
   constructor(deps: FreshFileWriterDeps) {
     this.#deps = deps;
@@ -96,6 +98,7 @@ export class FreshFileWriter {
     if (this.#batchChecked !== undefined) return;
     this.#batchChecked = new Set();
     this.#batchRoot = undefined;
+    this.#batchFailure = undefined;
   }
 
   /** Check `chain`, its root only when no check of this run of synchronous calls has yet. */
@@ -111,14 +114,16 @@ export class FreshFileWriter {
    */
   async endBatch(opts: { check?: boolean } = {}): Promise<void> {
     const checked = this.#batchChecked;
+    const failure = this.#batchFailure;
     this.#batchChecked = undefined;
+    this.#batchFailure = undefined;
     // The end's checks start afresh: the root is checked again, once.
     this.#batchRoot = undefined;
     if (checked === undefined || opts.check === false) return;
     try {
+      // A chain closed during the batch was checked as it closed; its failure counts as the end's.
+      if (failure !== undefined) throw failure.error;
       for (const chain of checked) {
-        // Closed during the batch (least recently used past the open-folder bound): checked at its
-        // first write of the batch, and pinned and checked afresh by the next write to its folder.
         if (!chain.isOpen) continue;
         try {
           this.#verifyInBatch(chain);
@@ -197,7 +202,23 @@ export class FreshFileWriter {
     this.#openFolders += chain.openFolders;
     for (const oldest of this.#chains.keys()) {
       if (this.#openFolders <= MAX_OPEN_FOLDERS || oldest === key) break;
+      this.#checkBeforeClosing(oldest);
       await this.#drop(oldest);
+    }
+  }
+
+  /**
+   * A chain written through in this batch and closed before its end (least recently used past the
+   * open-folder bound) is checked as it closes, since the end's check cannot reach it any more; a
+   * failure is kept for the end, where the batch fails as for any folder swapped during it.
+   */
+  #checkBeforeClosing(key: string): void {
+    const chain = this.#chains.get(key);
+    if (chain === undefined || this.#batchChecked?.delete(chain) !== true) return;
+    try {
+      this.#verifyInBatch(chain);
+    } catch (e) {
+      this.#batchFailure ??= { error: e };
     }
   }
 

@@ -222,6 +222,20 @@ describe('a fresh writer over many folders', () => {
     expect(await fsp.readFile(path.join(root, 'f0/g/y.md'), 'utf8')).toBe('again');
   });
 
+  it('in a batch over more folders than it keeps open, finds a folder swapped before it was closed, at the batch end', async () => {
+    const writer = dir.freshWriter();
+    writer.beginBatch();
+    await writer.write('f0/x.md', Buffer.from('0'), Date.now());
+    await fsp.rename(path.join(root, 'f0'), path.join(tmp, 'moved'));
+    await fsp.symlink(outside, path.join(root, 'f0'));
+    // Enough other folders for f0 to be closed (least recently used) during the batch.
+    for (let i = 1; i <= MAX_OPEN_FOLDERS; i++) await writer.write(`f${i}/x.md`, Buffer.from(String(i)), Date.now());
+    expect(await failureOf(writer.endBatch())).toBe('replaced');
+    await writer.close();
+    expect(fs.readdirSync(outside)).toEqual([]);
+    expect(fs.readdirSync(path.join(tmp, 'moved'))).toEqual(['x.md']);
+  });
+
   it('ends a batch over more folders than it keeps open, the ones closed during it included', async () => {
     const writer = dir.freshWriter();
     writer.beginBatch();
