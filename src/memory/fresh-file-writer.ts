@@ -103,6 +103,8 @@ export class FreshFileWriter {
 
   /** Check `chain`, its root only when no check of this run of synchronous calls has yet. */
   #verifyInBatch(chain: PinnedChain): void {
+    // A closed chain reaches nothing any more: there is nothing to check through it.
+    if (!chain.isOpen) return;
     chain.verifySync(this.#batchRoot !== undefined ? { rootCheckedAs: this.#batchRoot } : {});
     this.#batchRoot ??= chain.rootIdentity;
   }
@@ -124,7 +126,6 @@ export class FreshFileWriter {
       // A chain closed during the batch was checked as it closed; its failure counts as the end's.
       if (failure !== undefined) throw failure.error;
       for (const chain of checked) {
-        if (!chain.isOpen) continue;
         try {
           this.#verifyInBatch(chain);
         } catch (e) {

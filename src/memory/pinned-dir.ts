@@ -223,7 +223,8 @@ export class PinnedChain {
    * of the same root); when it is this chain's root identity, the root's `lstat` is not repeated.
    */
   verifySync(opts: { rootCheckedAs?: DirIdentity } = {}): void {
-    const skipRoot = opts.rootCheckedAs !== undefined && sameIdentity(opts.rootCheckedAs, this.#links[0]!.id);
+    const root = this.#links[0];
+    const skipRoot = opts.rootCheckedAs !== undefined && root !== undefined && sameIdentity(opts.rootCheckedAs, root.id);
     this.#checkSame(
       this.#links.map((_, i) => {
         if (i === 0 && skipRoot) return 'checked';
