@@ -122,19 +122,15 @@ export class FreshFileWriter {
     // The end's checks start afresh: the root is checked again, once.
     this.#batchRoot = undefined;
     if (checked === undefined || opts.check === false) return;
-    try {
-      // A chain closed during the batch was checked as it closed; its failure counts as the end's.
-      if (failure !== undefined) throw failure.error;
-      for (const chain of checked) {
-        try {
-          this.#verifyInBatch(chain);
-        } catch (e) {
-          for (const [key, held] of this.#chains) if (held === chain) await this.#drop(key);
-          throw e;
-        }
+    // A chain closed during the batch was checked as it closed; its failure counts as the end's.
+    if (failure !== undefined) throw failure.error;
+    for (const chain of checked) {
+      try {
+        this.#verifyInBatch(chain);
+      } catch (e) {
+        for (const [key, held] of this.#chains) if (held === chain) await this.#drop(key);
+        throw e;
       }
-    } finally {
-      this.#batchRoot = undefined;
     }
   }
 
