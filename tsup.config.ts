@@ -17,6 +17,18 @@ export default defineConfig([
     format: ['esm', 'cjs'],
     dts: true,
     clean: true,
+    // The CommonJS build finds the package folder (and the sandbox tool host in it) from import.meta.url.
+    shims: true,
+  },
+  {
+    // The sandbox tool host: started by the worker inside each session's sandbox, where only Node
+    // and the SDK are visible, so it imports nothing else.
+    ...shared,
+    entry: { 'sandbox/tool-host': 'src/sandbox/tool-host.ts' },
+    format: ['esm'],
+    dts: false,
+    sourcemap: false,
+    clean: false,
   },
   {
     // The executable: one ESM build, no type declarations (nothing imports it).

@@ -14,6 +14,7 @@
  * | `MAW_WORK_FAILED`            | {@link WorkItemFailedError} | read `cause` (the typed reason) and `outcome`; the item is already stopped |
  * | `MAW_REMOTE_LIMIT`           | {@link RemoteLimitError} | check the base URL points at the API; the answer broke a documented bound |
  * | `MAW_STATE_FILE`             | {@link StateFileError}   | check the file named under `stateDir`; an unreadable one is ignored |
+ * | `MAW_SANDBOX`                | {@link SandboxUnavailableError} | install bubblewrap or allow user namespaces, as the message says; or choose `sandbox: 'none'` |
  * | `MAW_INTERNAL`               | {@link InternalError}    | report it: a rule of the library itself broke (the message says which) |
  *
  * What the library throws or rejects with is one of these; an error from Node, the SDK or a tool
@@ -30,6 +31,7 @@ export type WorkerErrorCode =
   | 'MAW_WORK_FAILED'
   | 'MAW_REMOTE_LIMIT'
   | 'MAW_STATE_FILE'
+  | 'MAW_SANDBOX'
   | 'MAW_INTERNAL';
 
 /** Base class of every error thrown by this library. */
@@ -233,5 +235,18 @@ function safeString(v: unknown): string {
     return JSON.stringify(v) ?? String(v);
   } catch {
     return String(v);
+  }
+}
+
+/**
+ * `sandbox: 'bwrap'` was asked for and no sandbox can start here: bubblewrap is missing, user
+ * namespaces are blocked, or the platform has none. `reason` says which; the message gives the fix.
+ */
+export class SandboxUnavailableError extends WorkerError {
+  readonly reason: 'platform' | 'missing' | 'probe_failed' | 'host_entry_missing';
+
+  constructor(reason: SandboxUnavailableError['reason'], message: string, options?: { cause?: unknown }) {
+    super('MAW_SANDBOX', message, options);
+    this.reason = reason;
   }
 }

@@ -13,6 +13,7 @@ import { ToolCallRecord } from './tool-guard.js';
 import { PathLocks } from './path-locks.js';
 import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork, type ClaimSlots } from './poller.js';
 import { postingClient, scopedClient } from './scoped-client.js';
+import { resolveSandbox, type SandboxRuntime } from '../sandbox/runtime.js';
 
 export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
 export type { WorkerMetricsSnapshot } from './metrics.js';
@@ -93,6 +94,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   #signalUsers = 0;
   readonly #onSignalAbort = (): void => void this.close();
   #warnedOverConcurrency = false;
+  #sandbox: Promise<SandboxRuntime> | undefined;
 
   constructor(options: EnvironmentWorkerOptions, internals: WorkerInternals = {}) {
     super();
@@ -149,6 +151,13 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     }
     if (this.#running) throw new ConfigError('run() is already running on this worker; call it once');
     this.#running = true;
+    let sandbox: SandboxRuntime;
+    try {
+      sandbox = await this.#sandboxRuntime();
+    } catch (e) {
+      this.#running = false;
+      throw e;
+    }
     const detachRunSignal = linkAbortToClose(signal, () => void this.close());
     const detachOwnSignal = this.#listenToOwnSignal();
     const poller = new Poller({
@@ -172,7 +181,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       for await (const work of poller.claims(this.#closeCtrl.signal)) {
         // The slot the poll held now belongs to the running item.
         this.#claimsHeld--;
-        this.#startItem(work, environmentKey);
+        this.#startItem(work, environmentKey, sandbox);
       }
     } finally {
       detachRunSignal();
@@ -216,10 +225,11 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
           "the workdir (files and skills folders). Construct the worker with `concurrency` at least the number of items you serve at once (e.g. the webhook handler's)",
       );
     }
+    const sandbox = await this.#sandboxRuntime();
     const detachOwnSignal = this.#listenToOwnSignal();
     let outcome: ItemOutcome;
     try {
-      outcome = await this.#startItem(work, environmentKey, opts.signal);
+      outcome = await this.#startItem(work, environmentKey, sandbox, opts.signal);
     } finally {
       detachOwnSignal();
     }
@@ -244,7 +254,21 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     return this.#closePromise;
   }
 
-  #startItem(work: ClaimedWork, environmentKey: string | undefined, signal?: AbortSignal): Promise<ItemOutcome> {
+  /**
+   * What this worker runs its sessions' tools in: decided (and probed) once, at the first run() or
+   * handleItem(); the warning for running without a sandbox is logged that once.
+   */
+  #sandboxRuntime(): Promise<SandboxRuntime> {
+    this.#sandbox ??= resolveSandbox(this.#opts.sandbox, { log: this.#log, concurrency: this.#opts.concurrency }).then((runtime) => {
+      if (runtime.kind === 'bwrap' && this.#opts.tools !== undefined) {
+        this.#log.warn('custom `tools` run in the worker process, outside the sandbox; only the default agent toolset runs sandboxed');
+      }
+      return runtime;
+    });
+    return this.#sandbox;
+  }
+
+  #startItem(work: ClaimedWork, environmentKey: string | undefined, sandbox: SandboxRuntime, signal?: AbortSignal): Promise<ItemOutcome> {
     const claimedAt = this.#opts.clock.now();
     this.#metrics.add('itemsClaimed');
     safeEmit(this, this.#log, 'workClaimed', {
@@ -264,6 +288,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       toolRecord: this.#toolRecord,
       sessionFolders: this.#sessionFolders,
       clock: this.#opts.clock,
+      sandbox,
     };
     const p: Promise<ItemOutcome> = runItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
       .catch((e: unknown) => {

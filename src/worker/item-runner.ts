@@ -16,6 +16,7 @@ import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import type { PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
+import type { SandboxRuntime } from '../sandbox/runtime.js';
 import type { SessionFolderCounts } from './tool-folder.js';
 import type { ToolCallRecord } from './tool-guard.js';
 import { endWorkSpan, startWorkSpan, withSpan, workTracers } from './tracing.js';
@@ -37,6 +38,8 @@ export interface ItemRunnerDeps {
   sessionFolders?: SessionFolderCounts;
   /** Every time read of the item (duration, time to ready, the lease's deadline). */
   clock?: TimerClock;
+  /** What the session's tools run in. Default: the worker process. */
+  sandbox?: SandboxRuntime;
 }
 
 export interface ItemRun {

@@ -3,6 +3,9 @@ import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableT
 import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
 import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import type { Clock } from '../internal/clock.js';
+import { defaultStateDir } from '../memory/index.js';
+import type { SandboxRuntime } from '../sandbox/runtime.js';
+import { SessionSandbox } from '../sandbox/session-sandbox.js';
 import type { ItemHoldings, PreparedSession } from './item-prepare.js';
 import type { ItemReporter } from './item-reporter.js';
 import type { ItemStep } from './item-step.js';
@@ -23,6 +26,8 @@ export interface ServeContext {
   clock: Clock;
   /** Monotonic ms when the item was claimed: the start of `readyMs`. */
   claimedAt: number;
+  /** What the session's tools run in. Default: the worker process. */
+  sandbox?: SandboxRuntime | undefined;
 }
 
 /**
@@ -34,8 +39,35 @@ export async function serve(ctx: ServeContext, prepared: PreparedSession, held: 
   const { options: opts, reporter } = ctx;
   const { log } = reporter;
   const { sessionId, toolContext, memory } = prepared;
-  const tools: BetaRunnableTool[] =
-    typeof opts.tools === 'function' ? opts.tools(toolContext) : (opts.tools ?? betaAgentToolset20260401(toolContext));
+  const sandbox =
+    opts.tools === undefined && ctx.sandbox?.kind === 'bwrap'
+      ? new SessionSandbox(
+          ctx.sandbox,
+          {
+            workdir: toolContext.workdir,
+            allowedRoots: toolContext.allowedRoots ?? [],
+            readOnlyRoots: toolContext.readOnlyRoots ?? [],
+            maxFileBytes: toolContext.maxFileBytes,
+            hide: [opts.stateDir ?? defaultStateDir()],
+          },
+          log,
+        )
+      : undefined;
+  try {
+    sandbox?.warmUp();
+    const tools: BetaRunnableTool[] =
+      sandbox?.tools() ?? (typeof opts.tools === 'function' ? opts.tools(toolContext) : (opts.tools ?? betaAgentToolset20260401(toolContext)));
+    await runTools(ctx, prepared, held, tools);
+  } finally {
+    // Every process the agent started in the sandbox ends here, before the final sync reads its folders.
+    await sandbox?.close();
+  }
+}
+
+async function runTools(ctx: ServeContext, prepared: PreparedSession, held: ItemHoldings, tools: BetaRunnableTool[]): Promise<void> {
+  const { options: opts, reporter } = ctx;
+  const { log } = reporter;
+  const { sessionId, memory } = prepared;
   const guard = new ToolGuard({ hooks: memory?.toolHooks, logger: log, ...(ctx.toolRecord ? { outcomes: ctx.toolRecord.forSession(sessionId) } : {}) });
   const runner = new SessionToolRunner(sessionId, {
     client: ctx.client,

@@ -10,6 +10,7 @@ import { isTimerClock, monotonicClock, type TimerClock } from '../internal/clock
 import { WORKER_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryDeleteMode } from '../memory/types.js';
+import { resolveSandboxOption, SANDBOX_OPTION_EXPECTED, sandboxOptionSchema, type ResolvedSandboxOptions, type SandboxOption } from '../sandbox/options.js';
 
 import {
   FINAL_FLUSH_DEFAULT_MS,
@@ -52,8 +53,20 @@ export interface EnvironmentWorkerOptions {
    * same session finds them; clean old ones up yourself), removed when empty.
    */
   workdir?: string;
-  /** Tools per session. Default: the SDK's `agent_toolset_20260401` bound to the session's context. */
+  /**
+   * Tools per session. Default: the SDK's `agent_toolset_20260401` bound to the session's context,
+   * run in the session's sandbox (see `sandbox`). Tools given here run in the worker process itself,
+   * outside any sandbox.
+   */
   tools?: EnvironmentWorkerTools;
+  /**
+   * Ours: where each session's agent toolset runs. `'auto'` (default): in a bubblewrap sandbox of its
+   * own on Linux when bubblewrap works here, else in the worker process with a warning; `'bwrap'`: the
+   * sandbox or the worker refuses to start (`SandboxUnavailableError`); `'none'`: in the worker
+   * process. An object sets the mode and what the sandbox may see beyond the session's own folders
+   * (see README, "Isolation").
+   */
+  sandbox?: SandboxOption;
   /** Size cap (bytes) for whole-file reads and edits by the file tools; `null` disables it. Default: the toolset's. */
   maxFileBytes?: number | null;
   /** Milliseconds a session may stay idle after its turn ended before the runner stops. Default: the SDK runner's 60 000. */
@@ -122,6 +135,7 @@ export interface ResolvedWorkerOptions {
   environmentKey: string | undefined;
   workdir: string;
   tools: EnvironmentWorkerTools | undefined;
+  sandbox: ResolvedSandboxOptions;
   maxFileBytes: number | null | undefined;
   maxIdleMs: number | undefined;
   memorySyncIntervalMs: number | null;
@@ -155,6 +169,7 @@ const schema = z
     environmentKey: nonEmpty.optional(),
     workdir: nonEmpty.optional(),
     tools: z.custom<EnvironmentWorkerTools>((v) => Array.isArray(v) || isFunction(v)).optional(),
+    sandbox: sandboxOptionSchema.optional(),
     maxFileBytes: z.number().int().positive().nullable().optional(),
     maxIdleMs: z.number().int().optional(),
     ...memoryOptionFields,
@@ -177,6 +192,7 @@ const EXPECTED: Record<string, string> = {
   environmentKey: 'a non-empty string',
   workdir: 'a non-empty directory path',
   tools: 'an array of runnable tools or a function (ctx) => tools',
+  sandbox: SANDBOX_OPTION_EXPECTED,
   maxFileBytes: 'a positive integer or null',
   maxIdleMs: 'an integer number of milliseconds',
   ...MEMORY_OPTION_EXPECTED,
@@ -252,6 +268,7 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     environmentKey: o.environmentKey,
     workdir: path.resolve(o.workdir ?? process.cwd()),
     tools: o.tools,
+    sandbox: resolveSandboxOption(o.sandbox),
     maxFileBytes: o.maxFileBytes,
     maxIdleMs: o.maxIdleMs,
     memorySyncIntervalMs: o.memorySyncIntervalMs === undefined ? MEMORY_SYNC_INTERVAL_DEFAULT_MS : o.memorySyncIntervalMs,

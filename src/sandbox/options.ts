@@ -1,0 +1,101 @@
+import { z } from 'zod';
+
+/**
+ * How a session's tools are isolated.
+ * - `'auto'` (default): a bubblewrap sandbox per session on Linux when bubblewrap is installed and a
+ *   probe sandbox starts; otherwise the tools run in the worker process as before, with a warning.
+ * - `'bwrap'`: the sandbox or nothing; the worker refuses to start without a working bubblewrap.
+ * - `'none'`: the tools run in the worker process (chosen explicitly: no warning).
+ */
+export type SandboxMode = 'auto' | 'bwrap' | 'none';
+
+/** `sandbox` as an object: the mode plus what the sandbox may see beyond its session's own folders. */
+export interface SandboxSettings {
+  /** `'auto'` (default) or `'bwrap'`; see {@link SandboxMode}. */
+  mode?: 'auto' | 'bwrap';
+  /** Absolute paths made visible read-only, at the same path (a toolchain, a data set). Default: none. */
+  readOnlyPaths?: string[];
+  /** Absolute paths made visible read-write, at the same path (a shared cache). Default: none. */
+  readWritePaths?: string[];
+  /** `'host'` (default): the host's network; `'none'`: a network namespace of its own with loopback only. */
+  network?: 'host' | 'none';
+  /**
+   * Names of variables of the worker's environment passed into the sandbox, beside the built-in
+   * allow-list (`PATH`, locale, `TZ`, `TERM`). `ANTHROPIC_*` names are refused. Default: none.
+   */
+  env?: string[];
+  /**
+   * Absolute paths that must never be visible, even inside a folder the sandbox sees (the CLI adds
+   * its `--*-file` credential files). The worker's state folder is always hidden. Default: none.
+   */
+  hidePaths?: string[];
+  /**
+   * Milliseconds one tool call may take in the sandbox before its tool host is killed and the call
+   * answers with an error (the next call starts a new host). Default 120 000, the SDK runner's own
+   * per-tool bound; 1 000..3 600 000.
+   */
+  toolTimeoutMs?: number;
+  /** The bubblewrap executable. Default: `bwrap` found on `PATH`. */
+  bwrapPath?: string;
+}
+
+/** The `sandbox` option of the worker, the webhook handler's worker and the CLI. */
+export type SandboxOption = SandboxMode | SandboxSettings;
+
+/** `sandbox` after validation and defaults. */
+export interface ResolvedSandboxOptions {
+  mode: SandboxMode;
+  readOnlyPaths: string[];
+  readWritePaths: string[];
+  network: 'host' | 'none';
+  env: string[];
+  hidePaths: string[];
+  toolTimeoutMs: number;
+  bwrapPath: string | undefined;
+}
+
+export const SANDBOX_TOOL_TIMEOUT_DEFAULT_MS = 120_000;
+const TOOL_TIMEOUT_MIN_MS = 1_000;
+const TOOL_TIMEOUT_MAX_MS = 3_600_000;
+
+const absolutePath = z.string().startsWith('/');
+const passedName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+  .refine((name) => !name.toUpperCase().startsWith('ANTHROPIC_'), 'ANTHROPIC_* variables never enter a sandbox');
+
+const settingsSchema = z
+  .object({
+    mode: z.enum(['auto', 'bwrap']).optional(),
+    readOnlyPaths: z.array(absolutePath).optional(),
+    readWritePaths: z.array(absolutePath).optional(),
+    network: z.enum(['host', 'none']).optional(),
+    env: z.array(passedName).optional(),
+    hidePaths: z.array(absolutePath).optional(),
+    toolTimeoutMs: z.number().int().min(TOOL_TIMEOUT_MIN_MS).max(TOOL_TIMEOUT_MAX_MS).optional(),
+    bwrapPath: absolutePath.optional(),
+  })
+  .strict();
+
+/** The zod schema of the `sandbox` option, for the option schemas that carry it. */
+export const sandboxOptionSchema = z.union([z.enum(['auto', 'bwrap', 'none']), settingsSchema]);
+
+/** What `sandbox` accepts, as a validation message says it. */
+export const SANDBOX_OPTION_EXPECTED =
+  "'auto', 'bwrap', 'none' or { mode: 'auto' | 'bwrap', readOnlyPaths, readWritePaths, hidePaths (absolute paths), " +
+  `network: 'host' | 'none', env (variable names, no ANTHROPIC_*), toolTimeoutMs (${TOOL_TIMEOUT_MIN_MS}..${TOOL_TIMEOUT_MAX_MS}), bwrapPath }`;
+
+/** Fill in the defaults of an already validated `sandbox` value. */
+export function resolveSandboxOption(value: z.output<typeof sandboxOptionSchema> | undefined): ResolvedSandboxOptions {
+  const settings: SandboxSettings = typeof value === 'string' ? (value === 'none' ? {} : { mode: value }) : (value ?? {});
+  return {
+    mode: value === 'none' ? 'none' : (settings.mode ?? 'auto'),
+    readOnlyPaths: settings.readOnlyPaths ?? [],
+    readWritePaths: settings.readWritePaths ?? [],
+    network: settings.network ?? 'host',
+    env: settings.env ?? [],
+    hidePaths: settings.hidePaths ?? [],
+    toolTimeoutMs: settings.toolTimeoutMs ?? SANDBOX_TOOL_TIMEOUT_DEFAULT_MS,
+    bwrapPath: settings.bwrapPath,
+  };
+}

@@ -1,0 +1,174 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Logger } from '../internal/logger.js';
+import { encodeLine, LineDecoder, type HostInit, type ToolContent, type WorkerMessage } from './protocol.js';
+
+/** How a call in the sandbox ended. `failed`: the host could not answer it (it died, hung or broke the protocol). */
+export type HostCallResult = { kind: 'answered'; isError: boolean; content: ToolContent } | { kind: 'failed'; message: string };
+
+/** Milliseconds a host may take to start (namespaces, Node, the SDK toolset) before it is given up. */
+export const HOST_START_TIMEOUT_MS = 20_000;
+/** Milliseconds a cancelled call may take to answer before its host is killed. */
+const CANCEL_GRACE_MS = 2_000;
+/** Milliseconds to wait for the sandbox to be gone after the kill. */
+const EXIT_WAIT_MS = 5_000;
+/** Bytes of the host's stderr kept to explain a failure. */
+const STDERR_TAIL_BYTES = 2_048;
+
+interface Pending {
+  resolve(result: HostCallResult): void;
+}
+
+/**
+ * One tool host process under bubblewrap, seen from the worker: started with the command line
+ * the view built, told its paths, then sent calls. Whatever the host does (dies, hangs, writes
+ * garbage), a call resolves, never rejects, and the worker carries on; a host that failed once
+ * is dead for good (the session starts a new one for its next call).
+ *
+ * Killing it kills the sandbox's first process, the PID namespace's init: the kernel then ends
+ * every process in the namespace (background jobs included) before bubblewrap itself exits, so
+ * once {@link close} resolves nothing the agent started is left running.
+ */
+export class ToolHostProcess {
+  readonly #child: ChildProcess;
+  readonly #log: Logger;
+  readonly #decoder = new LineDecoder();
+  readonly #pending = new Map<number, Pending>();
+  readonly #exited: Promise<void>;
+  #nextId = 1;
+  #failure: string | undefined;
+  #sandboxInit: number | undefined;
+  #stderr = '';
+  #ready: Promise<string | undefined>;
+
+  constructor(spec: { bwrap: string; args: string[]; init: HostInit; log: Logger }) {
+    this.#log = spec.log;
+    // fd 3 is bubblewrap's --info-fd: it reports the host-side pid of the sandbox's init.
+    this.#child = spawn(spec.bwrap, ['--info-fd', '3', ...spec.args], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+    this.#exited = new Promise((resolve) => this.#child.once('close', () => resolve()));
+    let info = '';
+    const infoStream = this.#child.stdio[3] as NodeJS.ReadableStream | null;
+    infoStream?.on('data', (d: Buffer) => {
+      info += d.toString('utf8');
+      const m = /"child-pid"\s*:\s*(\d+)/.exec(info);
+      if (m && this.#sandboxInit === undefined) this.#sandboxInit = Number(m[1]);
+    });
+    infoStream?.on('error', () => {});
+    this.#child.stdin?.on('error', () => {});
+    this.#child.stderr?.on('data', (d: Buffer) => {
+      this.#stderr = (this.#stderr + d.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+    });
+    let ready: (problem: string | undefined) => void = () => {};
+    this.#ready = new Promise((resolve) => (ready = resolve));
+    const startTimer = setTimeout(() => this.#fail(`the tool host did not start within ${HOST_START_TIMEOUT_MS} ms`), HOST_START_TIMEOUT_MS);
+    this.#onReady = (problem) => {
+      clearTimeout(startTimer);
+      ready(problem);
+    };
+    this.#child.stdout?.on('data', (chunk: Buffer) => this.#onData(chunk));
+    this.#child.once('error', (e) => this.#fail(`the sandbox could not start (${e.message})`));
+    this.#child.once('exit', (code, signal) => {
+      const how = signal ? `signal ${signal}` : `exit code ${code}`;
+      const tail = this.#stderr.trim().split('\n').slice(-3).join(' | ');
+      this.#fail(`the tool host ended (${how})${tail ? `: ${tail}` : ''}`);
+    });
+    this.#send(spec.init);
+  }
+
+  #onReady: (problem: string | undefined) => void;
+
+  /** The host-side pid of the sandbox's init, once bubblewrap reported it. */
+  get sandboxPid(): number | undefined {
+    return this.#sandboxInit;
+  }
+
+  /** False once the host failed or was closed. */
+  get alive(): boolean {
+    return this.#failure === undefined;
+  }
+
+  /** Resolves once the host answered `init` (`undefined`), or with why it never will. */
+  ready(): Promise<string | undefined> {
+    return this.#ready;
+  }
+
+  /**
+   * Run one tool call in the sandbox. A call still running after `timeoutMs`, or `CANCEL_GRACE_MS`
+   * after `signal` aborted, kills the host; so do a dead host and a malformed answer.
+   */
+  async call(tool: string, input: unknown, opts: { timeoutMs: number; signal?: AbortSignal | null | undefined }): Promise<HostCallResult> {
+    const problem = await this.#ready;
+    if (problem !== undefined) return { kind: 'failed', message: problem };
+    const id = this.#nextId++;
+    return new Promise<HostCallResult>((resolve) => {
+      let grace: NodeJS.Timeout | undefined;
+      const timer = setTimeout(() => this.#fail(`the tool call was still running after ${opts.timeoutMs} ms`), opts.timeoutMs);
+      const onAbort = (): void => {
+        this.#send({ t: 'cancel', id });
+        grace ??= setTimeout(() => this.#fail('the tool call did not stop when cancelled'), CANCEL_GRACE_MS);
+      };
+      this.#pending.set(id, {
+        resolve: (result) => {
+          clearTimeout(timer);
+          if (grace) clearTimeout(grace);
+          opts.signal?.removeEventListener('abort', onAbort);
+          resolve(result);
+        },
+      });
+      if (opts.signal?.aborted) onAbort();
+      else opts.signal?.addEventListener('abort', onAbort, { once: true });
+      this.#send({ t: 'call', id, tool, input });
+    });
+  }
+
+  /** Kill the sandbox and wait (bounded) until every process in it is gone. Idempotent. */
+  async close(): Promise<void> {
+    this.#fail('the session ended');
+    await this.#exited;
+  }
+
+  #send(message: WorkerMessage): void {
+    if (this.#failure !== undefined) return;
+    this.#child.stdin?.write(encodeLine(message));
+  }
+
+  #onData(chunk: Buffer): void {
+    const decoded = this.#decoder.push(chunk);
+    if ('problem' in decoded) return this.#fail(`the tool host sent ${decoded.problem}`);
+    for (const m of decoded.messages) {
+      if (m.t === 'ready') {
+        this.#onReady(undefined);
+        continue;
+      }
+      const pending = this.#pending.get(m.id);
+      if (!pending) return this.#fail(`the tool host answered call ${m.id}, which is not running`);
+      this.#pending.delete(m.id);
+      pending.resolve({ kind: 'answered', isError: m.isError, content: m.content });
+    }
+  }
+
+  /** Mark the host failed for good, kill its sandbox, and fail what is waiting on it. */
+  #fail(message: string): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = message;
+    this.#kill();
+    this.#onReady(message);
+    for (const p of this.#pending.values()) p.resolve({ kind: 'failed', message });
+    this.#pending.clear();
+    if (message !== 'the session ended') this.#log.warn({ reason: message }, 'sandbox tool host failed; its call answers with an error');
+  }
+
+  #kill(): void {
+    this.#child.stdin?.destroy();
+    // The init first: bubblewrap then exits once the kernel has ended the whole namespace.
+    if (this.#sandboxInit !== undefined) {
+      try {
+        process.kill(this.#sandboxInit, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    const fallback = setTimeout(() => this.#child.kill('SIGKILL'), this.#sandboxInit === undefined ? 0 : EXIT_WAIT_MS);
+    fallback.unref();
+    void this.#exited.then(() => clearTimeout(fallback));
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The tool host: the program the worker starts inside a session's sandbox. It builds the SDK's
+ * own agent toolset for the paths `init` names and runs each `call` it is sent, answering on
+ * stdout (see `protocol.ts`). It holds no credential and loads nothing but Node and the SDK, so
+ * the sandbox needs no other package. It ends when its stdin closes (the worker went away).
+ */
+import * as readline from 'node:readline';
+import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
+import { runRunnableTool, type BetaRunnableTool, type BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import type { HostCall, HostInit, HostMessage, ToolContent, WorkerMessage } from './protocol.js';
+
+let tools: Map<string, BetaRunnableTool> | undefined;
+const running = new Map<number, AbortController>();
+
+function send(message: HostMessage): void {
+  process.stdout.write(`${JSON.stringify(message)}\n`);
+}
+
+function init(message: HostInit): void {
+  const list = betaAgentToolset20260401({
+    workdir: message.workdir,
+    allowedRoots: message.allowedRoots,
+    readOnlyRoots: message.readOnlyRoots,
+    ...(message.maxFileBytes !== undefined ? { maxFileBytes: message.maxFileBytes } : {}),
+  });
+  tools = new Map(list.map((t) => [t.name, t]));
+  send({ t: 'ready', tools: [...tools.keys()] });
+}
+
+async function call(message: HostCall): Promise<void> {
+  const tool = tools?.get(message.tool);
+  if (!tool) {
+    send({ t: 'result', id: message.id, isError: true, content: `Error: no tool named ${message.tool} in the sandbox` });
+    return;
+  }
+  const ctrl = new AbortController();
+  running.set(message.id, ctrl);
+  // The toolset reads only the signal; the call's own event stays with the worker.
+  const toolUse = { type: 'tool_use', id: `sandbox-${message.id}`, name: message.tool, input: message.input };
+  const context = { toolUse, toolUseBlock: toolUse, signal: ctrl.signal } as unknown as BetaToolRunContext;
+  try {
+    const outcome = await runRunnableTool(tool, message.input, context);
+    send({ t: 'result', id: message.id, isError: outcome.isError, content: outcome.content as ToolContent });
+  } finally {
+    running.delete(message.id);
+  }
+}
+
+function shutDown(): void {
+  for (const ctrl of running.values()) ctrl.abort();
+  for (const tool of tools?.values() ?? []) {
+    try {
+      void tool.close?.();
+    } catch {
+      // Ending anyway: the sandbox takes every process with it.
+    }
+  }
+  process.exit(0);
+}
+
+const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+lines.on('line', (line) => {
+  let message: WorkerMessage;
+  try {
+    message = JSON.parse(line) as WorkerMessage;
+  } catch {
+    return;
+  }
+  if (message.t === 'init' && tools === undefined) init(message);
+  else if (message.t === 'call') void call(message);
+  else if (message.t === 'cancel') running.get(message.id)?.abort();
+});
+lines.on('close', shutDown);
