@@ -142,7 +142,7 @@ function isExecutable(p: string): boolean {
 
 function runBounded(cmd: string, args: string[], timeoutMs: number): Promise<{ ok: true } | { ok: false; problem: string }> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env: {} });
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-1_000)));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);

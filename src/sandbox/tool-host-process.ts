@@ -43,7 +43,9 @@ export class ToolHostProcess {
   constructor(spec: { bwrap: string; args: string[]; init: HostInit; log: Logger }) {
     this.#log = spec.log;
     // fd 3 is bubblewrap's --info-fd: it reports the host-side pid of the sandbox's init.
-    this.#child = spawn(spec.bwrap, ['--info-fd', '3', ...spec.args], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+    // bubblewrap's own processes (the sandbox's init among them, whose /proc entry the agent can
+    // read) start with an empty environment: the worker's never enters the sandbox, not even there.
+    this.#child = spawn(spec.bwrap, ['--info-fd', '3', ...spec.args], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {} });
     this.#exited = new Promise((resolve) => this.#child.once('close', () => resolve()));
     let info = '';
     const infoStream = this.#child.stdio[3] as NodeJS.ReadableStream | null;

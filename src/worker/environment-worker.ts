@@ -217,6 +217,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       throw new MissingInputError('environmentKey (or workSecret)', 'ANTHROPIC_ENVIRONMENT_KEY or ANTHROPIC_WORK_SECRET');
     }
     const work: ClaimedWork = { id: workId, environmentId, data: { type: 'session', id: sessionId }, secret: workSecret ?? null };
+    const sandbox = await this.#sandboxRuntime();
     if (this.#active.size >= this.#opts.concurrency && !this.#warnedOverConcurrency) {
       this.#warnedOverConcurrency = true;
       this.#log.warn(
@@ -225,7 +226,6 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
           "the workdir (files and skills folders). Construct the worker with `concurrency` at least the number of items you serve at once (e.g. the webhook handler's)",
       );
     }
-    const sandbox = await this.#sandboxRuntime();
     const detachOwnSignal = this.#listenToOwnSignal();
     let outcome: ItemOutcome;
     try {

@@ -14,7 +14,6 @@ import type { ResolvedWorkerOptions } from './options.js';
 import type { PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
 import { ToolFolder, type SessionFolderCounts } from './tool-folder.js';
-import type { SandboxRuntime } from '../sandbox/runtime.js';
 
 /** What an item holds, filled in as the phases take each piece; the teardown gives it all back. */
 export interface ItemHoldings {
@@ -40,7 +39,6 @@ export interface PrepareDeps {
   memory: MemoryPort;
   metrics: WorkerMetrics;
   sessionFolders?: SessionFolderCounts | undefined;
-  sandbox?: SandboxRuntime | undefined;
 }
 
 /**
@@ -75,9 +73,7 @@ export async function prepare(
   const intervalMs = opts.memorySyncIntervalMs;
   if (stores.length > 0 && intervalMs !== null && acquired.sessionsToken === null) throw new MemoryUnavailableError(work.id, sessionId);
 
-  // A sandboxed session sees its own folder only, even when sessions run one at a time.
-  const sandboxed = deps.sandbox?.kind === 'bwrap' && opts.tools === undefined;
-  held.folder = opts.concurrency > 1 || sandboxed ? ToolFolder.enter(deps.sessionFolders, opts.workdir, sessionId) : ToolFolder.shared(opts.workdir);
+  held.folder = opts.concurrency > 1 ? ToolFolder.enter(deps.sessionFolders, opts.workdir, sessionId) : ToolFolder.shared(opts.workdir);
   await held.folder.create({ workId: work.id, sessionId });
   const toolContext: AgentToolContext = {
     workdir: held.folder.path,
