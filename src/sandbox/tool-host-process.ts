@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import * as fs from 'node:fs';
 import type { Logger } from '../internal/logger.js';
 import { encodeLine, LineDecoder, type HostInit, type ToolContent, type WorkerMessage } from './protocol.js';
 
@@ -45,7 +46,7 @@ export class ToolHostProcess {
     // fd 3 is bubblewrap's --info-fd: it reports the host-side pid of the sandbox's init.
     // bubblewrap's own processes (the sandbox's init among them, whose /proc entry the agent can
     // read) start with an empty environment: the worker's never enters the sandbox, not even there.
-    this.#child = spawn(spec.bwrap, ['--info-fd', '3', ...spec.args], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {} });
+    this.#child = spawnClosingInherited(spec.bwrap, ['--info-fd', '3', ...spec.args], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {} });
     this.#exited = new Promise((resolve) => this.#child.once('close', () => resolve()));
     let info = '';
     const infoStream = this.#child.stdio[3] as NodeJS.ReadableStream | null;
@@ -173,4 +174,46 @@ export class ToolHostProcess {
     fallback.unref();
     void this.#exited.then(() => clearTimeout(fallback));
   }
+}
+
+/** `O_CLOEXEC` as `/proc/<pid>/fdinfo` shows it in its octal `flags:` line. */
+const O_CLOEXEC = 0o2000000;
+
+/**
+ * File descriptors above `fromFd` this process would pass to a child: those it inherited without
+ * close-on-exec (Node opens its own with it). Read from `/proc/self/fdinfo`; none where that is
+ * unreadable.
+ */
+export function inheritableFds(fromFd: number): number[] {
+  const out: number[] = [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc/self/fdinfo');
+  } catch {
+    return out;
+  }
+  for (const name of entries) {
+    const fd = Number(name);
+    if (!Number.isInteger(fd) || fd <= fromFd) continue;
+    try {
+      const m = /^flags:\s*([0-7]+)/m.exec(fs.readFileSync(`/proc/self/fdinfo/${name}`, 'utf8'));
+      if (m && (parseInt(m[1]!, 8) & O_CLOEXEC) === 0) out.push(fd);
+    } catch {
+      // Closed meanwhile (the directory's own descriptor among them).
+    }
+  }
+  return out;
+}
+
+/**
+ * Spawn with no descriptor but the child's stdio: a descriptor the worker inherited without
+ * close-on-exec (from a service manager, a test runner, a parent's extra pipe) would otherwise
+ * pass into the sandbox, where the agent could read or write it. bash closes them before it
+ * execs the command; without any, the command is spawned directly.
+ */
+function spawnClosingInherited(command: string, args: string[], options: SpawnOptions & { stdio: unknown[] }): ChildProcess {
+  const leaked = inheritableFds(options.stdio.length - 1);
+  if (leaked.length === 0) return spawn(command, args, options);
+  const closes = leaked.map((fd) => `${fd}>&-`).join(' ');
+  return spawn('/bin/bash', ['-c', `exec ${closes} "$0" "$@"`, command, ...args], options);
 }

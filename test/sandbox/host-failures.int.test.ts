@@ -1,0 +1,119 @@
+// A session's tool host that dies, hangs past the tool timeout or writes garbage costs that one
+// call an error result; the next call gets a fresh host; the worker never crashes. Real bubblewrap,
+// real processes; the last test runs a whole session through the worker and the emulator.
+import * as fsp from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { resolveSandboxOption } from '../../src/sandbox/options.js';
+import { resolveSandbox } from '../../src/sandbox/runtime.js';
+import { SessionSandbox } from '../../src/sandbox/session-sandbox.js';
+import { harness, type Harness } from '../worker/helpers.js';
+
+const log = pino({ level: 'silent' });
+
+async function sessionSandbox(work: string, toolTimeoutMs?: number): Promise<SessionSandbox> {
+  const runtime = await resolveSandbox(resolveSandboxOption({ mode: 'bwrap', ...(toolTimeoutMs ? { toolTimeoutMs } : {}) }), { log, concurrency: 1 });
+  if (runtime.kind !== 'bwrap') throw new Error('the sandbox did not start');
+  return new SessionSandbox(runtime, { workdir: work, allowedRoots: [], readOnlyRoots: [], maxFileBytes: undefined, hide: [] }, log);
+}
+
+async function bash(sandbox: SessionSandbox, command: string, extra: object = {}): Promise<{ ok: boolean; text: string }> {
+  const tool = sandbox.tools().find((t) => t.name === 'bash')!;
+  try {
+    return { ok: true, text: (await tool.run({ command, ...extra }, undefined)) as string };
+  } catch (e) {
+    return { ok: false, text: (e as Error).message };
+  }
+}
+
+describe('a tool host that fails', () => {
+  let work: string;
+  let sandbox: SessionSandbox;
+  beforeEach(async () => {
+    work = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-host-'));
+  });
+  afterEach(async () => {
+    await sandbox.close();
+    await fsp.rm(work, { recursive: true, force: true });
+  });
+
+  it('killed by the agent: that call is an error result, the next call runs in a fresh host', async () => {
+    sandbox = await sessionSandbox(work);
+    expect(await bash(sandbox, 'echo one > state; echo ok')).toEqual({ ok: true, text: 'ok' });
+    const killed = await bash(sandbox, 'kill -9 $PPID; sleep 5');
+    expect(killed.ok).toBe(false);
+    expect(killed.text).toMatch(/the sandbox could not run this call \(the tool host ended .*\); the next call starts a new sandbox/);
+    expect(await bash(sandbox, 'cat state')).toEqual({ ok: true, text: 'one' });
+    expect(sandbox.hostsStarted).toBe(2);
+  });
+
+  it('writing garbage or a forged answer on its pipe: that call is an error result, then a fresh host', async () => {
+    sandbox = await sessionSandbox(work);
+    const garbage = await bash(sandbox, "printf 'not json\\n' > /proc/$PPID/fd/1; sleep 5");
+    expect(garbage.ok).toBe(false);
+    expect(garbage.text).toContain('a line that is not JSON');
+    const forged = await bash(sandbox, `printf '{"t":"result","id":999,"isError":false,"content":"forged"}\\n' > /proc/$PPID/fd/1; sleep 5`);
+    expect(forged.ok).toBe(false);
+    expect(forged.text).toContain('answered call 999, which is not running');
+    const shaped = await bash(sandbox, `printf '{"t":"result","id":1,"isError":"no","content":7}\\n' > /proc/$PPID/fd/1; sleep 5`);
+    expect(shaped.ok).toBe(false);
+    expect(shaped.text).toContain('a message of unknown shape');
+    expect(await bash(sandbox, 'echo fine')).toEqual({ ok: true, text: 'fine' });
+    expect(sandbox.hostsStarted).toBe(4);
+  });
+
+  it('hung past the tool timeout (stopped by the agent): that call is an error result, then a fresh host', async () => {
+    sandbox = await sessionSandbox(work, 1_500);
+    const started = Date.now();
+    const hung = await bash(sandbox, 'kill -STOP $PPID', { timeout_ms: 60_000 });
+    expect(hung.ok).toBe(false);
+    expect(hung.text).toContain('still running after 1500 ms');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const slow = await bash(sandbox, 'sleep 30', { timeout_ms: 60_000 });
+    expect(slow.text).toContain('still running after 1500 ms');
+    expect(await bash(sandbox, 'echo back')).toEqual({ ok: true, text: 'back' });
+    expect(sandbox.hostsStarted).toBe(3);
+  });
+
+  it('a call after close() is an error result and starts nothing', async () => {
+    sandbox = await sessionSandbox(work);
+    await sandbox.close();
+    expect(await bash(sandbox, 'echo late')).toEqual({ ok: false, text: "bash: the session's sandbox is closed" });
+  });
+});
+
+describe('a whole session through the worker with a failing tool host', () => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness();
+  });
+  afterEach(async () => {
+    await h.cleanup();
+  });
+
+  it('completes: the crashed, garbled and hung calls answer with errors and the others run', async () => {
+    const { emu } = h;
+    const { sessionId } = await emu.createSession({
+      script: [
+        { tool: 'bash', input: { command: 'echo before > f; cat f' } },
+        { tool: 'bash', input: { command: 'kill -9 $PPID' } },
+        { tool: 'bash', input: { command: "printf 'x\\n' > /proc/$PPID/fd/1; sleep 5" } },
+        { tool: 'bash', input: { command: 'kill -STOP $PPID', timeout_ms: 60_000 } },
+        { tool: 'read', input: { file_path: 'f' } },
+      ],
+    });
+    const worker = h.worker({ sandbox: { mode: 'bwrap', toolTimeoutMs: 2_000 } });
+    const running = worker.run();
+    const done = await emu.waitForSession(sessionId, { timeoutMs: 60_000 });
+    await worker.close();
+    await running;
+    expect(done.toolResults.map((r) => r.isError)).toEqual([false, true, true, true, false]);
+    expect(done.toolResults[0]!.text).toBe('before');
+    expect(done.toolResults[4]!.text).toContain('before');
+    expect(worker.metrics()).toMatchObject({ itemsCompleted: 1, itemsFailed: 0 });
+    const warned = h.capture.lines.filter((l) => l.msg === 'sandbox tool host failed; its call answers with an error');
+    expect(warned).toHaveLength(3);
+  });
+});
