@@ -1,6 +1,6 @@
 /** The memory core: mount a session's stores as folders and keep them in sync. */
-export { MemoryMounter, MAX_STORES_PER_SESSION, type MemoryMounterOptions } from './mounter.js';
-export type { MountedSession, MountedStore } from './mounted.js';
+export { MemoryMounter, MAX_STORES_PER_SESSION, type MemoryMounterOptions } from './mount/mounter.js';
+export type { MountedSession, MountedStore } from './sync/mounted.js';
 export {
   SyncLoop,
   SYNC_INTERVAL_DEFAULT_MS,
@@ -8,8 +8,8 @@ export {
   FINAL_FLUSH_DEFAULT_MS,
   type SyncLoopOptions,
   type FinishReport,
-} from './sync-loop.js';
-export { defaultStateDir } from './state-dir.js';
+} from './sync/sync-loop.js';
+export { defaultStateDir } from './disk/state-dir.js';
 export type {
   BaselineEntry,
   MemoryAccess,
@@ -17,4 +17,4 @@ export type {
   MemoryEventMap,
   StoreSyncState,
   SyncReport,
-} from './types.js';
+} from './rules/types.js';

@@ -6,7 +6,7 @@
  * runs is).
  */
 import { describe, expect, it } from 'vitest';
-import { adoptVerdict, type FoundAtPath, type JournalFact } from '../../src/memory/adopt.js';
+import { adoptVerdict, type FoundAtPath, type JournalFact } from '../../src/memory/rules/adopt.js';
 
 const STORE = 'memstore_a';
 const ours: FoundAtPath = { kind: 'folder', marker: { kind: 'ours' } };

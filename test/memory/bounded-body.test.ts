@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { RemoteApiError, RemoteLimitError } from '../../src/errors.js';
-import { readBodyCapped } from '../../src/memory/bounded-body.js';
+import { readBodyCapped } from '../../src/memory/remote/bounded-body.js';
 
 function streamed(chunks: Array<string | number[]>, opts: { stallAfter?: boolean; headers?: Record<string, string> } = {}): { res: Response; pulled: () => number } {
   let pulled = 0;

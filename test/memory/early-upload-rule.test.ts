@@ -2,10 +2,10 @@
 // can affect, for which the planner alone says push-create; everything else, and every file of a
 // routine sync or a flush, waits for the plan.
 import { describe, expect, it } from 'vitest';
-import { earlyUpload, earlyUploadIndex } from '../../src/memory/early-upload-rule.js';
-import type { LocalEntry, RemoteEntry } from '../../src/memory/plan.js';
-import { createSyncState } from '../../src/memory/sync-state.js';
-import type { StoreSyncState } from '../../src/memory/types.js';
+import { earlyUpload, earlyUploadIndex } from '../../src/memory/rules/early-upload-rule.js';
+import type { LocalEntry, RemoteEntry } from '../../src/memory/rules/plan.js';
+import { createSyncState } from '../../src/memory/rules/sync-state.js';
+import type { StoreSyncState } from '../../src/memory/rules/types.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);

@@ -10,8 +10,8 @@ import {
   type FolderVerdict,
   type MarkerRead,
   type MarkerVerdict,
-} from '../../src/memory/folder-verdict.js';
-import type { SyncPhase } from '../../src/memory/plan.js';
+} from '../../src/memory/rules/folder-verdict.js';
+import type { SyncPhase } from '../../src/memory/rules/plan.js';
 
 const STORE = 'memstore_01abc';
 const ROOT = '/mnt/memory/notes';

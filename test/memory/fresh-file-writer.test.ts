@@ -10,9 +10,9 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MAX_OPEN_FOLDERS } from '../../src/memory/fresh-file-writer.js';
-import { LocalDir, LocalDirError } from '../../src/memory/local-dir.js';
-import { forceProcFd } from '../../src/memory/pinned-dir.js';
+import { MAX_OPEN_FOLDERS } from '../../src/memory/disk/fresh-file-writer.js';
+import { LocalDir, LocalDirError } from '../../src/memory/disk/local-dir.js';
+import { forceProcFd } from '../../src/memory/disk/pinned-dir.js';
 import { storeBesideOutside } from './store-beside-outside.js';
 
 let tmp: string;

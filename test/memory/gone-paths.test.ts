@@ -2,8 +2,8 @@
 // did not see in any form, refused ones never.
 import type { BigIntStats } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { goneCandidates } from '../../src/memory/gone-paths.js';
-import type { SkippedEntry } from '../../src/memory/local-dir.js';
+import { goneCandidates } from '../../src/memory/rules/gone-paths.js';
+import type { SkippedEntry } from '../../src/memory/disk/local-dir.js';
 
 const SHA = 'a'.repeat(64);
 const stat = {} as BigIntStats;

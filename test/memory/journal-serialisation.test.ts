@@ -4,8 +4,8 @@
  * copy holding another value; an equal copy is recognised by its digest; after a reset, always.
  */
 import { describe, expect, it } from 'vitest';
-import { JournalChangeCheck, sameJournalState } from '../../src/memory/journal-serialisation.js';
-import type { StoreSyncState } from '../../src/memory/types.js';
+import { JournalChangeCheck, sameJournalState } from '../../src/memory/journal/journal-serialisation.js';
+import type { StoreSyncState } from '../../src/memory/rules/types.js';
 
 const base: StoreSyncState = {
   storeId: 'memstore_1',

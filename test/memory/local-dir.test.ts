@@ -10,7 +10,7 @@ import * as fsp from 'node:fs/promises';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalDir, LocalDirError } from '../../src/memory/local-dir.js';
+import { LocalDir, LocalDirError } from '../../src/memory/disk/local-dir.js';
 import { storeBesideOutside } from './store-beside-outside.js';
 
 let tmp: string;
@@ -284,7 +284,7 @@ describe('scan tolerance', () => {
     // The unprivileged child may not be able to reach this checkout (a 0700 parent folder), so it
     // runs a self-contained bundle written beside the test folder.
     const entry = path.join(tmp, 'scan.ts');
-    const localDir = path.resolve('src/memory/local-dir.ts');
+    const localDir = path.resolve('src/memory/disk/local-dir.ts');
     await fsp.writeFile(
       entry,
       `import { LocalDir } from ${JSON.stringify(localDir)};\n` +

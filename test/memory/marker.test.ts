@@ -3,7 +3,7 @@
 // a leftover folder.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { MARKER_FILE_NAME, isValidMarker, markerBytes, markerContent, parseMarker } from '../../src/memory/marker.js';
+import { MARKER_FILE_NAME, isValidMarker, markerBytes, markerContent, parseMarker } from '../../src/memory/rules/marker.js';
 
 const enc = (text: string) => new TextEncoder().encode(text);
 const STORE = 'memstore_01ABC';

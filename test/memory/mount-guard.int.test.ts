@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError } from '../../src/errors.js';
 import { MemoryMounter } from '../../src/memory/index.js';
-import { isInsideAllowedRoots } from '../../src/memory/mount-path-guard.js';
+import { isInsideAllowedRoots } from '../../src/memory/mount/mount-path-guard.js';
 import { resolveWorkerOptions } from '../../src/worker/options.js';
 import { captureLogger, harness, openSession, type Harness } from './int-helpers.js';
 

@@ -9,7 +9,7 @@ import { runCli } from '../../src/cli/cli.js';
 import { commands } from '../../src/cli/commands.js';
 import { EXIT } from '../../src/cli/exit-codes.js';
 import { ConfigError } from '../../src/errors.js';
-import { FINAL_FLUSH_MAX_MS, FINAL_FLUSH_MIN_MS, checkMemoryOptions } from '../../src/memory/options.js';
+import { FINAL_FLUSH_MAX_MS, FINAL_FLUSH_MIN_MS, checkMemoryOptions } from '../../src/memory/sync/options.js';
 import { resolveWorkerOptions } from '../../src/worker/options.js';
 
 const client = new Anthropic({ apiKey: 'sk-test', baseURL: 'http://127.0.0.1:1' });

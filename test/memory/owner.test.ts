@@ -6,7 +6,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { checkOwner, currentOwner, ownerVerdict, type OwnerIdentity, type OwnerObservation } from '../../src/memory/owner.js';
+import { checkOwner, currentOwner, ownerVerdict, type OwnerIdentity, type OwnerObservation } from '../../src/memory/journal/owner.js';
 
 const recorded: OwnerIdentity = { pid: 4242, startTime: '1000', bootId: 'boot-a' };
 

@@ -5,7 +5,7 @@
  */
 import pLimit from 'p-limit';
 import { describe, expect, it } from 'vitest';
-import { MIN_PAGES_IN_FLIGHT, PAGE_CONTENT_BYTES_IN_FLIGHT, PageBudget, pagesInFlight } from '../../src/memory/page-budget.js';
+import { MIN_PAGES_IN_FLIGHT, PAGE_CONTENT_BYTES_IN_FLIGHT, PageBudget, pagesInFlight } from '../../src/memory/remote/page-budget.js';
 
 describe('pagesInFlight', () => {
   const rows = [

@@ -15,8 +15,8 @@ import {
   isTempFileName,
   relToRemotePath,
   remotePathToRel,
-} from '../../src/memory/paths.js';
-import { MARKER_FILE_NAME } from '../../src/memory/marker.js';
+} from '../../src/memory/rules/paths.js';
+import { MARKER_FILE_NAME } from '../../src/memory/rules/marker.js';
 import { memoryPathProblem } from '../../src/testing/emulator/model/memory-paths.js';
 
 describe('remotePathToRel', () => {

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkRelPath } from '../../src/memory/paths.js';
+import { checkRelPath } from '../../src/memory/rules/paths.js';
 import {
   isRemoteWrite,
   planSync,
@@ -18,9 +18,9 @@ import {
   type RemoteEntry,
   type SyncAction,
   type SyncPhase,
-} from '../../src/memory/plan.js';
-import { applyOutcome, completeGeneration, createSyncState, type ActionOutcome } from '../../src/memory/sync-state.js';
-import type { MemoryAccess, MemoryDeleteMode, StoreSyncState } from '../../src/memory/types.js';
+} from '../../src/memory/rules/plan.js';
+import { applyOutcome, completeGeneration, createSyncState, type ActionOutcome } from '../../src/memory/rules/sync-state.js';
+import type { MemoryAccess, MemoryDeleteMode, StoreSyncState } from '../../src/memory/rules/types.js';
 
 // ---- the world ---------------------------------------------------------------------------------
 

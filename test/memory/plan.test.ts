@@ -18,9 +18,9 @@ import {
   type RemoteEntry,
   type SyncAction,
   type SyncPhase,
-} from '../../src/memory/plan.js';
-import { createSyncState } from '../../src/memory/sync-state.js';
-import type { MemoryAccess, MemoryDeleteMode, StoreSyncState } from '../../src/memory/types.js';
+} from '../../src/memory/rules/plan.js';
+import { createSyncState } from '../../src/memory/rules/sync-state.js';
+import type { MemoryAccess, MemoryDeleteMode, StoreSyncState } from '../../src/memory/rules/types.js';
 
 const A = 'a'.repeat(64); // baseline content
 const B = 'b'.repeat(64);

@@ -12,7 +12,7 @@ import {
   uploadVerdict,
   type LocalDeleteRace,
   type PullRace,
-} from '../../src/memory/race-rules.js';
+} from '../../src/memory/rules/race-rules.js';
 
 const BASE = 'a'.repeat(64);
 const STORE = 'b'.repeat(64);

@@ -19,8 +19,8 @@ import { commands } from '../../src/cli/commands.js';
 import { EXIT } from '../../src/cli/exit-codes.js';
 import type { CliIo } from '../../src/cli/io.js';
 import { MemoryMounter, SyncLoop } from '../../src/memory/index.js';
-import { Journal } from '../../src/memory/journal.js';
-import { recoverLeftovers, sweepJournal } from '../../src/memory/recovery.js';
+import { Journal } from '../../src/memory/journal/journal.js';
+import { recoverLeftovers, sweepJournal } from '../../src/memory/mount/recovery.js';
 import { captureLogger, harness, manualClock, openSession, readTree, type Harness } from './int-helpers.js';
 
 let h: Harness;

@@ -15,7 +15,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError } from '../../src/errors.js';
 import { MemoryMounter, SyncLoop } from '../../src/memory/index.js';
-import { Journal } from '../../src/memory/journal.js';
+import { Journal } from '../../src/memory/journal/journal.js';
 import { captureLogger, harness, manualClock, openSession, readTree, type Harness } from './int-helpers.js';
 
 let h: Harness;

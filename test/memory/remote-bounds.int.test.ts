@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError, RemoteLimitError } from '../../src/errors.js';
 import { MemoryMounter } from '../../src/memory/index.js';
-import { MAX_LISTED_MEMORIES, RemoteStore } from '../../src/memory/remote-store.js';
+import { MAX_LISTED_MEMORIES, RemoteStore } from '../../src/memory/remote/remote-store.js';
 import { captureLogger, harness, openSession, type Harness } from './int-helpers.js';
 
 let h: Harness;

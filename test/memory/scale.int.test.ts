@@ -8,7 +8,7 @@
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMounter, SyncLoop } from '../../src/memory/index.js';
-import { RemoteStore } from '../../src/memory/remote-store.js';
+import { RemoteStore } from '../../src/memory/remote/remote-store.js';
 import { captureLogger, harness, manualClock, memoriesOf, openSession, readTree, type Harness } from './int-helpers.js';
 
 let h: Harness;

@@ -9,10 +9,10 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalDir, LocalDirError } from '../../src/memory/local-dir.js';
-import { scanLocal, sha256Hex } from '../../src/memory/local-scan.js';
-import { forceProcFd } from '../../src/memory/pinned-dir.js';
-import { StatCache } from '../../src/memory/stat-cache.js';
+import { LocalDir, LocalDirError } from '../../src/memory/disk/local-dir.js';
+import { scanLocal, sha256Hex } from '../../src/memory/disk/local-scan.js';
+import { forceProcFd } from '../../src/memory/disk/pinned-dir.js';
+import { StatCache } from '../../src/memory/disk/stat-cache.js';
 import { storeBesideOutside } from './store-beside-outside.js';
 
 let tmp: string;

@@ -10,9 +10,9 @@ import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalDir } from '../../src/memory/local-dir.js';
-import { scanLocal } from '../../src/memory/local-scan.js';
-import { StatCache } from '../../src/memory/stat-cache.js';
+import { LocalDir } from '../../src/memory/disk/local-dir.js';
+import { scanLocal } from '../../src/memory/disk/local-scan.js';
+import { StatCache } from '../../src/memory/disk/stat-cache.js';
 
 const SEC = 1_000_000_000n;
 

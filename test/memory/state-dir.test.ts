@@ -10,9 +10,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
-import { ConflictCopies } from '../../src/memory/conflict-copies.js';
-import { LocalDir } from '../../src/memory/local-dir.js';
-import { defaultStateDir, ensureStateDir, ensureStateSubdir, writeFileDurable } from '../../src/memory/state-dir.js';
+import { ConflictCopies } from '../../src/memory/disk/conflict-copies.js';
+import { LocalDir } from '../../src/memory/disk/local-dir.js';
+import { defaultStateDir, ensureStateDir, ensureStateSubdir, writeFileDurable } from '../../src/memory/disk/state-dir.js';
 
 let tmp: string;
 beforeEach(async () => {

@@ -4,10 +4,10 @@
 // changes to send, what is unsaved at the end, which deletions a clean end carries over, and the
 // fix each skip warning names.
 import { describe, expect, it } from 'vitest';
-import type { SkippedEntry } from '../../src/memory/local-dir.js';
-import type { LocalEntry } from '../../src/memory/plan.js';
-import { PATH_CONFLICT_REASON_PREFIX } from '../../src/memory/remote-store.js';
-import { createSyncState } from '../../src/memory/sync-state.js';
+import type { SkippedEntry } from '../../src/memory/disk/local-dir.js';
+import type { LocalEntry } from '../../src/memory/rules/plan.js';
+import { PATH_CONFLICT_REASON_PREFIX } from '../../src/memory/remote/remote-store.js';
+import { createSyncState } from '../../src/memory/rules/sync-state.js';
 import {
   carriedDeletes,
   changedSomething,
@@ -19,9 +19,9 @@ import {
   unsavedInScan,
   warnsSkip,
   type UnsavedPath,
-} from '../../src/memory/sync-rules.js';
-import type { StoreSyncState } from '../../src/memory/types.js';
-import { emptyReport } from '../../src/memory/executor.js';
+} from '../../src/memory/rules/sync-rules.js';
+import type { StoreSyncState } from '../../src/memory/rules/types.js';
+import { emptyReport } from '../../src/memory/sync/executor.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);

@@ -2,7 +2,7 @@
 // outcome row leaves the baseline, pending deletes, sent shas and refusals as documented, never
 // mutates its input, and the state survives a JSON round trip.
 import { describe, expect, it } from 'vitest';
-import { DELETED_FINGERPRINT, planSync, type SyncAction } from '../../src/memory/plan.js';
+import { DELETED_FINGERPRINT, planSync, type SyncAction } from '../../src/memory/rules/plan.js';
 import {
   MAX_SENT_SHAS_PER_PATH,
   applyOutcome,
@@ -13,8 +13,8 @@ import {
   parseSyncState,
   serializeSyncState,
   type ActionOutcome,
-} from '../../src/memory/sync-state.js';
-import type { StoreSyncState } from '../../src/memory/types.js';
+} from '../../src/memory/rules/sync-state.js';
+import type { StoreSyncState } from '../../src/memory/rules/types.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);

@@ -15,7 +15,7 @@ import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryMounter, SyncLoop, type MemoryDeleteMode, type MountedSession } from '../../src/memory/index.js';
-import { LocalDir, MAX_MEMORY_BYTES } from '../../src/memory/local-dir.js';
+import { LocalDir, MAX_MEMORY_BYTES } from '../../src/memory/disk/local-dir.js';
 import { captureLogger, harness, manualClock, openSession, readTree, type Harness } from './int-helpers.js';
 
 let h: Harness;

@@ -6,7 +6,7 @@
  * queue.
  */
 import { describe, expect, it } from 'vitest';
-import { WriteQueue } from '../../src/memory/write-queue.js';
+import { WriteQueue } from '../../src/memory/mount/write-queue.js';
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 

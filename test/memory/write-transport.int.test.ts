@@ -11,7 +11,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { withBufferedFetch } from '../../src/api/buffered-fetch.js';
 import { isAbortError } from '../../src/internal/abort.js';
-import { RemoteStore } from '../../src/memory/remote-store.js';
+import { RemoteStore } from '../../src/memory/remote/remote-store.js';
 import { copySdk, importSdkCopy } from '../api/sdk-copy.js';
 import { harness, type Harness } from './int-helpers.js';
 

@@ -1,19 +1,19 @@
 import type { EventEmitter } from 'node:events';
 import pLimit from 'p-limit';
-import { coerceError, StateFileError } from '../errors.js';
-import { combineSignals } from '../internal/abort.js';
-import type { Clock } from '../internal/clock.js';
-import { errorSummary, type Logger } from '../internal/logger.js';
-import { safeEmit } from '../internal/safe-emit.js';
-import { conflictStamp, type ConflictCopies } from './conflict-copies.js';
+import { coerceError, StateFileError } from '../../errors.js';
+import { combineSignals } from '../../internal/abort.js';
+import type { Clock } from '../../internal/clock.js';
+import { errorSummary, type Logger } from '../../internal/logger.js';
+import { safeEmit } from '../../internal/safe-emit.js';
+import { conflictStamp, type ConflictCopies } from '../disk/conflict-copies.js';
 import { emptyReport } from './executor.js';
-import { goneCandidates } from './gone-paths.js';
-import { scanLocal } from './local-scan.js';
+import { goneCandidates } from '../rules/gone-paths.js';
+import { scanLocal } from '../disk/local-scan.js';
 import type { MountedSession } from './mounted.js';
 import type { StorePass } from './store-pass.js';
 import type { SyncScheduler } from './sync-scheduler.js';
-import { carriedDeletes, unsavedInScan, type UnsavedPath } from './sync-rules.js';
-import type { MemoryDeleteMode, MemoryEventMap, SyncReport } from './types.js';
+import { carriedDeletes, unsavedInScan, type UnsavedPath } from '../rules/sync-rules.js';
+import type { MemoryDeleteMode, MemoryEventMap, SyncReport } from '../rules/types.js';
 
 export interface FinishReport {
   /** The final sync's report (clean end only). */

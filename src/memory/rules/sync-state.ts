@@ -4,9 +4,9 @@
  * every function returns a new state, so a journal can persist each step as is.
  */
 
-import { StateFileError } from '../errors.js';
+import { StateFileError } from '../../errors.js';
 import type { SyncAction, SyncPhase } from './plan.js';
-import { assertNever } from '../internal/assert-never.js';
+import { assertNever } from '../../internal/assert-never.js';
 import { DELETED_FINGERPRINT } from './plan.js';
 import type { BaselineEntry, MemoryAccess, StoreSyncState } from './types.js';
 

@@ -1,14 +1,14 @@
 import * as fsp from 'node:fs/promises';
-import { coerceError } from '../errors.js';
-import type { Clock } from '../internal/clock.js';
-import { errorSummary, type Logger } from '../internal/logger.js';
-import { toJournalState, type CarriedDeletes, type Journal } from './journal.js';
-import { JournalChangeCheck } from './journal-serialisation.js';
-import type { LocalDir } from './local-dir.js';
-import { isValidMarker } from './marker.js';
-import type { OwnerIdentity } from './owner.js';
-import type { StatCache } from './stat-cache.js';
-import type { MemoryAccess, MemoryEventMap, StoreSyncState } from './types.js';
+import { coerceError } from '../../errors.js';
+import type { Clock } from '../../internal/clock.js';
+import { errorSummary, type Logger } from '../../internal/logger.js';
+import { toJournalState, type CarriedDeletes, type Journal } from '../journal/journal.js';
+import { JournalChangeCheck } from '../journal/journal-serialisation.js';
+import type { LocalDir } from '../disk/local-dir.js';
+import { isValidMarker } from '../rules/marker.js';
+import type { OwnerIdentity } from '../journal/owner.js';
+import type { StatCache } from '../disk/stat-cache.js';
+import type { MemoryAccess, MemoryEventMap, StoreSyncState } from '../rules/types.js';
 
 /** Where and for whom a mounted store's journal entry is written. */
 export interface JournalBinding {

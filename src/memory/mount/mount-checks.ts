@@ -2,14 +2,14 @@ import { constants as fsc } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { MemoryMountError, coerceError } from '../errors.js';
-import { API_LIMITS } from '../internal/defaults.js';
-import type { FoundAtPath } from './adopt.js';
-import type { JournalEntry } from './journal.js';
-import { LocalDir } from './local-dir.js';
-import { markerVerdict } from './folder-verdict.js';
+import { MemoryMountError, coerceError } from '../../errors.js';
+import { API_LIMITS } from '../../internal/defaults.js';
+import type { FoundAtPath } from '../rules/adopt.js';
+import type { JournalEntry } from '../journal/journal.js';
+import { LocalDir } from '../disk/local-dir.js';
+import { markerVerdict } from '../rules/folder-verdict.js';
 import { findParentSymlink } from './mount-path-guard.js';
-import type { MemoryAccess } from './types.js';
+import type { MemoryAccess } from '../rules/types.js';
 
 /**
  * The host checks of a mount, before anything is created: the session's stores (at most 8, one

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ConfigError } from '../errors.js';
-import { MEMORY_DEFAULTS } from '../internal/defaults.js';
+import { ConfigError } from '../../errors.js';
+import { MEMORY_DEFAULTS } from '../../internal/defaults.js';
 
 /**
  * The memory options, defined once: the worker options, the CLI flags and the SyncLoop all accept

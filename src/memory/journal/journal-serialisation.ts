@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { serializeSyncState } from './sync-state.js';
-import type { StoreSyncState } from './types.js';
+import { serializeSyncState } from '../rules/sync-state.js';
+import type { StoreSyncState } from '../rules/types.js';
 
 /**
  * When a store's journal entry needs rewriting. The generation alone moves on every sync and is

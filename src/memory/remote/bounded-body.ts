@@ -1,4 +1,4 @@
-import { RemoteApiError, RemoteLimitError } from '../errors.js';
+import { RemoteApiError, RemoteLimitError } from '../../errors.js';
 
 /**
  * Read a response body as UTF-8 text without ever holding more than `capBytes` of it: a declared

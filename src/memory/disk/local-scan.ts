@@ -1,8 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import * as crypto from 'node:crypto';
 import { LocalDir, LocalDirError, MAX_MEMORY_BYTES, type SkippedEntry } from './local-dir.js';
-import { checkRelPath } from './paths.js';
-import type { LocalEntry } from './plan.js';
+import { checkRelPath } from '../rules/paths.js';
+import type { LocalEntry } from '../rules/plan.js';
 import { fileStatOf, type FileStat, type StatCache } from './stat-cache.js';
 
 /**

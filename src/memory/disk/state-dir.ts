@@ -2,7 +2,7 @@ import { constants as fsc } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../../errors.js';
 
 /**
  * The state folder: where the journal, conflict copies and unsaved copies live, outside every

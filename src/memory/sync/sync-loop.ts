@@ -1,19 +1,19 @@
 import { EventEmitter } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
-import { monotonicClock, type Clock } from '../internal/clock.js';
-import { childLogger, resolveLogger, snakeCaseKeys, type Logger } from '../internal/logger.js';
-import { safeEmit } from '../internal/safe-emit.js';
-import { ConflictCopies, conflictStamp } from './conflict-copies.js';
+import { monotonicClock, type Clock } from '../../internal/clock.js';
+import { childLogger, resolveLogger, snakeCaseKeys, type Logger } from '../../internal/logger.js';
+import { safeEmit } from '../../internal/safe-emit.js';
+import { ConflictCopies, conflictStamp } from '../disk/conflict-copies.js';
 import { emptyReport } from './executor.js';
 import type { MountedSession } from './mounted.js';
-import type { SyncPhase } from './plan.js';
-import { defaultStateDir } from './state-dir.js';
+import type { SyncPhase } from '../rules/plan.js';
+import { defaultStateDir } from '../disk/state-dir.js';
 import { StorePass } from './store-pass.js';
 import { finishSession, type FinishReport } from './sync-finish.js';
-import { cloneSyncState } from './sync-state.js';
+import { cloneSyncState } from '../rules/sync-state.js';
 import { SyncScheduler } from './sync-scheduler.js';
-import { addReport } from './sync-rules.js';
-import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
+import { addReport } from '../rules/sync-rules.js';
+import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from '../rules/types.js';
 
 export {
   MEMORY_SYNC_INTERVAL_DEFAULT_MS as SYNC_INTERVAL_DEFAULT_MS,

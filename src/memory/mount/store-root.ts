@@ -1,6 +1,6 @@
 import * as path from 'node:path';
-import { MemoryMountError } from '../errors.js';
-import { checkMountPath } from './paths.js';
+import { MemoryMountError } from '../../errors.js';
+import { checkMountPath } from '../rules/paths.js';
 
 /** What a session's `memory_store` resource says about where it goes. */
 export interface StoreRootInput {

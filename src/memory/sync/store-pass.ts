@@ -1,24 +1,24 @@
 import type { EventEmitter } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import type Anthropic from '@anthropic-ai/sdk';
-import { coerceError } from '../errors.js';
-import { isAbortError } from '../internal/abort.js';
-import type { Clock } from '../internal/clock.js';
-import { errorSummary, snakeCaseKeys } from '../internal/logger.js';
-import { safeEmit } from '../internal/safe-emit.js';
-import type { ConflictCopies } from './conflict-copies.js';
+import { coerceError } from '../../errors.js';
+import { isAbortError } from '../../internal/abort.js';
+import type { Clock } from '../../internal/clock.js';
+import { errorSummary, snakeCaseKeys } from '../../internal/logger.js';
+import { safeEmit } from '../../internal/safe-emit.js';
+import type { ConflictCopies } from '../disk/conflict-copies.js';
 import { emptyReport, executeAction, executePlan, type ExecuteContext } from './executor.js';
-import { earlyUploadIndex } from './early-upload-rule.js';
+import { earlyUploadIndex } from '../rules/early-upload-rule.js';
 import { EarlyUploads } from './early-uploads.js';
-import { MARKER_CHANGED_DURING_SYNC, folderVerdict, markerProblemWarning, markerVerdict, type FolderFacts, type MarkerRead } from './folder-verdict.js';
-import { isUnderSkipped, scanLocal, type LocalScan } from './local-scan.js';
-import { MARKER_FILE_NAME, markerContent } from './marker.js';
+import { MARKER_CHANGED_DURING_SYNC, folderVerdict, markerProblemWarning, markerVerdict, type FolderFacts, type MarkerRead } from '../rules/folder-verdict.js';
+import { isUnderSkipped, scanLocal, type LocalScan } from '../disk/local-scan.js';
+import { MARKER_FILE_NAME, markerContent } from '../rules/marker.js';
 import type { MountedStore } from './mounted.js';
-import { isRemoteWrite, planSync, type LocalEntry, type SyncPhase } from './plan.js';
-import { RemoteStore, type RemoteMemory } from './remote-store.js';
-import { applyOutcomes, completeGeneration } from './sync-state.js';
-import { addReport, changedSomething, hasLocalChanges, releaseResolvedPathConflicts, remoteView, skipFix, warnsSkip } from './sync-rules.js';
-import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
+import { isRemoteWrite, planSync, type LocalEntry, type SyncPhase } from '../rules/plan.js';
+import { RemoteStore, type RemoteMemory } from '../remote/remote-store.js';
+import { applyOutcomes, completeGeneration } from '../rules/sync-state.js';
+import { addReport, changedSomething, hasLocalChanges, releaseResolvedPathConflicts, remoteView, skipFix, warnsSkip } from '../rules/sync-rules.js';
+import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from '../rules/types.js';
 
 /** What every store's pass shares with the loop that runs it. */
 export interface StorePassContext {

@@ -1,11 +1,11 @@
 import { setMaxListeners } from 'node:events';
-import { coerceError } from '../errors.js';
-import { combineSignals } from '../internal/abort.js';
-import type { Clock } from '../internal/clock.js';
-import { errorSummary, type Logger } from '../internal/logger.js';
+import { coerceError } from '../../errors.js';
+import { combineSignals } from '../../internal/abort.js';
+import type { Clock } from '../../internal/clock.js';
+import { errorSummary, type Logger } from '../../internal/logger.js';
 import { emptyReport } from './executor.js';
-import type { SyncPhase } from './plan.js';
-import type { SyncReport } from './types.js';
+import type { SyncPhase } from '../rules/plan.js';
+import type { SyncReport } from '../rules/types.js';
 
 export interface SyncSchedulerOptions {
   clock: Clock;

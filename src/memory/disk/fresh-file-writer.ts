@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsc, fstatSync, futimesSync, openSync, renameSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
 import { LocalDirError, errCode } from './local-dir-error.js';
-import { TEMP_FILE_PREFIX } from './paths.js';
+import { TEMP_FILE_PREFIX } from '../rules/paths.js';
 import type { DirIdentity, PinnedChain } from './pinned-dir.js';
 
 /**

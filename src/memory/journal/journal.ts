@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
-import { StateFileError } from '../errors.js';
+import { StateFileError } from '../../errors.js';
 import type { OwnerIdentity } from './owner.js';
-import { ensureStateSubdir, safeSegment, syncDir, writeFileDurable } from './state-dir.js';
-import { parseSyncState, setPathKey } from './sync-state.js';
-import type { MemoryAccess, StoreSyncState } from './types.js';
+import { ensureStateSubdir, safeSegment, syncDir, writeFileDurable } from '../disk/state-dir.js';
+import { parseSyncState, setPathKey } from '../rules/sync-state.js';
+import type { MemoryAccess, StoreSyncState } from '../rules/types.js';
 
 /**
  * The journal: one file per mounted store, `<stateDir>/journal/<hash of the mount path>.json`,

@@ -4,11 +4,11 @@
  * unsaved at the end, and the fix a skip warning names. Pure: no file, request or clock.
  */
 
-import type { LocalScan } from './local-scan.js';
-import type { SkippedEntry } from './local-dir.js';
+import type { LocalScan } from '../disk/local-scan.js';
+import type { SkippedEntry } from '../disk/local-dir.js';
 import { caseCollisionReason, foldCase, groupCaseCollisions, remotePathToRel } from './paths.js';
 import type { RemoteEntry } from './plan.js';
-import { isPathConflictReason } from './remote-store.js';
+import { isPathConflictReason } from '../remote/remote-store.js';
 import type { StoreSyncState, SyncReport } from './types.js';
 import { setPathKey, pathEntry } from './sync-state.js';
 

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { StateFileError } from '../errors.js';
+import { StateFileError } from '../../errors.js';
 import type { LocalDir } from './local-dir.js';
 import { splitRelPath } from './local-dir.js';
 import { ensureStateSubdir, safeSegment } from './state-dir.js';

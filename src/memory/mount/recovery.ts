@@ -1,22 +1,22 @@
 import * as fsp from 'node:fs/promises';
 import type Anthropic from '@anthropic-ai/sdk';
-import { coerceError } from '../errors.js';
-import { monotonicClock, type Clock } from '../internal/clock.js';
-import { MEMORY_DEFAULTS } from '../internal/defaults.js';
-import { errorSummary, resolveLogger, type Logger } from '../internal/logger.js';
-import { fromJournalState, Journal, type JournalEntry } from './journal.js';
-import { LocalDir } from './local-dir.js';
-import { isUnderSkipped, scanLocal } from './local-scan.js';
-import { isValidMarker } from './marker.js';
-import { MountedSession, MountedStore } from './mounted.js';
-import { checkOwner, currentOwner } from './owner.js';
-import { remotePathToRel } from './paths.js';
-import { planSync, type RemoteEntry } from './plan.js';
-import { RemoteStore } from './remote-store.js';
-import { defaultStateDir } from './state-dir.js';
-import { StatCache } from './stat-cache.js';
-import { SyncLoop } from './sync-loop.js';
-import type { MemoryDeleteMode } from './types.js';
+import { coerceError } from '../../errors.js';
+import { monotonicClock, type Clock } from '../../internal/clock.js';
+import { MEMORY_DEFAULTS } from '../../internal/defaults.js';
+import { errorSummary, resolveLogger, type Logger } from '../../internal/logger.js';
+import { fromJournalState, Journal, type JournalEntry } from '../journal/journal.js';
+import { LocalDir } from '../disk/local-dir.js';
+import { isUnderSkipped, scanLocal } from '../disk/local-scan.js';
+import { isValidMarker } from '../rules/marker.js';
+import { MountedSession, MountedStore } from '../sync/mounted.js';
+import { checkOwner, currentOwner } from '../journal/owner.js';
+import { remotePathToRel } from '../rules/paths.js';
+import { planSync, type RemoteEntry } from '../rules/plan.js';
+import { RemoteStore } from '../remote/remote-store.js';
+import { defaultStateDir } from '../disk/state-dir.js';
+import { StatCache } from '../disk/stat-cache.js';
+import { SyncLoop } from '../sync/sync-loop.js';
+import type { MemoryDeleteMode } from '../rules/types.js';
 
 /**
  * What is done with the journal's leftovers: the folders a worker that is gone left behind.

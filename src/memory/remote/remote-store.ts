@@ -2,13 +2,13 @@ import { setMaxListeners } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/memory-stores/memories';
 import pLimit, { type LimitFunction } from 'p-limit';
-import { withBufferedFetch } from '../api/buffered-fetch.js';
-import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../api/classify.js';
-import { RemoteLimitError } from '../errors.js';
-import { abortReason, isAbortError, linkAbort } from '../internal/abort.js';
-import { API_LIMITS, MEMORY_DEFAULTS } from '../internal/defaults.js';
+import { withBufferedFetch } from '../../api/buffered-fetch.js';
+import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../../api/classify.js';
+import { RemoteLimitError } from '../../errors.js';
+import { abortReason, isAbortError, linkAbort } from '../../internal/abort.js';
+import { API_LIMITS, MEMORY_DEFAULTS } from '../../internal/defaults.js';
 import { readBodyCapped } from './bounded-body.js';
-import { MAX_MEMORY_BYTES } from './local-dir.js';
+import { MAX_MEMORY_BYTES } from '../disk/local-dir.js';
 
 /**
  * The memory endpoints of one store, as the sync needs them, with a per-request retry policy:

@@ -1,9 +1,9 @@
 import pLimit from 'p-limit';
 import { emptyReport, type ActionDone } from './executor.js';
-import { earlyUpload, type EarlyUploadIndex } from './early-upload-rule.js';
-import type { LocalEntry, RemoteEntry, SyncAction } from './plan.js';
-import type { ActionOutcome } from './sync-state.js';
-import type { SyncReport } from './types.js';
+import { earlyUpload, type EarlyUploadIndex } from '../rules/early-upload-rule.js';
+import type { LocalEntry, RemoteEntry, SyncAction } from '../rules/plan.js';
+import type { ActionOutcome } from '../rules/sync-state.js';
+import type { SyncReport } from '../rules/types.js';
 
 type PushCreate = Extract<SyncAction, { kind: 'push-create' }>;
 

@@ -3,12 +3,12 @@ import { constants as fsc, createWriteStream, lstatSync, unlinkSync, type BigInt
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { InternalError } from '../errors.js';
-import { API_LIMITS } from '../internal/defaults.js';
+import { InternalError } from '../../errors.js';
+import { API_LIMITS } from '../../internal/defaults.js';
 import { FreshFileWriter } from './fresh-file-writer.js';
 import { LocalDirError, errCode } from './local-dir-error.js';
-import { MARKER_FILE_NAME } from './marker.js';
-import { MAX_PATH_SEGMENTS, TEMP_FILE_PREFIX } from './paths.js';
+import { MARKER_FILE_NAME } from '../rules/marker.js';
+import { MAX_PATH_SEGMENTS, TEMP_FILE_PREFIX } from '../rules/paths.js';
 import { PinnedChain, type DirIdentity } from './pinned-dir.js';
 import { openFailure, readPinnedSync } from './pinned-read.js';
 

@@ -27,7 +27,7 @@
  *   since the scan, skip the upload (`transient`) so the next sync sees the new version.
  */
 
-import { assertNever } from '../internal/assert-never.js';
+import { assertNever } from '../../internal/assert-never.js';
 import { checkRelPath } from './paths.js';
 import type { BaselineEntry, MemoryDeleteMode, StoreSyncState } from './types.js';
 import { pathEntry } from './sync-state.js';

@@ -1,20 +1,20 @@
 import type { BigIntStats } from 'node:fs';
 import pLimit from 'p-limit';
-import { statusOf } from '../api/classify.js';
-import { coerceError } from '../errors.js';
-import { isAbortError } from '../internal/abort.js';
-import { assertNever } from '../internal/assert-never.js';
-import { errorSummary, type Logger } from '../internal/logger.js';
-import type { ConflictCopies } from './conflict-copies.js';
-import { LocalDir, LocalDirError, MAX_MEMORY_BYTES } from './local-dir.js';
-import { sha256Hex, type LocalScan } from './local-scan.js';
-import { relToRemotePath } from './paths.js';
-import type { SyncAction, SyncPlan } from './plan.js';
-import type { RemoteMemory, RemoteStore } from './remote-store.js';
-import { isNewBlockedPull, localDeleteVerdict, pullRaceVerdict, remoteDeleteVerdict, uploadVerdict } from './race-rules.js';
-import { sameFileStat, type StatCache } from './stat-cache.js';
-import { applyOutcomes, type ActionOutcome, pathEntry } from './sync-state.js';
-import type { MemoryEventMap, StoreSyncState, SyncReport } from './types.js';
+import { statusOf } from '../../api/classify.js';
+import { coerceError } from '../../errors.js';
+import { isAbortError } from '../../internal/abort.js';
+import { assertNever } from '../../internal/assert-never.js';
+import { errorSummary, type Logger } from '../../internal/logger.js';
+import type { ConflictCopies } from '../disk/conflict-copies.js';
+import { LocalDir, LocalDirError, MAX_MEMORY_BYTES } from '../disk/local-dir.js';
+import { sha256Hex, type LocalScan } from '../disk/local-scan.js';
+import { relToRemotePath } from '../rules/paths.js';
+import type { SyncAction, SyncPlan } from '../rules/plan.js';
+import type { RemoteMemory, RemoteStore } from '../remote/remote-store.js';
+import { isNewBlockedPull, localDeleteVerdict, pullRaceVerdict, remoteDeleteVerdict, uploadVerdict } from '../rules/race-rules.js';
+import { sameFileStat, type StatCache } from '../disk/stat-cache.js';
+import { applyOutcomes, type ActionOutcome, pathEntry } from '../rules/sync-state.js';
+import type { MemoryEventMap, StoreSyncState, SyncReport } from '../rules/types.js';
 
 /**
  * Runs one store's sync plan: the I/O edge of the planner. Actions run in four phases so that a
