@@ -11,6 +11,7 @@ import { MARKER_FILE_NAME } from '../rules/marker.js';
 import { MAX_PATH_SEGMENTS, TEMP_FILE_PREFIX } from '../rules/paths.js';
 import { PinnedChain, type DirIdentity } from './pinned-dir.js';
 import { openFailure, readPinnedSync } from './pinned-read.js';
+import type { SkippedEntry } from '../rules/scan.js';
 
 export { LocalDirError, type LocalDirFailure } from './local-dir-error.js';
 
@@ -59,17 +60,6 @@ const SCAN_READ_COST = 4;
 const REMOVE_BATCH = 64;
 /** Most passes the removal makes over the root before giving up (an agent refilling it). */
 const REMOVE_MAX_PASSES = 64;
-
-/** What a scan skipped without opening it, and why. */
-export interface SkippedEntry {
-  /** Store-relative path; `''` for the root itself. A skipped folder stands for everything below it. */
-  rel: string;
-  kind: 'symlink' | 'fifo' | 'socket' | 'device' | 'unreadable-name' | 'unreadable' | 'too-long' | 'too-deep' | 'vanished';
-  /** The errno code behind an `unreadable`, `too-long` or `vanished` entry. */
-  code?: string | undefined;
-  /** One sentence for the warning: what the entry is and why it is not synced. */
-  reason?: string | undefined;
-}
 
 /**
  * Called by {@link LocalDir.scan} for each regular file found, with its lstat, while its folder is

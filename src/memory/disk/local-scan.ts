@@ -1,36 +1,17 @@
 import { isUtf8 } from 'node:buffer';
 import * as crypto from 'node:crypto';
-import { LocalDir, LocalDirError, MAX_MEMORY_BYTES, type SkippedEntry } from './local-dir.js';
+import { LocalDir, LocalDirError, MAX_MEMORY_BYTES } from './local-dir.js';
 import { checkRelPath } from '../rules/paths.js';
 import type { LocalEntry } from '../rules/plan.js';
-import { fileStatOf, type FileStat, type StatCache } from './stat-cache.js';
+import { fileStatOf, type FileStat } from '../rules/file-stat.js';
+import type { LocalScan, SkippedEntry } from '../rules/scan.js';
+import type { StatCache } from './stat-cache.js';
 
 /**
- * The local half of a sync's inputs: every regular file of a store folder as a planner
- * `LocalEntry`. Unchanged files are answered by the stat cache and not read; files over the
- * server's size limit are reported `unsyncable` from their size alone and never read; files that
- * are not UTF-8 text are `unsyncable` too (the server stores text).
+ * Scans a store folder into the {@link LocalScan} a sync plans from. Unchanged files are answered
+ * by the stat cache and not read; files over the server's size limit are `unsyncable` from their
+ * size alone and never read; files that are not UTF-8 text are `unsyncable` too.
  */
-export interface LocalScan {
-  entries: Map<string, LocalEntry>;
-  /** The identity each file had when scanned (fingerprints, delete checks). */
-  stats: Map<string, FileStat>;
-  /**
-   * Entries present but not readable as regular files (FIFOs, symlinks, unreadable or over-long
-   * paths, files that vanished mid-scan). A skipped path is never taken for a deletion.
-   */
-  skipped: SkippedEntry[];
-  /** Regular files with our reserved temp prefix: never synced, kept aside at the end. */
-  reserved: string[];
-  markerPresent: boolean;
-  /** How many files had to be read (0 on an idle sync). */
-  filesRead: number;
-  /**
-   * The bytes of files this scan read, up to {@link KEPT_BYTES_BUDGET} in all, so an upload sends
-   * them without reading the file again.
-   */
-  contents: Map<string, Buffer>;
-}
 
 /** Most bytes one scan keeps for the uploads that follow it. */
 export const KEPT_BYTES_BUDGET = 16 * 1024 * 1024;
@@ -141,14 +122,6 @@ function skippedFor(rel: string, e: unknown): SkippedEntry {
   }
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
   return { rel, kind: code === 'ENAMETOOLONG' ? 'too-long' : 'unreadable', code };
-}
-
-/** True when `rel` is a skipped entry or lies below a skipped folder (`''` stands for the root). */
-export function isUnderSkipped(rel: string, skipped: ReadonlySet<string>): boolean {
-  if (skipped.size === 0) return false;
-  if (skipped.has('') || skipped.has(rel)) return true;
-  for (let i = rel.indexOf('/'); i !== -1; i = rel.indexOf('/', i + 1)) if (skipped.has(rel.slice(0, i))) return true;
-  return false;
 }
 
 function toEntry(sha: string, utf8: boolean, size: number): LocalEntry {

@@ -3,9 +3,10 @@ import { constants as fsc } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { StateFileError } from '../../errors.js';
-import type { OwnerIdentity } from './owner.js';
+import type { OwnerIdentity } from '../rules/owner-verdict.js';
 import { ensureStateSubdir, safeSegment, syncDir, writeFileDurable } from '../disk/state-dir.js';
-import { parseSyncState, setPathKey } from '../rules/sync-state.js';
+import { parseSyncState } from '../rules/sync-state.js';
+import { setPathKey } from '../rules/path-record.js';
 import type { MemoryAccess, StoreSyncState } from '../rules/types.js';
 
 /**

@@ -17,7 +17,8 @@ import { checkParent, createRoot, inspectPath, probeCaseInsensitive, validateSpe
 import { fromJournalState, Journal, type JournalEntry } from '../journal/journal.js';
 import { MountedSession, MountedStore, type JournalBinding } from '../sync/mounted.js';
 import { isInsideAllowedRoots, normalizeAllowedRoots } from './mount-path-guard.js';
-import { checkOwner, currentOwner, type OwnerIdentity } from '../journal/owner.js';
+import { checkOwner, currentOwner } from '../journal/owner.js';
+import type { OwnerIdentity } from '../rules/owner-verdict.js';
 import { groupCaseCollisions, remotePathToRel } from '../rules/paths.js';
 import { FULL_PAGE_LIMIT, RemoteStore, type RemoteMemoryWithContent } from '../remote/remote-store.js';
 import { PageBudget } from '../remote/page-budget.js';
@@ -26,7 +27,8 @@ import { defaultStateDir } from '../disk/state-dir.js';
 import { StatCache } from '../disk/stat-cache.js';
 import { storeRoot } from './store-root.js';
 import { SyncLoop } from '../sync/sync-loop.js';
-import { createSyncState, setPathKey } from '../rules/sync-state.js';
+import { createSyncState } from '../rules/sync-state.js';
+import { setPathKey } from '../rules/path-record.js';
 import { WriteQueue } from './write-queue.js';
 import type { BaselineEntry, MemoryAccess, MemoryDeleteMode, MemoryEventMap } from '../rules/types.js';
 

@@ -9,6 +9,7 @@ import { abortReason, isAbortError, linkAbort } from '../../internal/abort.js';
 import { API_LIMITS, MEMORY_DEFAULTS } from '../../internal/defaults.js';
 import { readBodyCapped } from './bounded-body.js';
 import { MAX_MEMORY_BYTES } from '../disk/local-dir.js';
+import { PATH_CONFLICT_REASON_PREFIX } from '../rules/path-conflict.js';
 
 /**
  * The memory endpoints of one store, as the sync needs them, with a per-request retry policy:
@@ -455,20 +456,6 @@ function toRemote(m: BetaManagedAgentsMemory): RemoteMemory {
 export function rethrowAbort(e: unknown, signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortReason(signal);
   if (isUserAbortError(e) || (isAbortError(e) && !isConnectionError(e))) throw e;
-}
-
-/**
- * Start of the refusal reason of an upload refused because another memory's path overlaps it (a
- * local file where the store has a folder, or a local folder where the store has a file). Unlike
- * other refusals it does not depend on the file's content only: once the conflicting memory is gone
- * from the store (typically deleted by a later sync, when the agent replaced a file by a folder),
- * the path is retried.
- */
-export const PATH_CONFLICT_REASON_PREFIX = 'path conflict: the store holds an overlapping memory at ';
-
-/** True for a refusal reason recorded for a path conflict (see {@link PATH_CONFLICT_REASON_PREFIX}). */
-export function isPathConflictReason(reason: string): boolean {
-  return reason.startsWith(PATH_CONFLICT_REASON_PREFIX);
 }
 
 /** Map a failed write to what the planner needs to know about it. */

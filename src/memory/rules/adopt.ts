@@ -1,5 +1,5 @@
 import type { MarkerVerdict } from './folder-verdict.js';
-import type { OwnerVerdict } from '../journal/owner.js';
+import type { OwnerVerdict } from './owner-verdict.js';
 
 /**
  * Whether a mount may take over what it finds at its path. Pure: the caller observes the path,

@@ -1,4 +1,4 @@
-import { isUnderSkipped, type LocalScan } from '../disk/local-scan.js';
+import { isUnderSkipped, type LocalScan } from './scan.js';
 import type { StoreSyncState } from './types.js';
 
 /**

@@ -30,7 +30,7 @@
 import { assertNever } from '../../internal/assert-never.js';
 import { checkRelPath } from './paths.js';
 import type { BaselineEntry, MemoryDeleteMode, StoreSyncState } from './types.js';
-import { pathEntry } from './sync-state.js';
+import { pathEntry } from './path-record.js';
 
 /**
  * Local view of one path, produced by the local scan. Unchanged files are not read: the stat

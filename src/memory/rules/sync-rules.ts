@@ -4,13 +4,12 @@
  * unsaved at the end, and the fix a skip warning names. Pure: no file, request or clock.
  */
 
-import type { LocalScan } from '../disk/local-scan.js';
-import type { SkippedEntry } from '../disk/local-dir.js';
+import type { LocalScan, SkippedEntry } from './scan.js';
 import { caseCollisionReason, foldCase, groupCaseCollisions, remotePathToRel } from './paths.js';
 import type { RemoteEntry } from './plan.js';
-import { isPathConflictReason } from '../remote/remote-store.js';
+import { isPathConflictReason } from './path-conflict.js';
 import type { StoreSyncState, SyncReport } from './types.js';
-import { setPathKey, pathEntry } from './sync-state.js';
+import { setPathKey, pathEntry } from './path-record.js';
 
 /** The listing as the planner sees it. */
 export interface RemoteView<M> {

@@ -7,13 +7,16 @@ import { assertNever } from '../../internal/assert-never.js';
 import { errorSummary, type Logger } from '../../internal/logger.js';
 import type { ConflictCopies } from '../disk/conflict-copies.js';
 import { LocalDir, LocalDirError, MAX_MEMORY_BYTES } from '../disk/local-dir.js';
-import { sha256Hex, type LocalScan } from '../disk/local-scan.js';
+import { sha256Hex } from '../disk/local-scan.js';
+import type { LocalScan } from '../rules/scan.js';
 import { relToRemotePath } from '../rules/paths.js';
 import type { SyncAction, SyncPlan } from '../rules/plan.js';
 import type { RemoteMemory, RemoteStore } from '../remote/remote-store.js';
 import { isNewBlockedPull, localDeleteVerdict, pullRaceVerdict, remoteDeleteVerdict, uploadVerdict } from '../rules/race-rules.js';
-import { sameFileStat, type StatCache } from '../disk/stat-cache.js';
-import { applyOutcomes, type ActionOutcome, pathEntry } from '../rules/sync-state.js';
+import { sameFileStat } from '../rules/file-stat.js';
+import type { StatCache } from '../disk/stat-cache.js';
+import { applyOutcomes, type ActionOutcome } from '../rules/sync-state.js';
+import { pathEntry } from '../rules/path-record.js';
 import type { MemoryEventMap, StoreSyncState, SyncReport } from '../rules/types.js';
 
 /**

@@ -6,7 +6,7 @@ import { toJournalState, type CarriedDeletes, type Journal } from '../journal/jo
 import { JournalChangeCheck } from '../journal/journal-serialisation.js';
 import type { LocalDir } from '../disk/local-dir.js';
 import { isValidMarker } from '../rules/marker.js';
-import type { OwnerIdentity } from '../journal/owner.js';
+import type { OwnerIdentity } from '../rules/owner-verdict.js';
 import type { StatCache } from '../disk/stat-cache.js';
 import type { MemoryAccess, MemoryEventMap, StoreSyncState } from '../rules/types.js';
 

@@ -11,7 +11,8 @@ import { emptyReport, executeAction, executePlan, type ExecuteContext } from './
 import { earlyUploadIndex } from '../rules/early-upload-rule.js';
 import { EarlyUploads } from './early-uploads.js';
 import { MARKER_CHANGED_DURING_SYNC, folderVerdict, markerProblemWarning, markerVerdict, type FolderFacts, type MarkerRead } from '../rules/folder-verdict.js';
-import { isUnderSkipped, scanLocal, type LocalScan } from '../disk/local-scan.js';
+import { scanLocal } from '../disk/local-scan.js';
+import { isUnderSkipped, type LocalScan } from '../rules/scan.js';
 import { MARKER_FILE_NAME, markerContent } from '../rules/marker.js';
 import type { MountedStore } from './mounted.js';
 import { isRemoteWrite, planSync, type LocalEntry, type SyncPhase } from '../rules/plan.js';

@@ -11,7 +11,8 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalDir } from '../../../src/memory/disk/local-dir.js';
 import { scanLocal } from '../../../src/memory/disk/local-scan.js';
-import { fileStatOf, sameFileStat, StatCache, type FileStat } from '../../../src/memory/disk/stat-cache.js';
+import { fileStatOf, sameFileStat, type FileStat } from '../../../src/memory/rules/file-stat.js';
+import { StatCache } from '../../../src/memory/disk/stat-cache.js';
 
 describe('scan records', () => {
   let root: string;

@@ -6,7 +6,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { checkOwner, currentOwner, ownerVerdict, type OwnerIdentity, type OwnerObservation } from '../../../src/memory/journal/owner.js';
+import { checkOwner, currentOwner } from '../../../src/memory/journal/owner.js';
+import { ownerVerdict, type OwnerIdentity, type OwnerObservation } from '../../../src/memory/rules/owner-verdict.js';
 
 const recorded: OwnerIdentity = { pid: 4242, startTime: '1000', bootId: 'boot-a' };
 

@@ -3,7 +3,7 @@
 import type { BigIntStats } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { goneCandidates } from '../../../src/memory/rules/gone-paths.js';
-import type { SkippedEntry } from '../../../src/memory/disk/local-dir.js';
+import type { SkippedEntry } from '../../../src/memory/rules/scan.js';
 
 const SHA = 'a'.repeat(64);
 const stat = {} as BigIntStats;

@@ -4,9 +4,9 @@
 // changes to send, what is unsaved at the end, which deletions a clean end carries over, and the
 // fix each skip warning names.
 import { describe, expect, it } from 'vitest';
-import type { SkippedEntry } from '../../../src/memory/disk/local-dir.js';
+import type { SkippedEntry } from '../../../src/memory/rules/scan.js';
 import type { LocalEntry } from '../../../src/memory/rules/plan.js';
-import { PATH_CONFLICT_REASON_PREFIX } from '../../../src/memory/remote/remote-store.js';
+import { PATH_CONFLICT_REASON_PREFIX } from '../../../src/memory/rules/path-conflict.js';
 import { createSyncState } from '../../../src/memory/rules/sync-state.js';
 import {
   carriedDeletes,
