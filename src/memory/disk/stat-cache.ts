@@ -123,3 +123,10 @@ export class StatCache {
     return { hits: this.#hits, misses: this.#misses };
   }
 }
+
+/** A pulled file's mtime: the memory's update time, at least 2 s in the past (see {@link StatCache}). */
+export function backdatedMtimeMs(updatedAt: string | undefined): number {
+  const latest = Date.now() - 2_000;
+  const t = updatedAt === undefined ? Number.NaN : Date.parse(updatedAt);
+  return Number.isFinite(t) ? Math.min(t, latest) : latest;
+}

@@ -7,7 +7,7 @@ import { API_LIMITS } from '../../internal/defaults.js';
 import type { FoundAtPath } from '../rules/adopt.js';
 import type { JournalEntry } from '../journal/journal.js';
 import { LocalDir } from '../disk/local-dir.js';
-import { markerVerdict } from '../rules/folder-verdict.js';
+import { markerVerdict } from '../rules/marker.js';
 import { findParentSymlink } from './mount-path-guard.js';
 import type { MemoryAccess } from '../rules/types.js';
 

@@ -8,7 +8,6 @@ import { abortReason, combineSignals, isAbortError } from '../../internal/abort.
 import { monotonicClock, type Clock } from '../../internal/clock.js';
 import { MEMORY_DEFAULTS, WORKER_DEFAULTS } from '../../internal/defaults.js';
 import { childLogger, errorSummary, resolveLogger, snakeCaseKeys, type Logger } from '../../internal/logger.js';
-import { backdatedMtimeMs } from '../sync/executor.js';
 import { LocalDir, LocalDirError } from '../disk/local-dir.js';
 import { sha256Hex } from '../disk/local-scan.js';
 import { markerContent } from '../rules/marker.js';
@@ -24,7 +23,8 @@ import { FULL_PAGE_LIMIT, RemoteStore, type RemoteMemoryWithContent } from '../r
 import { PageBudget } from '../remote/page-budget.js';
 import { safeEmit } from '../../internal/safe-emit.js';
 import { defaultStateDir } from '../disk/state-dir.js';
-import { StatCache } from '../disk/stat-cache.js';
+import { StatCache, backdatedMtimeMs } from '../disk/stat-cache.js';
+import { memoryConcurrency } from '../sync/options.js';
 import { storeRoot } from './store-root.js';
 import { SyncLoop } from '../sync/sync-loop.js';
 import { createSyncState } from '../rules/sync-state.js';
@@ -159,7 +159,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     super();
     this.#client = opts.client;
     this.#log = resolveLogger(opts.logger).child({ component: 'memory-mounter' });
-    this.#concurrency = Math.max(1, Math.floor(opts.concurrency ?? 16));
+    this.#concurrency = memoryConcurrency(opts.concurrency);
     this.#signal = opts.signal;
     this.#workdir = opts.workdir ?? process.cwd();
     this.#timeoutMs = opts.requestTimeoutMs ?? MEMORY_DEFAULTS.requestTimeoutMs;

@@ -1,4 +1,4 @@
-import type { MarkerVerdict } from './folder-verdict.js';
+import type { MarkerVerdict } from './marker.js';
 import type { OwnerVerdict } from './owner-verdict.js';
 
 /**

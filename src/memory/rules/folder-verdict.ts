@@ -1,47 +1,12 @@
 /**
- * Whether a mount folder still belongs to its store, decided from what was observed there. Pure:
- * the mounter and the sync loop read the folder and its marker, and these functions decide. The
- * same marker rule serves both, so a folder the mounter calls ours is one the sync loop syncs.
+ * What a sync does with a store's folder, decided from what was observed there. Pure: the sync
+ * loop reads the folder and its marker, and this decides. The marker part is the rule of
+ * `marker.ts`, which the mounter applies too, so a folder the mounter calls ours is one the sync
+ * loop syncs.
  */
 
-import { MARKER_FILE_NAME, isValidMarker, markerContent, parseMarker } from './marker.js';
+import { MARKER_FILE_NAME, type MarkerVerdict } from './marker.js';
 import type { SyncPhase } from './plan.js';
-
-/** What was found where the marker goes. */
-export type MarkerRead =
-  | { kind: 'missing' }
-  /** A folder, symlink or FIFO where the marker goes: an altered marker, never one to write over. */
-  | { kind: 'not-a-file' }
-  | { kind: 'bytes'; bytes: Uint8Array };
-
-/**
- * What the marker says about the folder:
- * - `ours`: exactly the marker of this store;
- * - `other-store`: a well-formed marker of another store;
- * - `missing`, `not-a-file`, `malformed`: no usable marker.
- */
-export type MarkerVerdict =
-  | { kind: 'ours' }
-  | { kind: 'other-store'; storeId: string }
-  | { kind: 'missing' }
-  | { kind: 'not-a-file' }
-  | { kind: 'malformed' };
-
-export function markerVerdict(read: MarkerRead, storeId: string): MarkerVerdict {
-  switch (read.kind) {
-    case 'missing':
-    case 'not-a-file':
-      return { kind: read.kind };
-    case 'bytes': {
-      if (isValidMarker(read.bytes, storeId)) return { kind: 'ours' };
-      const parsed = parseMarker(read.bytes);
-      if (parsed !== undefined && parsed.storeId !== storeId) return { kind: 'other-store', storeId: parsed.storeId };
-      return { kind: 'malformed' };
-    }
-    default:
-      return read satisfies never;
-  }
-}
 
 /** What a sync found at a store's mount path. `empty`: nothing in it but the marker and our temp files. */
 export type FolderFacts =
@@ -88,11 +53,3 @@ export function folderVerdict(facts: FolderFacts, root: string, phase: SyncPhase
   }
   return { action: 'skip', problem: `marker ${MARKER_FILE_NAME} is ${marker.kind === 'missing' ? 'missing' : 'altered'}` };
 }
-
-/** The warning for a skipped folder: what is wrong, what is not done, and the fix. */
-export function markerProblemWarning(problem: string, storeId: string): string {
-  return `${problem}; this folder is not synced (nothing uploaded, nothing deleted) until the marker holds ${JSON.stringify(markerContent(storeId))} again`;
-}
-
-/** The problem of a marker that went away between the scan and the uploads. */
-export const MARKER_CHANGED_DURING_SYNC = `marker ${MARKER_FILE_NAME} vanished or changed during the sync`;

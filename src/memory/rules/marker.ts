@@ -4,7 +4,8 @@
  * Format (shared with the official worker, so folders are interchangeable): the UTF-8 bytes of
  * `version 1\n<memory_store_id>`, one `\n`, no trailing newline. A folder whose marker is missing
  * or holds anything else is never synced. Pure: no filesystem access here; the mounter and the
- * sync loop read and write the bytes.
+ * sync loop read and write the bytes, and this file says what they mean ({@link markerVerdict}, the
+ * one rule both apply) and what a folder skipped for its marker is warned with.
  */
 
 /** File name of the marker, at the root of every mounted store. Reserved: never uploaded, never downloaded. */
@@ -74,3 +75,47 @@ export function parseMarker(bytes: Uint8Array): ParsedMarker | undefined {
   if (version === undefined || storeId === undefined) return undefined;
   return { version: Number(version), storeId };
 }
+
+/** What was found where the marker goes. */
+export type MarkerRead =
+  | { kind: 'missing' }
+  /** A folder, symlink or FIFO where the marker goes: an altered marker, never one to write over. */
+  | { kind: 'not-a-file' }
+  | { kind: 'bytes'; bytes: Uint8Array };
+
+/**
+ * What the marker says about the folder:
+ * - `ours`: exactly the marker of this store;
+ * - `other-store`: a well-formed marker of another store;
+ * - `missing`, `not-a-file`, `malformed`: no usable marker.
+ */
+export type MarkerVerdict =
+  | { kind: 'ours' }
+  | { kind: 'other-store'; storeId: string }
+  | { kind: 'missing' }
+  | { kind: 'not-a-file' }
+  | { kind: 'malformed' };
+
+export function markerVerdict(read: MarkerRead, storeId: string): MarkerVerdict {
+  switch (read.kind) {
+    case 'missing':
+    case 'not-a-file':
+      return { kind: read.kind };
+    case 'bytes': {
+      if (isValidMarker(read.bytes, storeId)) return { kind: 'ours' };
+      const parsed = parseMarker(read.bytes);
+      if (parsed !== undefined && parsed.storeId !== storeId) return { kind: 'other-store', storeId: parsed.storeId };
+      return { kind: 'malformed' };
+    }
+    default:
+      return read satisfies never;
+  }
+}
+
+/** The warning for a skipped folder: what is wrong, what is not done, and the fix. */
+export function markerProblemWarning(problem: string, storeId: string): string {
+  return `${problem}; this folder is not synced (nothing uploaded, nothing deleted) until the marker holds ${JSON.stringify(markerContent(storeId))} again`;
+}
+
+/** The problem of a marker that went away between the scan and the uploads. */
+export const MARKER_CHANGED_DURING_SYNC = `marker ${MARKER_FILE_NAME} vanished or changed during the sync`;

@@ -11,8 +11,6 @@
 
 import { MARKER_FILE_NAME } from './marker.js';
 
-export { MARKER_FILE_NAME };
-
 /** Name prefix of our atomic-write temp files (temp + rename). Reserved at every depth: never synced either way. */
 export const TEMP_FILE_PREFIX = '.maw-tmp-';
 

@@ -8,7 +8,7 @@ import type { LocalScan, SkippedEntry } from './scan.js';
 import { caseCollisionReason, foldCase, groupCaseCollisions, remotePathToRel } from './paths.js';
 import type { RemoteEntry } from './plan.js';
 import { isPathConflictReason } from './path-conflict.js';
-import type { StoreSyncState, SyncReport } from './types.js';
+import type { StoreSyncState } from './types.js';
 import { setPathKey, pathEntry } from './path-record.js';
 
 /** The listing as the planner sees it. */
@@ -204,24 +204,6 @@ export function skipFix(kind: SkippedEntry['kind'], where: string): string {
     default:
       return kind satisfies never;
   }
-}
-
-/** True when a sync changed something on either side (or refused something): worth an info line. */
-export function changedSomething(r: SyncReport): boolean {
-  return r.uploads + r.downloads + r.conflicts + r.deletes + r.localDeletes + r.wouldDeletes + r.refusals > 0;
-}
-
-/** Add `r`'s counts into `into` (not the duration). */
-export function addReport(into: SyncReport, r: SyncReport): void {
-  into.uploads += r.uploads;
-  into.downloads += r.downloads;
-  into.conflicts += r.conflicts;
-  into.deletes += r.deletes;
-  into.localDeletes += r.localDeletes;
-  into.wouldDeletes += r.wouldDeletes;
-  into.refusals += r.refusals;
-  into.errors += r.errors;
-  into.skippedStores += r.skippedStores;
 }
 
 /**

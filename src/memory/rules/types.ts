@@ -4,6 +4,10 @@
  * it and a crash-recovery pass can read it back.
  */
 
+import type { SyncReport } from './sync-report.js';
+
+export type { SyncReport };
+
 /** What a local deletion may do on the server. */
 export type MemoryDeleteMode = 'enabled' | 'log_only' | 'disabled';
 
@@ -55,21 +59,6 @@ export interface PendingDelete {
   sinceMs?: number | undefined;
   /** In the journal only: how long it had been missing when the entry was written. */
   goneForMs?: number | undefined;
-}
-
-/** Counts a sync of one store (or of all stores) produced. */
-export interface SyncReport {
-  uploads: number;
-  downloads: number;
-  conflicts: number;
-  deletes: number;
-  localDeletes: number;
-  wouldDeletes: number;
-  refusals: number;
-  errors: number;
-  /** Stores skipped because their marker was missing or altered. */
-  skippedStores: number;
-  durationMs: number;
 }
 
 /** Payloads of the memory events. Every payload is one object, so fields can be added later. */

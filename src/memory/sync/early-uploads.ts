@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
-import { emptyReport, type ActionDone } from './executor.js';
+import type { ActionDone } from './executor.js';
+import { emptyReport } from '../rules/sync-report.js';
 import { earlyUpload, type EarlyUploadIndex } from '../rules/early-upload-rule.js';
 import type { LocalEntry, RemoteEntry, SyncAction } from '../rules/plan.js';
 import type { ActionOutcome } from '../rules/sync-state.js';

@@ -14,9 +14,10 @@ import type { SyncAction, SyncPlan } from '../rules/plan.js';
 import type { RemoteMemory, RemoteStore } from '../remote/remote-store.js';
 import { isNewBlockedPull, localDeleteVerdict, pullRaceVerdict, remoteDeleteVerdict, uploadVerdict } from '../rules/race-rules.js';
 import { sameFileStat } from '../rules/file-stat.js';
-import type { StatCache } from '../disk/stat-cache.js';
+import { backdatedMtimeMs, type StatCache } from '../disk/stat-cache.js';
 import { applyOutcomes, type ActionOutcome } from '../rules/sync-state.js';
 import { pathEntry } from '../rules/path-record.js';
+import { emptyReport } from '../rules/sync-report.js';
 import type { MemoryEventMap, StoreSyncState, SyncReport } from '../rules/types.js';
 
 /**
@@ -59,10 +60,6 @@ export interface ExecuteResult {
   report: SyncReport;
   /** Uploads planned but not done (aborted, failed or skipped): local changes not in the store. */
   notSaved: string[];
-}
-
-export function emptyReport(): SyncReport {
-  return { uploads: 0, downloads: 0, conflicts: 0, deletes: 0, localDeletes: 0, wouldDeletes: 0, refusals: 0, errors: 0, skippedStores: 0, durationMs: 0 };
 }
 
 const PHASES: ReadonlyArray<ReadonlyArray<SyncAction['kind']>> = [['delete-local'], ['delete-remote'], ['pull'], ['push-create', 'push-update']];
@@ -435,12 +432,4 @@ async function hashLocal(dir: LocalDir, rel: string): Promise<string | undefined
     if (e instanceof LocalDirError) return e.failure === 'too-large' ? 'too-large' : undefined;
     throw e;
   }
-}
-
-
-/** A pulled file's mtime: the memory's update time, at least 2 s in the past (see StatCache). */
-export function backdatedMtimeMs(updatedAt: string | undefined): number {
-  const latest = Date.now() - 2_000;
-  const t = updatedAt === undefined ? Number.NaN : Date.parse(updatedAt);
-  return Number.isFinite(t) ? Math.min(t, latest) : latest;
 }

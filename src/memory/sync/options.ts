@@ -54,3 +54,11 @@ export function checkMemoryOptions(input: MemoryOptionsInput, where = 'memory op
   });
   throw new ConfigError(`invalid ${where}:\n  ${lines.join('\n  ')}`, lines);
 }
+
+/** Content fetches and file writes in flight per store (SyncLoop) and per mount (MemoryMounter), by default. */
+export const MEMORY_CONCURRENCY_DEFAULT = 16;
+
+/** The fan-out a SyncLoop or MemoryMounter runs with: its `concurrency` option rounded down, at least 1. */
+export function memoryConcurrency(concurrency: number | undefined): number {
+  return Math.max(1, Math.floor(concurrency ?? MEMORY_CONCURRENCY_DEFAULT));
+}

@@ -7,18 +7,19 @@ import type { Clock } from '../../internal/clock.js';
 import { errorSummary, snakeCaseKeys } from '../../internal/logger.js';
 import { safeEmit } from '../../internal/safe-emit.js';
 import type { ConflictCopies } from '../disk/conflict-copies.js';
-import { emptyReport, executeAction, executePlan, type ExecuteContext } from './executor.js';
+import { executeAction, executePlan, type ExecuteContext } from './executor.js';
+import { addReport, changedSomething, emptyReport } from '../rules/sync-report.js';
 import { earlyUploadIndex } from '../rules/early-upload-rule.js';
 import { EarlyUploads } from './early-uploads.js';
-import { MARKER_CHANGED_DURING_SYNC, folderVerdict, markerProblemWarning, markerVerdict, type FolderFacts, type MarkerRead } from '../rules/folder-verdict.js';
+import { folderVerdict, type FolderFacts } from '../rules/folder-verdict.js';
 import { scanLocal } from '../disk/local-scan.js';
 import { isUnderSkipped, type LocalScan } from '../rules/scan.js';
-import { MARKER_FILE_NAME, markerContent } from '../rules/marker.js';
+import { MARKER_CHANGED_DURING_SYNC, MARKER_FILE_NAME, markerContent, markerProblemWarning, markerVerdict, type MarkerVerdict } from '../rules/marker.js';
 import type { MountedStore } from './mounted.js';
 import { isRemoteWrite, planSync, type LocalEntry, type SyncPhase } from '../rules/plan.js';
 import { RemoteStore, type RemoteMemory } from '../remote/remote-store.js';
 import { applyOutcomes, completeGeneration } from '../rules/sync-state.js';
-import { addReport, changedSomething, hasLocalChanges, releaseResolvedPathConflicts, remoteView, skipFix, warnsSkip } from '../rules/sync-rules.js';
+import { hasLocalChanges, releaseResolvedPathConflicts, remoteView, skipFix, warnsSkip } from '../rules/sync-rules.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from '../rules/types.js';
 
 /** What every store's pass shares with the loop that runs it. */
@@ -247,9 +248,7 @@ export class StorePass {
       const st = await fsp.lstat(dir.root).catch(() => undefined);
       return { root: st === undefined ? 'missing' : 'not-a-folder' };
     }
-    const bytes = await dir.readMarker();
-    const read: MarkerRead = bytes !== undefined ? { kind: 'bytes', bytes } : { kind: 'missing' };
-    const marker = markerVerdict(read, this.store.storeId);
+    const marker = this.#markerVerdict(await dir.readMarker());
     if (marker.kind === 'ours') return { root: 'folder', marker, empty: false };
     const markerStat = await dir.lstat(MARKER_FILE_NAME);
     if (markerStat !== undefined && !markerStat.isFile()) return { root: 'folder', marker: { kind: 'not-a-file' }, empty: false };
@@ -257,9 +256,12 @@ export class StorePass {
   }
 
   async #markerStillOurs(): Promise<boolean> {
-    const bytes = await this.store.dir.readMarker().catch(() => undefined);
-    const read: MarkerRead = bytes !== undefined ? { kind: 'bytes', bytes } : { kind: 'missing' };
-    return markerVerdict(read, this.store.storeId).kind === 'ours';
+    return this.#markerVerdict(await this.store.dir.readMarker().catch(() => undefined)).kind === 'ours';
+  }
+
+  /** What the bytes read where the marker goes say about the folder (`undefined`: no marker file there). */
+  #markerVerdict(bytes: Uint8Array | undefined): MarkerVerdict {
+    return markerVerdict(bytes !== undefined ? { kind: 'bytes', bytes } : { kind: 'missing' }, this.store.storeId);
   }
 
   #markerProblem(problem: string): void {

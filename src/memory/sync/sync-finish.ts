@@ -6,7 +6,7 @@ import type { Clock } from '../../internal/clock.js';
 import { errorSummary, type Logger } from '../../internal/logger.js';
 import { safeEmit } from '../../internal/safe-emit.js';
 import { conflictStamp, type ConflictCopies } from '../disk/conflict-copies.js';
-import { emptyReport } from './executor.js';
+import { emptyReport } from '../rules/sync-report.js';
 import { goneCandidates } from '../rules/gone-paths.js';
 import { scanLocal } from '../disk/local-scan.js';
 import type { MountedSession } from './mounted.js';

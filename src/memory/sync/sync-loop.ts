@@ -4,7 +4,7 @@ import { monotonicClock, type Clock } from '../../internal/clock.js';
 import { childLogger, resolveLogger, snakeCaseKeys, type Logger } from '../../internal/logger.js';
 import { safeEmit } from '../../internal/safe-emit.js';
 import { ConflictCopies, conflictStamp } from '../disk/conflict-copies.js';
-import { emptyReport } from './executor.js';
+import { addReport, emptyReport } from '../rules/sync-report.js';
 import type { MountedSession } from './mounted.js';
 import type { SyncPhase } from '../rules/plan.js';
 import { defaultStateDir } from '../disk/state-dir.js';
@@ -12,7 +12,6 @@ import { StorePass } from './store-pass.js';
 import { finishSession, type FinishReport } from './sync-finish.js';
 import { cloneSyncState } from '../rules/sync-state.js';
 import { SyncScheduler } from './sync-scheduler.js';
-import { addReport } from '../rules/sync-rules.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from '../rules/types.js';
 
 export {
@@ -26,6 +25,7 @@ import {
   MEMORY_DELETE_AFTER_DEFAULT_MS as DELETE_AFTER_DEFAULT_MS,
   MEMORY_SYNC_INTERVAL_DEFAULT_MS as SYNC_INTERVAL_DEFAULT_MS,
   checkMemoryOptions,
+  memoryConcurrency,
 } from './options.js';
 
 export interface SyncLoopOptions {
@@ -125,7 +125,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       deletions: this.#deletions,
       deleteAfterMs: opts.deleteAfterMs ?? DELETE_AFTER_DEFAULT_MS,
       finalDeletes: this.#finalDeletes,
-      concurrency: Math.max(1, Math.floor(opts.concurrency ?? 16)),
+      concurrency: memoryConcurrency(opts.concurrency),
       conflicts: this.#conflicts,
       emitter: this,
       disposed: () => this.#isDisposed(),

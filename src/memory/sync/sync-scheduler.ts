@@ -3,7 +3,7 @@ import { coerceError } from '../../errors.js';
 import { combineSignals } from '../../internal/abort.js';
 import type { Clock } from '../../internal/clock.js';
 import { errorSummary, type Logger } from '../../internal/logger.js';
-import { emptyReport } from './executor.js';
+import { emptyReport } from '../rules/sync-report.js';
 import type { SyncPhase } from '../rules/plan.js';
 import type { SyncReport } from '../rules/types.js';
 

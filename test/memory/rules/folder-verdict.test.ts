@@ -2,15 +2,8 @@
 // folder to its store, and what a sync does with a folder that was removed, emptied, replaced or
 // left with a missing, altered or foreign marker (sync, rebuild and download again, or skip).
 import { describe, expect, it } from 'vitest';
-import {
-  folderVerdict,
-  markerProblemWarning,
-  markerVerdict,
-  type FolderFacts,
-  type FolderVerdict,
-  type MarkerRead,
-  type MarkerVerdict,
-} from '../../../src/memory/rules/folder-verdict.js';
+import { folderVerdict, type FolderFacts, type FolderVerdict } from '../../../src/memory/rules/folder-verdict.js';
+import { markerProblemWarning, markerVerdict, type MarkerRead, type MarkerVerdict } from '../../../src/memory/rules/marker.js';
 import type { SyncPhase } from '../../../src/memory/rules/plan.js';
 
 const STORE = 'memstore_01abc';

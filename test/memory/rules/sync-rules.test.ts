@@ -10,7 +10,6 @@ import { PATH_CONFLICT_REASON_PREFIX } from '../../../src/memory/rules/path-conf
 import { createSyncState } from '../../../src/memory/rules/sync-state.js';
 import {
   carriedDeletes,
-  changedSomething,
   hasLocalChanges,
   isSettledRefusal,
   releaseResolvedPathConflicts,
@@ -21,7 +20,7 @@ import {
   type UnsavedPath,
 } from '../../../src/memory/rules/sync-rules.js';
 import type { StoreSyncState } from '../../../src/memory/rules/types.js';
-import { emptyReport } from '../../../src/memory/sync/executor.js';
+import { changedSomething, emptyReport } from '../../../src/memory/rules/sync-report.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);

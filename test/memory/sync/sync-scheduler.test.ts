@@ -3,7 +3,7 @@
 // arms one trailing sync otherwise, the trailing sync never lands inside a tool call, at most one
 // sync runs at a time, and nothing starts once the loop is closed.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { emptyReport } from '../../../src/memory/sync/executor.js';
+import { emptyReport } from '../../../src/memory/rules/sync-report.js';
 import type { SyncPhase } from '../../../src/memory/rules/plan.js';
 import { SyncScheduler } from '../../../src/memory/sync/sync-scheduler.js';
 import type { SyncReport } from '../../../src/memory/rules/types.js';
