@@ -20,7 +20,6 @@ import {
   type UnsavedPath,
 } from '../../../src/memory/rules/sync-rules.js';
 import type { StoreSyncState } from '../../../src/memory/rules/types.js';
-import { changedSomething, emptyReport } from '../../../src/memory/rules/sync-report.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
@@ -234,20 +233,5 @@ describe('skip warnings', () => {
   it.each(rows)('$description', ({ kind, fix, warned }) => {
     expect(skipFix(kind, where)).toBe(fix);
     expect(warnsSkip(kind)).toBe(warned);
-  });
-});
-
-describe('changedSomething', () => {
-  const rows: Array<{ description: string; field: keyof ReturnType<typeof emptyReport> | undefined; expected: boolean }> = [
-    { description: 'an idle sync changed nothing', field: undefined, expected: false },
-    { description: 'an upload is a change', field: 'uploads', expected: true },
-    { description: 'a refusal is worth reporting', field: 'refusals', expected: true },
-    { description: 'an error alone is no change (it is warned about apart)', field: 'errors', expected: false },
-    { description: 'a skipped store alone is no change', field: 'skippedStores', expected: false },
-  ];
-  it.each(rows)('$description', ({ field, expected }) => {
-    const r = emptyReport();
-    if (field) r[field] = 1;
-    expect(changedSomething(r)).toBe(expected);
   });
 });
