@@ -12,7 +12,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import pino from 'pino';
-import { slug } from '../../src/memory/mounter.js';
+import { slug } from '../../src/memory/mount/mounter.js';
 import { startEmulator, type Emulator, type FaultHandle, type ScriptStep } from '../../src/testing/index.js';
 import { EnvironmentWorker } from '../../src/worker/environment-worker.js';
 import { judgeSoak, type EditOnDisk, type SoakVerdict, type StoreObservation } from './invariants.js';

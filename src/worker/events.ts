@@ -1,4 +1,4 @@
-import type { MemoryEventMap } from '../memory/types.js';
+import type { MemoryEventMap } from '../memory/rules/types.js';
 import type { FinishReport } from './memory-port.js';
 
 /** How one work item ended. */

@@ -6,9 +6,9 @@ import type { EventEmitter } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { Logger } from '../internal/logger.js';
-import type { MemoryAccess, MemoryDeleteMode, MemoryEventMap, SyncReport } from '../memory/types.js';
-import type { StoreWrapper } from '../memory/mounter.js';
-import type { SyncWrapper } from '../memory/sync-loop.js';
+import type { MemoryAccess, MemoryDeleteMode, MemoryEventMap, SyncReport } from '../memory/rules/types.js';
+import type { StoreWrapper } from '../memory/mount/mounter.js';
+import type { SyncWrapper } from '../memory/sync/sync-loop.js';
 import type { ToolCallHooks } from './tool-guard.js';
 
 export type { FinishReport } from '../memory/index.js';

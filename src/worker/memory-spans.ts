@@ -1,9 +1,9 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
 import type { EventEmitter } from 'node:events';
-import type { SyncPhase } from '../memory/plan.js';
-import type { MemoryEventMap, SyncReport } from '../memory/types.js';
+import type { SyncPhase } from '../memory/rules/plan.js';
+import type { MemoryEventMap, SyncReport } from '../memory/rules/types.js';
 import type { FinishReport } from './memory-port.js';
-import type { StoreWrapper } from '../memory/mounter.js';
+import type { StoreWrapper } from '../memory/mount/mounter.js';
 import { guardTracing, setErrorStatus, withSpan, type WorkTracers } from './tracing.js';
 
 /** Names of the memory spans, children of the work span. */

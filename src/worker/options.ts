@@ -9,7 +9,7 @@ import { describeValue as describeReceived, isObject, looksLikeClient, looksLike
 import { isTimerClock, monotonicClock, type TimerClock } from '../internal/clock.js';
 import { WORKER_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
-import type { MemoryDeleteMode } from '../memory/types.js';
+import type { MemoryDeleteMode } from '../memory/rules/types.js';
 import { resolveSandboxOption, SANDBOX_OPTION_EXPECTED, sandboxOptionSchema, type ResolvedSandboxOptions, type SandboxOption } from '../sandbox/options.js';
 
 import {
@@ -19,7 +19,7 @@ import {
   MEMORY_SYNC_INTERVAL_DEFAULT_MS,
   MEMORY_SYNC_INTERVAL_MIN_MS,
   memoryOptionFields,
-} from '../memory/options.js';
+} from '../memory/sync/options.js';
 
 export { FINAL_FLUSH_DEFAULT_MS, MEMORY_SYNC_INTERVAL_DEFAULT_MS, MEMORY_SYNC_INTERVAL_MIN_MS };
 /** Default time a session waits for a mount path held by another session of this process. */

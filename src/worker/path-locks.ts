@@ -2,7 +2,7 @@ import path from 'node:path';
 import { MemoryMountError } from '../errors.js';
 import { abortReason } from '../internal/abort.js';
 import { monotonicClock, type TimerClock } from '../internal/clock.js';
-import { storeRoot, type StoreRootInput } from '../memory/store-root.js';
+import { storeRoot, type StoreRootInput } from '../memory/mount/store-root.js';
 
 /** The mount paths a session's stores take: the same folders the mounter creates. */
 export function mountPathsOf(resources: readonly StoreRootInput[], workdir: string): string[] {

@@ -150,6 +150,6 @@ export async function newCtx(emu: Emulator): Promise<{ ctx: Ctx; before: () => T
 
 /** Remove a test folder whatever it holds (trees deeper than PATH_MAX included). */
 async function removeTree(abs: string): Promise<void> {
-  const { LocalDir } = await import('../../src/memory/local-dir.js');
+  const { LocalDir } = await import('../../src/memory/disk/local-dir.js');
   await new LocalDir(abs).removeRoot().catch(() => fsp.rm(abs, { recursive: true, force: true }));
 }

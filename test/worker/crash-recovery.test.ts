@@ -11,7 +11,7 @@ import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMounter } from '../../src/memory/index.js';
-import { Journal } from '../../src/memory/journal.js';
+import { Journal } from '../../src/memory/journal/journal.js';
 import type { FinishReport } from '../../src/worker/memory-port.js';
 import { exists, harness, type Harness } from './helpers.js';
 

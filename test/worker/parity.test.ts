@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { EnvironmentWorker as OfficialWorker } from '@anthropic-ai/sdk/lib/environments/worker';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { MemoryDeleteMode } from '../../src/memory/types.js';
+import type { MemoryDeleteMode } from '../../src/memory/rules/types.js';
 import { exists, harness, type Harness } from './helpers.js';
 
 type Which = 'official' | 'ours';

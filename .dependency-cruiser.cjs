@@ -1,0 +1,95 @@
+/**
+ * The import rules of src/, checked by dependency-cruiser (`npm run lint:imports`, part of
+ * `npm test`). Type-only imports count like any other: a type belongs to the room that owns it.
+ *
+ * The memory core is split into rooms, each importing only the rooms before it in MEMORY_ROOMS
+ * (and src/internal/, src/errors.ts; src/api/ from remote/ on). `rules/` is pure: it imports only
+ * `rules/` (plus src/errors.ts and src/internal/assert-never.ts, which import nothing but each
+ * other), so no `node:*` module, no package and no I/O reaches a decision.
+ */
+
+/** The memory rooms, lowest first: a room may import the ones before it, never the ones after. */
+const MEMORY_ROOMS = ['rules', 'disk', 'remote', 'journal', 'sync', 'mount'];
+
+const esc = (s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+// rules/ has a stricter rule of its own below (memory-rules-only-rules); the last room may import every other.
+const roomOrderRules = MEMORY_ROOMS.slice(1, -1).map((room, j) => {
+  const i = j + 1;
+  const later = MEMORY_ROOMS.slice(i + 1);
+  return {
+    name: `memory-${room}-imports-down`,
+    comment:
+      `src/memory/${room}/ may import only the rooms before it (${MEMORY_ROOMS.slice(0, i + 1).join(', ')}); ` +
+      `it imports neither ${later.join(', ')} nor the barrel files at src/memory/'s top.`,
+    severity: 'error',
+    from: { path: `^src/memory/${esc(room)}/` },
+    to: { path: [`^src/memory/(${later.map(esc).join('|')})/`, '^src/memory/[^/]+$'] },
+  };
+});
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'No import cycle anywhere in src/ (type-only imports included): break it by moving the shared piece to the lower file.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'no-unresolvable',
+      comment: 'Every import resolves; an import the tool cannot follow would escape every other rule.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { couldNotResolve: true },
+    },
+    {
+      name: 'memory-rules-no-node',
+      comment: 'src/memory/rules/ is pure: no node:* module (no file, clock or process access).',
+      severity: 'error',
+      from: { path: '^src/memory/rules/' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'memory-rules-only-rules',
+      comment:
+        'src/memory/rules/ imports only rules/ (and src/errors.ts, src/internal/assert-never.ts): no package, no other room.',
+      severity: 'error',
+      from: { path: '^src/memory/rules/' },
+      to: { pathNot: ['^src/memory/rules/', '^src/errors\\.ts$', '^src/internal/assert-never\\.ts$'] },
+    },
+    ...roomOrderRules,
+    {
+      name: 'memory-no-outer-rooms',
+      comment:
+        'src/memory/ is a library core: from src/ it imports only itself, src/internal/, src/api/ and src/errors.ts, ' +
+        'never the worker, the CLI, the webhook, the launcher or any other caller.',
+      severity: 'error',
+      from: { path: '^src/memory/' },
+      to: { path: '^src/', pathNot: ['^src/(memory|internal|api)/', '^src/errors\\.ts$'] },
+    },
+    {
+      name: 'memory-api-not-in-rules-disk',
+      comment: 'The remote API transport (src/api/) is reached from remote/ on, never from rules/ or disk/.',
+      severity: 'error',
+      from: { path: '^src/memory/(rules|disk)/' },
+      to: { path: '^src/api/' },
+    },
+    {
+      name: 'internal-no-rooms',
+      comment: 'src/internal/ (logger, abort, clock, ...) imports no other room of src/ (src/errors.ts aside).',
+      severity: 'error',
+      from: { path: '^src/internal/' },
+      to: { path: '^src/', pathNot: ['^src/internal/', '^src/errors\\.ts$'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'], mainFields: ['module', 'main', 'types'] },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

@@ -1,0 +1,247 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants as fsc, fstatSync, futimesSync, openSync, renameSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
+import { LocalDirError, errCode } from './local-dir-error.js';
+import { TEMP_FILE_PREFIX } from '../rules/paths.js';
+import type { DirIdentity, PinnedChain } from './pinned-dir.js';
+
+/**
+ * Writes the files of a tree being materialised (a store's download at mount, into a folder this
+ * mount created) with few calls per file:
+ * - each folder is opened (created when missing) and pinned once, then kept open for the writer's
+ *   life: the files of a folder are written through `/proc/self/fd/<fd>/` of that one pin (on
+ *   Linux), so a folder swapped for a symlink after it was opened cannot redirect them;
+ * - each file is created directly under its name with `O_CREAT|O_EXCL|O_NOFOLLOW`, right after the
+ *   whole chain was re-checked, then written, its mtime backdated, stat'ed and closed: no temp name
+ *   and no rename. A file a crash leaves half written is never taken for content: the store's
+ *   journal entry says "downloading" until every file is written, and a leftover in that state is
+ *   cleared whole and downloaded again (see `adoptVerdict`), never reconciled;
+ * - an entry already at the name (something placed in the folder while it downloads) makes the
+ *   create fail: a file or symlink there is replaced atomically (temp file + rename, never followed),
+ *   a folder there is reported as `not-regular`;
+ * - the calls are synchronous: on a local disk each takes microseconds, where a round trip through
+ *   the thread pool costs far more. Callers write a bounded batch and then yield to the event loop;
+ * - pinned folders are closed least recently used first past {@link MAX_OPEN_FOLDERS} open
+ *   descriptors, and all of them by {@link close};
+ * - between {@link beginBatch} and {@link endBatch} (a run of synchronous writes with no yield to
+ *   the event loop), each folder chain is checked at its first write of the batch and again at the
+ *   batch's end, not before every file: a folder moved or swapped during the batch is found at its
+ *   end, and the batch's writes fail there, as a per-file check finds a swap made between its check
+ *   and its create only at the next file. The store root all chains start from is checked once at
+ *   the batch's first check and once at its end, not once per chain. Outside a batch, or where
+ *   folders are reached by path rather than through their descriptor, every write checks its chain.
+ */
+
+/**
+ * Folder descriptors one writer keeps open at most (one per folder of each cached chain): enough
+ * for a dozen top-level folders written in turn, while 16 sessions of 8 stores mounting at once
+ * stay far below common descriptor limits.
+ */
+export const MAX_OPEN_FOLDERS = 24;
+
+const CREATE_FLAGS = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW;
+
+export interface FreshFileWriterDeps {
+  /** Split a store-relative path for writing, refusing unclean paths and reserved names. */
+  split(rel: string): { folders: string[]; name: string };
+  /** Pin the folders below the root, creating missing ones. */
+  pin(folders: string[], rel: string): Promise<PinnedChain>;
+  /** Throw once the folder is unmounted; called right before each call that changes the disk. */
+  assertLive(rel: string): void;
+}
+
+export class FreshFileWriter {
+  readonly #deps: FreshFileWriterDeps;
+  /** Pinned folders by store-relative folder path, least recently used first. */
+  readonly #chains = new Map<string, PinnedChain>();
+  /** Unique per writer: temp names need only a counter after it. */
+  readonly #tempStem = `${TEMP_FILE_PREFIX}${randomBytes(6).toString('hex')}-`;
+  #tempCount = 0;
+  #openFolders = 0;
+  /** Chains checked since {@link beginBatch}; undefined outside a batch. */
+  #batchChecked: Set<PinnedChain> | undefined;
+  /** The root's identity as the batch's first check found it; undefined until then. */
+  #batchRoot: DirIdentity | undefined;
+  /** The failed check of a chain closed during the batch, thrown at the batch's end. */
+  #batchFailure: { error: unknown } | undefined;
+
+  constructor(deps: FreshFileWriterDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Write `bytes` to `rel`, its mtime set to `mtimeMs`. Returns the stat of the written file. Awaits
+   * only to pin a folder not pinned yet.
+   */
+  async write(rel: string, bytes: Uint8Array, mtimeMs: number): Promise<BigIntStats> {
+    const { folders, name } = this.#deps.split(rel);
+    const key = folders.join('/');
+    let chain = this.#chains.get(key);
+    if (chain !== undefined) {
+      this.#chains.delete(key);
+      this.#chains.set(key, chain);
+    } else {
+      this.#deps.assertLive(rel);
+      chain = await this.#deps.pin(folders, rel);
+      await this.#keep(key, chain);
+    }
+    try {
+      return this.#writeIn(chain, name, rel, bytes, mtimeMs);
+    } catch (e) {
+      // A folder found replaced is pinned again (and refused again) by the next write, never reused.
+      if (e instanceof LocalDirError && e.failure === 'replaced') await this.#drop(key);
+      throw e;
+    }
+  }
+
+  /** Start a batch: from here each chain is checked once, at its first write. */
+  beginBatch(): void {
+    if (this.#batchChecked !== undefined) return;
+    this.#batchChecked = new Set();
+    this.#batchRoot = undefined;
+    this.#batchFailure = undefined;
+  }
+
+  /** Check `chain`, its root only when no check of this run of synchronous calls has yet. */
+  #verifyInBatch(chain: PinnedChain): void {
+    // A closed chain reaches nothing any more: there is nothing to check through it.
+    if (!chain.isOpen) return;
+    chain.verifySync(this.#batchRoot !== undefined ? { rootCheckedAs: this.#batchRoot } : {});
+    this.#batchRoot ??= chain.rootIdentity;
+  }
+
+  /**
+   * End the batch: check again every chain written through during it. Throws `replaced` (a
+   * {@link LocalDirError}) when one was moved or swapped; that chain is pinned again by its next
+   * write. A batch ended after a failed write may skip the check (`check: false`).
+   */
+  async endBatch(opts: { check?: boolean } = {}): Promise<void> {
+    const checked = this.#batchChecked;
+    const failure = this.#batchFailure;
+    this.#batchChecked = undefined;
+    this.#batchFailure = undefined;
+    // The end's checks start afresh: the root is checked again, once.
+    this.#batchRoot = undefined;
+    if (checked === undefined || opts.check === false) return;
+    // A chain closed during the batch was checked as it closed; its failure counts as the end's.
+    if (failure !== undefined) throw failure.error;
+    for (const chain of checked) {
+      try {
+        this.#verifyInBatch(chain);
+      } catch (e) {
+        for (const [key, held] of this.#chains) if (held === chain) await this.#drop(key);
+        throw e;
+      }
+    }
+  }
+
+  /** Close every pinned folder. The writer may be used again (folders are pinned again). */
+  async close(): Promise<void> {
+    for (const key of [...this.#chains.keys()]) await this.#drop(key);
+  }
+
+  #writeIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+    const target = chain.entry(name);
+    this.#deps.assertLive(rel);
+    // Reached by path (no descriptor route), the chain is checked before every write.
+    if (this.#batchChecked === undefined || !chain.throughDescriptor) {
+      chain.verifySync();
+    } else if (!this.#batchChecked.has(chain)) {
+      this.#verifyInBatch(chain);
+      this.#batchChecked.add(chain);
+    }
+    let fd: number;
+    try {
+      fd = openSync(target, CREATE_FLAGS, 0o644);
+    } catch (e) {
+      if (errCode(e) === 'EEXIST') return this.#replaceIn(chain, name, rel, bytes, mtimeMs);
+      throw e;
+    }
+    let written = false;
+    try {
+      const st = fillAndStat(fd, bytes, mtimeMs);
+      written = true;
+      return st;
+    } finally {
+      closeSync(fd);
+      // Created by this call (O_EXCL): a file left half written is removed, never kept.
+      if (!written) unlinkQuietly(chain, target);
+    }
+  }
+
+  /** Temp file + rename over what is at `name`, the chain re-checked right before the rename. */
+  #replaceIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+    const tmp = chain.entry(`${this.#tempStem}${(this.#tempCount++).toString(36)}`);
+    this.#deps.assertLive(rel);
+    const fd = openSync(tmp, CREATE_FLAGS, 0o644);
+    let renamed = false;
+    try {
+      fillAndStat(fd, bytes, mtimeMs);
+      this.#deps.assertLive(rel);
+      chain.verifySync();
+      // A folder at the target makes the rename fail (EISDIR), mapped below.
+      renameSync(tmp, chain.entry(name));
+      renamed = true;
+      return fstatSync(fd, { bigint: true });
+    } catch (e) {
+      const code = errCode(e);
+      if (code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST') {
+        throw new LocalDirError('not-regular', rel, `${rel} is a folder here; a file of that name cannot be written`, { cause: e });
+      }
+      throw e;
+    } finally {
+      closeSync(fd);
+      if (!renamed) unlinkQuietly(chain, tmp);
+    }
+  }
+
+  async #keep(key: string, chain: PinnedChain): Promise<void> {
+    this.#chains.set(key, chain);
+    this.#openFolders += chain.openFolders;
+    for (const oldest of this.#chains.keys()) {
+      if (this.#openFolders <= MAX_OPEN_FOLDERS || oldest === key) break;
+      this.#checkBeforeClosing(oldest);
+      await this.#drop(oldest);
+    }
+  }
+
+  /**
+   * A chain written through in this batch and closed before its end (least recently used past the
+   * open-folder bound) is checked as it closes, since the end's check cannot reach it any more; a
+   * failure is kept for the end, where the batch fails as for any folder swapped during it.
+   */
+  #checkBeforeClosing(key: string): void {
+    const chain = this.#chains.get(key);
+    if (chain === undefined || this.#batchChecked?.delete(chain) !== true) return;
+    try {
+      this.#verifyInBatch(chain);
+    } catch (e) {
+      this.#batchFailure ??= { error: e };
+    }
+  }
+
+  async #drop(key: string): Promise<void> {
+    const chain = this.#chains.get(key);
+    if (chain === undefined) return;
+    this.#chains.delete(key);
+    this.#openFolders -= chain.openFolders;
+    await chain.close();
+  }
+}
+
+/** Write all of `bytes` to `fd`, backdate its mtime to `mtimeMs`, and return its stat. */
+function fillAndStat(fd: number, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+  for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+  const t = mtimeMs / 1000;
+  futimesSync(fd, t, t);
+  return fstatSync(fd, { bigint: true });
+}
+
+/** Remove a file this writer created, unless the chain leading to it was moved or replaced. */
+function unlinkQuietly(chain: PinnedChain, entry: string): void {
+  try {
+    chain.verifySync();
+    unlinkSync(entry);
+  } catch {
+    // Already gone, or the folder with it: nothing to clean (a failed mount removes its folder).
+  }
+}

@@ -1,0 +1,251 @@
+import * as fsp from 'node:fs/promises';
+import type Anthropic from '@anthropic-ai/sdk';
+import { coerceError } from '../../errors.js';
+import { monotonicClock, type Clock } from '../../internal/clock.js';
+import { MEMORY_DEFAULTS } from '../../internal/defaults.js';
+import { errorSummary, resolveLogger, type Logger } from '../../internal/logger.js';
+import { fromJournalState, Journal, type JournalEntry } from '../journal/journal.js';
+import { LocalDir } from '../disk/local-dir.js';
+import { scanLocal } from '../disk/local-scan.js';
+import { isUnderSkipped } from '../rules/scan.js';
+import { isValidMarker } from '../rules/marker.js';
+import { MountedSession, MountedStore } from '../sync/mounted.js';
+import { checkOwner, currentOwner } from '../journal/owner.js';
+import { remotePathToRel } from '../rules/paths.js';
+import { planSync, type RemoteEntry } from '../rules/plan.js';
+import { RemoteStore } from '../remote/remote-store.js';
+import { defaultStateDir } from '../disk/state-dir.js';
+import { StatCache } from '../disk/stat-cache.js';
+import { SyncLoop } from '../sync/sync-loop.js';
+import type { MemoryDeleteMode } from '../rules/types.js';
+
+/**
+ * What is done with the journal's leftovers: the folders a worker that is gone left behind.
+ *
+ * - {@link sweepJournal} (at `run()` start, no credential needed): an entry whose owner is gone and
+ *   whose folder is gone, no longer ours, empty, or still downloading (nothing in it is an edit) is
+ *   removed (with the folder, when ours); a leftover
+ *   holding files is kept and named in one log line, waiting for the next mount of its store to
+ *   adopt it (that mount has the session's credential) or for `recover`.
+ * - {@link recoverLeftovers} (`managed-agents-worker recover`, an API key): each such leftover is
+ *   reconciled with its store like a session's final sync (edits uploaded with preconditions, the
+ *   store wins conflicts with the local bytes kept as a copy, only deletions an earlier sync saw
+ *   are carried out), every file that still differs is copied to the state folder, then the folder
+ *   and its entry are removed.
+ * Entries whose owner still runs are never touched.
+ */
+
+export type LeftoverState = 'gone' | 'not-ours' | 'empty' | 'half-removed' | 'download-unfinished' | 'holds-files';
+
+export interface RecoverLine {
+  root: string;
+  storeId: string;
+  /** What happened (or, in a dry run, would happen), as one line for the operator. */
+  text: string;
+  uploaded: number;
+  keptAsCopy: number;
+  removed: boolean;
+}
+
+interface DeadEntry {
+  entry: JournalEntry;
+  reason: string;
+  leftover: LeftoverState;
+}
+
+async function deadEntries(journal: Journal, log: Logger): Promise<DeadEntry[]> {
+  const out: DeadEntry[] = [];
+  for (const read of await journal.list()) {
+    if ('error' in read) {
+      log.warn({ file: read.file, reason: read.error }, 'journal entry unreadable; left as is (remove it by hand once its folder is dealt with)');
+      continue;
+    }
+    const verdict = await checkOwner(read.entry.owner);
+    if (verdict.alive) continue;
+    out.push({ entry: read.entry, reason: verdict.reason, leftover: await leftoverState(read.entry) });
+  }
+  return out;
+}
+
+async function leftoverState(entry: JournalEntry): Promise<LeftoverState> {
+  const st = await fsp.lstat(entry.root).catch(() => undefined);
+  if (st === undefined) return 'gone';
+  if (!st.isDirectory()) return 'not-ours';
+  // Being removed at its session's end, everything in it saved: only the removal is left to do.
+  if (entry.unmounting === true) return 'half-removed';
+  const dir = new LocalDir(entry.root);
+  const marker = await dir.readMarker().catch(() => undefined);
+  const empty = await dir.isEmpty().catch(() => false);
+  // A folder created before its marker was written (a crash right after the mkdir) is ours when empty.
+  if (marker === undefined) return empty ? 'empty' : 'not-ours';
+  if (!isValidMarker(marker, entry.storeId)) return 'not-ours';
+  if (empty) return 'empty';
+  // Its download never finished: every file came from the store (a file may be half written), none
+  // is an edit; the store still holds all of it.
+  return entry.downloading === true ? 'download-unfinished' : 'holds-files';
+}
+
+/** Remove the entry (and an empty leftover folder) when nothing is left to save. True when removed. */
+async function dropIfNothingToSave(journal: Journal, d: DeadEntry, log: Logger): Promise<boolean> {
+  if (d.leftover === 'holds-files') return false;
+  if (d.leftover === 'empty' || d.leftover === 'half-removed' || d.leftover === 'download-unfinished') await new LocalDir(d.entry.root).removeRoot();
+  await journal.remove(d.entry.root);
+  log.info({ root: d.entry.root, memory_store_id: d.entry.storeId, leftover: d.leftover }, 'journal entry of a worker that is gone removed; nothing was left to save');
+  return true;
+}
+
+/**
+ * Sweep the journal at start: see the module comment. Returns the leftover folders still waiting.
+ * Never throws (a problem is logged).
+ */
+export async function sweepJournal(opts: { stateDir?: string | undefined; logger?: Logger | undefined } = {}): Promise<string[]> {
+  const log = resolveLogger(opts.logger).child({ component: 'memory-recovery' });
+  const journal = new Journal(opts.stateDir ?? defaultStateDir());
+  const waiting: string[] = [];
+  try {
+    for (const d of await deadEntries(journal, log)) {
+      try {
+        if (await dropIfNothingToSave(journal, d, log)) continue;
+        waiting.push(d.entry.root);
+        log.warn(
+          { root: d.entry.root, memory_store_id: d.entry.storeId, previous_session: d.entry.sessionId, owner: d.reason },
+          'leftover memory folder of a worker that is gone: the next session of this store adopts it and saves its edits, ' +
+            'or run `managed-agents-worker recover` (with an API key) to save them now',
+        );
+      } catch (err) {
+        log.warn({ root: d.entry.root, error: errorSummary(coerceError(err)) }, 'could not sweep this journal entry; left as is');
+      }
+    }
+  } catch (err) {
+    log.warn({ error: errorSummary(coerceError(err)) }, 'could not read the journal; no leftover swept');
+  }
+  return waiting;
+}
+
+export interface RecoverOptions {
+  /** A client with an API key: the memory endpoints refuse the environment key. */
+  client: Anthropic;
+  stateDir?: string | undefined;
+  logger?: Logger | undefined;
+  /** Plan and report only; nothing is uploaded, copied or removed. */
+  dryRun?: boolean;
+  deletions?: MemoryDeleteMode;
+  /** Bound of each leftover's final sync and flush, ms. Default 30 000. */
+  finalFlushMs?: number;
+  /** @internal */
+  clock?: Clock;
+}
+
+/** Recover every leftover of a worker that is gone; one line per folder. */
+export async function recoverLeftovers(opts: RecoverOptions): Promise<RecoverLine[]> {
+  const log = resolveLogger(opts.logger).child({ component: 'memory-recovery' });
+  const stateDir = opts.stateDir ?? defaultStateDir();
+  const journal = new Journal(stateDir);
+  const clock = opts.clock ?? monotonicClock;
+  const lines: RecoverLine[] = [];
+  for (const d of await deadEntries(journal, log)) {
+    const { root, storeId } = d.entry;
+    const base = { root, storeId, uploaded: 0, keptAsCopy: 0 };
+    if (d.leftover !== 'holds-files') {
+      if (opts.dryRun) {
+        lines.push({ ...base, removed: false, text: `${root}: nothing to save (${d.leftover}); would remove the journal entry` });
+      } else {
+        await dropIfNothingToSave(journal, d, log);
+        lines.push({ ...base, removed: true, text: `${root}: nothing to save (${d.leftover}); removed` });
+      }
+      continue;
+    }
+    try {
+      lines.push(opts.dryRun ? await planOne(opts.client, d.entry, clock) : await recoverOne(opts, stateDir, journal, d.entry, clock, log));
+    } catch (err) {
+      lines.push({ ...base, removed: false, text: `${root}: not recovered: ${coerceError(err).message}; left as is` });
+    }
+  }
+  return lines;
+}
+
+async function recoverOne(
+  opts: RecoverOptions,
+  stateDir: string,
+  journal: Journal,
+  entry: JournalEntry,
+  clock: Clock,
+  log: Logger,
+): Promise<RecoverLine> {
+  const storeLog = log.child({ memory_store_id: entry.storeId });
+  const store = new MountedStore({
+    storeId: entry.storeId,
+    name: entry.name,
+    root: entry.root,
+    access: entry.access,
+    memories: Object.keys(entry.state.baseline).length,
+    dir: new LocalDir(entry.root),
+    cache: new StatCache(),
+    caseInsensitive: false,
+    log: storeLog,
+    state: fromJournalState(entry.state, clock.now()),
+    journal: { journal, sessionId: entry.sessionId, workId: entry.workId, owner: await currentOwner(), clock },
+  });
+  // From here this process owns the leftover: a crash now leaves it recoverable again.
+  await store.writeJournal();
+  const loop = new SyncLoop({
+    client: opts.client,
+    mounted: new MountedSession(entry.sessionId, [store], () => {}),
+    logger: storeLog,
+    stateDir,
+    clock,
+    deletions: opts.deletions ?? 'enabled',
+    finalDeletes: 'corroborated',
+    ...(opts.finalFlushMs !== undefined ? { finalFlushMs: opts.finalFlushMs } : {}),
+  });
+  const report = await loop.finish({ clean: true, keepIfIncomplete: true });
+  const uploaded = (report.final?.uploads ?? 0) + report.flush.uploads;
+  const conflicts = report.final?.conflicts ?? 0;
+  const keptAsCopy = conflicts + report.unsavedCopies.length;
+  const removed = report.removed.includes(entry.root);
+  const parts = [`uploaded ${uploaded}`, `kept as copy ${keptAsCopy}`];
+  if ((report.final?.deletes ?? 0) > 0) parts.push(`deleted ${report.final!.deletes}`);
+  const copies = report.unsavedCopies.length > 0 ? ` (copies in ${stateDir})` : '';
+  return {
+    root: entry.root,
+    storeId: entry.storeId,
+    uploaded,
+    keptAsCopy,
+    removed,
+    text: `${entry.root}: ${parts.join(', ')}; ${removed ? 'removed' : 'kept: the store could not be reached for all of it; run recover again'}${copies}`,
+  };
+}
+
+/** The plan a recovery would run, without running it. */
+async function planOne(client: Anthropic, entry: JournalEntry, clock: Clock): Promise<RecoverLine> {
+  const dir = new LocalDir(entry.root);
+  const scan = await scanLocal(dir, new StatCache());
+  const listed = await new RemoteStore(client, entry.storeId).listBasic(AbortSignal.timeout(MEMORY_DEFAULTS.requestTimeoutMs));
+  const remote = new Map<string, RemoteEntry>();
+  for (const m of listed) {
+    const check = remotePathToRel(m.path);
+    if (check.ok) remote.set(check.rel, { id: m.id, sha: m.sha });
+  }
+  const skipped = new Set(scan.skipped.map((s) => s.rel));
+  const plan = planSync({
+    state: fromJournalState(entry.state, clock.now()),
+    local: scan.entries,
+    remote,
+    deletions: 'enabled',
+    phase: 'final',
+    finalDeletes: 'corroborated',
+    skipped: (p) => isUnderSkipped(p, skipped),
+  });
+  const uploads = plan.actions.filter((a) => a.kind === 'push-create' || a.kind === 'push-update').length;
+  const conflicts = plan.actions.filter((a) => a.kind === 'pull' && a.why === 'conflict').length;
+  const deletes = plan.actions.filter((a) => a.kind === 'delete-remote').length;
+  const refused = [...scan.entries.values()].filter((e) => e.kind === 'unsyncable').length + scan.reserved.length;
+  return {
+    root: entry.root,
+    storeId: entry.storeId,
+    uploaded: uploads,
+    keptAsCopy: conflicts + refused,
+    removed: false,
+    text: `${entry.root}: would upload ${uploads}, keep as copy ${conflicts + refused}, delete ${deletes}, then remove (dry run: nothing done)`,
+  };
+}

@@ -1,0 +1,59 @@
+import { RemoteApiError, RemoteLimitError } from '../../errors.js';
+
+/**
+ * Read a response body as UTF-8 text without ever holding more than `capBytes` of it: a declared
+ * length over the cap is refused before reading, and the read stops (and the body is cancelled)
+ * as soon as the cap is passed. The read also gives up after `timeoutMs` without data, so a
+ * server that sends headers and then stalls costs a bounded wait.
+ *
+ * Throws a {@link RemoteLimitError} (`body-size`) for a body over the cap, and a retryable
+ * {@link RemoteApiError} for a body that stalls; the caller adds what was read.
+ */
+export async function readBodyCapped(
+  res: Response,
+  opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal },
+): Promise<string> {
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > opts.capBytes) {
+    await res.body?.cancel().catch(() => {});
+    throw new RemoteLimitError('body-size', `the answer declares ${declared} bytes, over the ${opts.capBytes} bytes it can weigh; not read`);
+  }
+  if (res.body === null) return '';
+  const reader = res.body.getReader();
+  // Each chunk is decoded as it arrives and released: the body is never copied into one buffer of
+  // its own, which would cost an allocation outside the JavaScript heap per page.
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  const parts: string[] = [];
+  let total = 0;
+  let timedOut = false;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      timedOut = true;
+      reader.cancel().catch(() => {});
+    }, opts.timeoutMs);
+  };
+  const onAbort = (): void => void reader.cancel(opts.signal?.reason).catch(() => {});
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    for (;;) {
+      arm();
+      const { done, value } = await reader.read();
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (timedOut) throw new RemoteApiError(`the answer's body stalled for ${opts.timeoutMs} ms; gave up`, { retryable: true });
+      if (done) break;
+      total += value.byteLength;
+      if (total > opts.capBytes) {
+        await reader.cancel().catch(() => {});
+        throw new RemoteLimitError('body-size', `the answer passed ${opts.capBytes} bytes, more than it can weigh; stopped reading it`);
+      }
+      parts.push(decoder.decode(value, { stream: true }));
+    }
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  }
+  parts.push(decoder.decode());
+  return parts.join('');
+}

@@ -1,0 +1,8 @@
+/**
+ * remote/: the store side. Listings and the memory requests of one store (bounded bodies, page
+ * budgets, write failures classified for the planner).
+ *
+ * Imports: rules/, disk/, src/api/, src/internal/, src/errors.ts. Checked by
+ * .dependency-cruiser.cjs.
+ */
+export {};

@@ -1,0 +1,501 @@
+import { setMaxListeners } from 'node:events';
+import type Anthropic from '@anthropic-ai/sdk';
+import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/memory-stores/memories';
+import pLimit, { type LimitFunction } from 'p-limit';
+import { withBufferedFetch } from '../../api/buffered-fetch.js';
+import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../../api/classify.js';
+import { RemoteLimitError } from '../../errors.js';
+import { abortReason, isAbortError, linkAbort } from '../../internal/abort.js';
+import { API_LIMITS, MEMORY_DEFAULTS } from '../../internal/defaults.js';
+import { readBodyCapped } from './bounded-body.js';
+import { MAX_MEMORY_BYTES } from '../disk/local-dir.js';
+import { PATH_CONFLICT_REASON_PREFIX } from '../rules/path-conflict.js';
+
+/**
+ * The memory endpoints of one store, as the sync needs them, with a per-request retry policy:
+ * - reads (list, retrieve) let the client retry transient failures (they are idempotent);
+ * - writes (create, update, delete) are sent once (`maxRetries: 0`): a deterministic 409 costs one
+ *   request, and a write whose response was lost is settled by the next listing (sent shas), not by
+ *   blindly re-sending it.
+ * Every call carries the caller's signal, so aborting really cancels the request in flight.
+ * Writes go through a buffered transport when the client uses the default one (see
+ * `withBufferedFetch`): their answers are small, and many of them are in flight at once.
+ * Write failures come back as values (never thrown), classified for the planner's `applyOutcome`;
+ * only an abort is thrown.
+ *
+ * Reads are bounded by our side, whatever the server answers: a listing stops with a
+ * {@link RemoteLimitError} past the store's memory cap (plus slack), past the pages that many
+ * memories can fill, at a cursor seen before, at a duplicate path or a malformed page; each body
+ * is read up to what its content can weigh and no further; a memory whose content is over the
+ * size limit is refused (reported through `onRefused`), never kept.
+ */
+
+/** Most memories a store may hold. */
+export const MAX_MEMORIES_PER_STORE = API_LIMITS.memoriesPerStore;
+/** Memories a listing may return before it is cut off: the cap plus 10 % slack. */
+export const MAX_LISTED_MEMORIES = MAX_MEMORIES_PER_STORE + MAX_MEMORIES_PER_STORE / 10;
+/**
+ * Most bytes one memory can weigh in a JSON answer: its content with every byte escaped as
+ * `\u00XX`, its path escaped the same way, and the other fields.
+ */
+const MAX_MEMORY_JSON_BYTES = 6 * MAX_MEMORY_BYTES + 6 * 1024 + 2048;
+/** Most bytes the answer to a write may weigh: one memory, and room for the error body of a refusal. */
+const MAX_WRITE_ANSWER_BYTES = MAX_MEMORY_JSON_BYTES + 64 * 1024;
+/** Same for the basic view, where content is null. */
+const MAX_BASIC_MEMORY_JSON_BYTES = 6 * 1024 + 2048;
+const SHA256_HEX = /^[0-9a-f]{64}$/u;
+
+/** One memory as listed; `path` is the server path (leading `/`). */
+export interface RemoteMemory {
+  id: string;
+  path: string;
+  sha: string;
+  sizeBytes: number;
+  updatedAt: string;
+}
+
+export interface RemoteMemoryWithContent extends RemoteMemory {
+  content: string;
+}
+
+export type RemoteFailure = 'precondition' | 'not-found' | 'refused' | 'transient' | 'lost-response';
+
+export type RemoteWriteResult =
+  | { ok: true; id: string; sha: string; updatedAt: string }
+  | { ok: false; failure: RemoteFailure; reason: string; status: number | undefined };
+
+export type RemoteDeleteResult = { ok: true } | { ok: false; failure: RemoteFailure; reason: string; status: number | undefined };
+
+export interface RemoteStoreOptions {
+  /** Retries the client may spend on a listing or retrieve page (transient failures only). Default 2. */
+  readRetries?: number;
+  /** Per-request timeout in ms (time to response headers). Default 60 000. */
+  requestTimeoutMs?: number;
+}
+
+/** Page sizes the API caps: 100 in the basic view, 20 in the full view. */
+export const BASIC_PAGE_LIMIT = 100;
+export const FULL_PAGE_LIMIT = 20;
+
+export class RemoteStore {
+  readonly storeId: string;
+  readonly #client: Anthropic;
+  /** The client the writes go through, made at the first write. */
+  #writerClient: Anthropic | undefined;
+  readonly #readRetries: number;
+  readonly #timeoutMs: number;
+
+  constructor(client: Anthropic, storeId: string, opts: RemoteStoreOptions = {}) {
+    this.#client = client;
+    this.storeId = storeId;
+    this.#readRetries = opts.readRetries ?? 2;
+    this.#timeoutMs = opts.requestTimeoutMs ?? MEMORY_DEFAULTS.requestTimeoutMs;
+  }
+
+  get #writer(): Anthropic {
+    this.#writerClient ??= withBufferedFetch(this.#client, MAX_WRITE_ANSWER_BYTES);
+    return this.#writerClient;
+  }
+
+  /** Every memory in the store, basic view: one request per 100 memories. */
+  async listBasic(signal?: AbortSignal): Promise<RemoteMemory[]> {
+    const out: RemoteMemory[] = [];
+    await this.#eachPage('basic', BASIC_PAGE_LIMIT, signal, (m) => out.push(toRemote(m)));
+    return out;
+  }
+
+  /**
+   * Every memory with its content, full view: one request per 20 memories. A memory whose content
+   * is over the size limit goes to `onRefused` (with the reason) instead of `onMemory`.
+   *
+   * With `parallel` above 1 the listing is split by top-level folder: the store is listed at depth 1
+   * (its top-level memories, and one `memory_prefix` item per top-level folder), and each folder is
+   * paged on its own cursor as soon as it is named, at most `parallel` pages in flight (or as many
+   * as `pages`, a limiter the caller may share between stores, lets run). The first page of the
+   * whole store is asked for at the same time: when it is the only page (no `next_page`), it is
+   * the listing, and the split is not used (a small store costs one round trip); otherwise it is
+   * dropped unread and the split goes on. Every bound
+   * holds across the parts as for one cursor: one memory count and one set of paths (a path listed
+   * by two parts is a duplicate), one page budget (the pages a full store can fill, plus one per
+   * folder), cursors never repeated within a part; a folder item that is not one top-level folder
+   * is refused as malformed, one named twice as a duplicate. The first part to fail stops the others.
+   */
+  async listFull(
+    signal: AbortSignal | undefined,
+    onMemory: (m: RemoteMemoryWithContent) => Promise<void> | void,
+    onRefused?: (m: RemoteMemory, reason: string) => void,
+    opts: { parallel?: number; pages?: LimitFunction } = {},
+  ): Promise<void> {
+    const onItem = (m: BetaManagedAgentsMemory): Promise<void> | void => {
+      const tooLarge = oversizeReason(m);
+      if (tooLarge !== undefined) return onRefused?.(toRemote(m), tooLarge);
+      return onMemory({ ...toRemote(m), content: m.content ?? '' });
+    };
+    const budget = newBudget(FULL_PAGE_LIMIT);
+    const parallel = Math.floor(opts.parallel ?? 1);
+    if (parallel <= 1) {
+      await this.#eachPage('full', FULL_PAGE_LIMIT, signal, onItem, { budget });
+      return;
+    }
+    await this.#listSplit(opts.pages ?? pLimit(parallel), budget, signal, onItem);
+  }
+
+  async #listSplit(limit: LimitFunction, budget: ListingBudget, signal: AbortSignal | undefined, onItem: (m: BetaManagedAgentsMemory) => Promise<void> | void): Promise<void> {
+    const ctrl = new AbortController();
+    // Every request in flight, and its body read, listens on this one signal.
+    setMaxListeners(10_000, ctrl.signal);
+    const detach = linkAbort(signal, ctrl);
+    const parts: Promise<void>[] = [];
+    let failure: { reason: unknown } | undefined;
+    const fail = (e: unknown): void => {
+      failure ??= { reason: e };
+      ctrl.abort(e);
+    };
+    const prefixes = new Set<string>();
+    const onPrefix = (prefix: unknown): void => {
+      const what = `the folder-split listing of memory store ${this.storeId}`;
+      if (typeof prefix !== 'string' || !TOP_LEVEL_PREFIX.test(prefix)) {
+        throw malformed(this.storeId, `${what}: a memory_prefix item whose path is not one top-level folder ending in /`);
+      }
+      if (prefixes.has(prefix)) throw this.#limit('duplicate-path', `${what} names the folder ${JSON.stringify(prefix)} twice`);
+      if (prefixes.size >= MAX_LISTED_MEMORIES) {
+        throw this.#limit('memory-count', `${what} named more than ${MAX_LISTED_MEMORIES} folders (a store holds at most ${MAX_MEMORIES_PER_STORE} memories); stopped reading it`);
+      }
+      prefixes.add(prefix);
+      // A folder's last page may be a partial one: each folder may take one page more.
+      budget.maxPages++;
+      const part = limit(() => (failure === undefined ? this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix }) : undefined));
+      parts.push(part.catch(fail));
+    };
+    const depthFirst = { prefix: '/', depth: 1 } as const;
+    try {
+      // Both first pages at once; the depth-1 one is awaited (and its body read) either way, so no
+      // request outlives the listing.
+      const whole = limit(() => this.#page('full', FULL_PAGE_LIMIT, {}, undefined, ctrl.signal));
+      const top = limit(() => this.#page('full', FULL_PAGE_LIMIT, depthFirst, undefined, ctrl.signal));
+      top.catch(() => {});
+      const wholePage = await whole.catch((e: unknown) => {
+        fail(e);
+        return undefined;
+      });
+      if (wholePage !== undefined && wholePage.next === undefined) {
+        await this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, first: wholePage }).catch(fail);
+        await top.catch(() => {});
+      } else if (wholePage !== undefined) {
+        // More than one page: its items come again from the parts. It counts against the budget.
+        budget.pages++;
+        await limit(() => this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: top })).catch(fail);
+      } else {
+        await top.catch(() => {});
+      }
+      // Parts started later are pushed while earlier ones run: wait until none is left.
+      for (let i = 0; i < parts.length; i++) await parts[i];
+    } finally {
+      detach();
+    }
+    if (failure !== undefined) {
+      // The caller's abort, rather than the error it caused in the parts.
+      if (signal?.aborted) throw abortReason(signal);
+      throw failure.reason;
+    }
+  }
+
+  /** One memory with its content. Throws (classified by the caller) on failure, and for content over the size limit. */
+  async retrieve(id: string, signal?: AbortSignal): Promise<RemoteMemoryWithContent> {
+    const res = await this.#client.beta.memoryStores.memories
+      .retrieve(id, { memory_store_id: this.storeId, view: 'full' }, { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs })
+      .asResponse();
+    const body = await this.#readJson(res, MAX_MEMORY_JSON_BYTES, `memory ${id}`, signal);
+    const m = checkMemory(body, this.storeId, `memory ${id}`);
+    const tooLarge = oversizeReason(m);
+    if (tooLarge !== undefined) {
+      throw new RemoteLimitError('body-size', `memory store ${this.storeId}: ${m.path} refused: ${tooLarge}`, { storeId: this.storeId });
+    }
+    return { ...toRemote(m), content: m.content ?? '' };
+  }
+
+  async create(serverPath: string, content: string, signal?: AbortSignal): Promise<RemoteWriteResult> {
+    return this.#write(serverPath, signal, () =>
+      this.#writer.beta.memoryStores.memories.create(
+        this.storeId,
+        { path: serverPath, content },
+        { signal, maxRetries: 0, timeout: this.#timeoutMs },
+      ),
+    );
+  }
+
+  /** Update the content of `id`, only if the store still holds `expectedSha` (content_sha256 precondition). */
+  async update(id: string, serverPath: string, content: string, expectedSha: string, signal?: AbortSignal): Promise<RemoteWriteResult> {
+    return this.#write(serverPath, signal, () =>
+      this.#writer.beta.memoryStores.memories.update(
+        id,
+        {
+          memory_store_id: this.storeId,
+          content,
+          precondition: { type: 'content_sha256', content_sha256: expectedSha },
+        },
+        { signal, maxRetries: 0, timeout: this.#timeoutMs },
+      ),
+    );
+  }
+
+  /** Delete `id`, only if the store still holds `expectedSha`. A 404 counts as done. */
+  async delete(id: string, expectedSha: string, signal?: AbortSignal): Promise<RemoteDeleteResult> {
+    try {
+      await this.#writer.beta.memoryStores.memories.delete(
+        id,
+        { memory_store_id: this.storeId, expected_content_sha256: expectedSha },
+        { signal, maxRetries: 0, timeout: this.#timeoutMs },
+      );
+      return { ok: true };
+    } catch (e) {
+      rethrowAbort(e, signal);
+      if (statusOf(e) === 404) return { ok: true };
+      return { ok: false, ...classifyWriteFailure(e, undefined) };
+    }
+  }
+
+  async #write(serverPath: string, signal: AbortSignal | undefined, call: () => Promise<BetaManagedAgentsMemory>): Promise<RemoteWriteResult> {
+    try {
+      const m = await call();
+      return { ok: true, id: m.id, sha: m.content_sha256, updatedAt: m.updated_at };
+    } catch (e) {
+      rethrowAbort(e, signal);
+      return { ok: false, ...classifyWriteFailure(e, serverPath) };
+    }
+  }
+
+  /** One listing page (`part` names the folder and depth), read within its size bound and checked. */
+  async #page(view: 'basic' | 'full', limit: number, part: { prefix?: string; depth?: 1 }, cursor: string | undefined, signal: AbortSignal | undefined): Promise<ListingPage> {
+    const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
+    const what = this.#what(view, part.prefix);
+    const query = { ...(part.prefix !== undefined ? { path_prefix: part.prefix } : {}), ...(part.depth !== undefined ? { depth: part.depth } : {}) };
+    const res = await this.#client.beta.memoryStores.memories
+      .list(
+        this.storeId,
+        { view, limit, ...query, ...(cursor !== undefined ? { page: cursor } : {}) },
+        { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
+      )
+      .asResponse();
+    const body = await this.#readJson(res, pageCap, what, signal);
+    return checkPage(body, this.storeId, what);
+  }
+
+  #what(view: 'basic' | 'full', prefix: string | undefined): string {
+    const inFolder = prefix !== undefined && prefix !== '/' ? ` (folder ${prefix})` : '';
+    return `the ${view} listing of memory store ${this.storeId}${inFolder}`;
+  }
+
+  /**
+   * Every page of one cursor, each item checked against the shared `budget` and handed to
+   * `onItem`. `first`, when given, is its first page, already asked for. The next page is asked
+   * for as soon as its cursor passed the checks, before this page's items are handed on, so the
+   * round trip overlaps the caller's work on them: a cursor holds at most two pages, one in
+   * flight. A failure aborts the page in flight.
+   */
+  async #eachPage(
+    view: 'basic' | 'full',
+    limit: number,
+    signal: AbortSignal | undefined,
+    onItem: (m: BetaManagedAgentsMemory) => unknown,
+    part: { budget?: ListingBudget; prefix?: string; depth?: 1; onPrefix?: (path: unknown) => void; first?: ListingPage | Promise<ListingPage> } = {},
+  ): Promise<void> {
+    const budget = part.budget ?? newBudget(limit);
+    const cursors = new Set<string>();
+    const what = this.#what(view, part.prefix);
+    const ctrl = new AbortController();
+    // Each page's request leaves an abort listener on this signal until its body is collected (the
+    // client's clean-up for a body read by hand), so a long cursor holds many at once: a bounded
+    // number, never a leak worth Node's warning.
+    setMaxListeners(10_000, ctrl.signal);
+    const detach = linkAbort(signal, ctrl);
+    let ahead: ListingPage | Promise<ListingPage> | undefined = part.first;
+    try {
+      for (let pages = 1; ; pages++) {
+        budget.pages++;
+        const { data, next } = await (ahead ?? this.#page(view, limit, part, undefined, ctrl.signal));
+        ahead = undefined;
+        if (next !== undefined) {
+          if (cursors.has(next)) throw this.#limit('repeated-cursor', `${what} returned a next_page cursor it had returned before (page ${pages}); stopped reading it`);
+          if (budget.pages >= budget.maxPages) {
+            throw this.#limit('page-count', `${what} kept paging past ${budget.maxPages} pages (${budget.memories} memories so far); stopped reading it`);
+          }
+          cursors.add(next);
+          const asked = this.#page(view, limit, part, next, ctrl.signal);
+          // Awaited at the next turn; a rejection meanwhile is not an unhandled one.
+          asked.catch(() => {});
+          ahead = asked;
+        }
+        for (let i = 0; i < data.length; i++) {
+          const raw = data[i];
+          // Each item is dropped from the page once handed on: a page waiting for the writes to catch
+          // up holds only the contents not written yet.
+          data[i] = undefined;
+          const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
+          if (type === 'memory_prefix' && part.onPrefix !== undefined) {
+            part.onPrefix((raw as { path?: unknown }).path);
+            continue;
+          }
+          if (typeof raw === 'object' && raw !== null && type !== 'memory') continue;
+          const item = checkMemory(raw, this.storeId, what);
+          if (++budget.memories > MAX_LISTED_MEMORIES) {
+            throw this.#limit('memory-count', `${what} passed ${MAX_LISTED_MEMORIES} memories (a store holds at most ${MAX_MEMORIES_PER_STORE}); stopped reading it`);
+          }
+          if (budget.paths.has(item.path)) {
+            throw this.#limit('duplicate-path', `${what} lists ${JSON.stringify(item.path)} twice; a path names one memory, so the listing cannot be trusted`);
+          }
+          budget.paths.add(item.path);
+          await onItem(item);
+        }
+        if (ahead === undefined) return;
+      }
+    } catch (e) {
+      ctrl.abort(e);
+      throw e;
+    } finally {
+      detach();
+    }
+  }
+
+  async #readJson(res: Response, cap: number, what: string, signal: AbortSignal | undefined): Promise<unknown> {
+    const text = await readBodyCapped(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch((e: unknown) => {
+      if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
+      throw e;
+    });
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw this.#limit('malformed', `${what} is not valid JSON (${text.length} bytes)`);
+    }
+  }
+
+  #limit(limit: ConstructorParameters<typeof RemoteLimitError>[0], detail: string): RemoteLimitError {
+    return new RemoteLimitError(
+      limit,
+      `${detail}. The server's answer broke a documented bound; check that the client's base URL points at the Anthropic API ` +
+        '(or a faithful proxy) and retry later. Nothing was written from it.',
+      { storeId: this.storeId },
+    );
+  }
+}
+
+/** What one listing may still spend, shared by the parts of a folder-split listing. */
+interface ListingBudget {
+  memories: number;
+  pages: number;
+  maxPages: number;
+  /** Every path listed so far: a path listed twice, by one part or two, is refused. */
+  paths: Set<string>;
+}
+
+/** The budget of a listing of `limit` items per page: the pages a full store can fill, twice, plus 10. */
+function newBudget(limit: number): ListingBudget {
+  return { memories: 0, pages: 0, maxPages: Math.ceil(MAX_LISTED_MEMORIES / limit) * 2 + 10, paths: new Set() };
+}
+
+/** One listing page as checked: its items (not checked yet) and its next cursor. */
+interface ListingPage {
+  data: unknown[];
+  next: string | undefined;
+}
+
+/** A `memory_prefix` path naming one top-level folder: `/name/`. */
+const TOP_LEVEL_PREFIX = /^\/[^/]+\/$/u;
+
+/** The `data` and `next_page` of a listing page, or a `malformed` error. */
+function checkPage(body: unknown, storeId: string, what: string): ListingPage {
+  const b = body as { data?: unknown; next_page?: unknown } | null;
+  if (typeof b !== 'object' || b === null || !Array.isArray(b.data)) {
+    throw malformed(storeId, `${what}: a page without a \`data\` array`);
+  }
+  const next = b.next_page;
+  if (next !== undefined && next !== null && typeof next !== 'string') throw malformed(storeId, `${what}: next_page is neither a string nor null`);
+  return { data: b.data, next: typeof next === 'string' && next !== '' ? next : undefined };
+}
+
+/** A memory object with the fields the sync relies on, or a `malformed` error. */
+function checkMemory(raw: unknown, storeId: string, what: string): BetaManagedAgentsMemory {
+  const m = raw as Partial<Record<keyof BetaManagedAgentsMemory, unknown>> | null;
+  const ok =
+    typeof m === 'object' &&
+    m !== null &&
+    m.type === 'memory' &&
+    typeof m.id === 'string' &&
+    m.id !== '' &&
+    typeof m.path === 'string' &&
+    typeof m.content_sha256 === 'string' &&
+    SHA256_HEX.test(m.content_sha256) &&
+    (m.content === null || m.content === undefined || typeof m.content === 'string');
+  if (!ok) throw malformed(storeId, `${what}: an item is not a memory object with id, path and content_sha256`);
+  return m as BetaManagedAgentsMemory;
+}
+
+function malformed(storeId: string, detail: string): RemoteLimitError {
+  return new RemoteLimitError(
+    'malformed',
+    `${detail}. The server's answer is malformed; check that the client's base URL points at the Anthropic API and retry later. ` +
+      'Nothing was written from it.',
+    { storeId },
+  );
+}
+
+/** Why a memory's content is over the size limit, or undefined. */
+function oversizeReason(m: BetaManagedAgentsMemory): string | undefined {
+  const bytes = typeof m.content === 'string' ? Buffer.byteLength(m.content, 'utf8') : 0;
+  if (bytes > MAX_MEMORY_BYTES) {
+    return `its content is ${bytes} bytes, over the ${MAX_MEMORY_BYTES}-byte limit a memory can have; not written (shorten it in the Console)`;
+  }
+  return undefined;
+}
+
+function toRemote(m: BetaManagedAgentsMemory): RemoteMemory {
+  return { id: m.id, path: m.path, sha: m.content_sha256, sizeBytes: m.content_size_bytes, updatedAt: m.updated_at };
+}
+
+/** Rethrow aborts (ours or the signal's) so a cancelled sync stops instead of recording failures. */
+export function rethrowAbort(e: unknown, signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortReason(signal);
+  if (isUserAbortError(e) || (isAbortError(e) && !isConnectionError(e))) throw e;
+}
+
+/** Map a failed write to what the planner needs to know about it. */
+export function classifyWriteFailure(e: unknown, serverPath: string | undefined): { failure: RemoteFailure; reason: string; status: number | undefined } {
+  const status = statusOf(e);
+  const type = errorTypeOf(e);
+  const reason = describe(e, status, type);
+  if (isConnectionError(e) || (status === undefined && !isApiError(e))) {
+    // The request may or may not have been applied: the next listing settles it.
+    return { failure: 'lost-response', reason, status };
+  }
+  if (status === 409 && type === 'memory_precondition_failed_error') return { failure: 'precondition', reason, status };
+  if (status === 409 && type === 'memory_path_conflict_error') {
+    // An ancestor or descendant path is taken (a local file where the store has a folder, or the
+    // reverse): it will fail again until something changes, so report it once.
+    // The refusal lasts only while the conflicting memory is listed: the sync loop retries the
+    // path once it is gone (see {@link isPathConflictReason}).
+    const conflicting = conflictingPathOf(e);
+    if (conflicting !== undefined && conflicting !== serverPath) {
+      return { failure: 'refused', reason: `${PATH_CONFLICT_REASON_PREFIX}${conflicting}; ${reason}`, status };
+    }
+    return { failure: 'transient', reason, status };
+  }
+  if (status === 404) return { failure: 'not-found', reason, status };
+  if (status === 400 || status === 413 || status === 422) return { failure: 'refused', reason, status };
+  return { failure: 'transient', reason, status };
+}
+
+function conflictingPathOf(e: unknown): string | undefined {
+  if (!isApiError(e)) return undefined;
+  const body = e.error as { error?: { conflicting_path?: unknown; details?: { conflicting_path?: unknown } } } | undefined;
+  const p = body?.error?.conflicting_path ?? body?.error?.details?.conflicting_path;
+  return typeof p === 'string' && p !== '' ? p : undefined;
+}
+
+function describe(e: unknown, status: number | undefined, type: string | undefined): string {
+  if (isApiError(e)) {
+    const body = e.error as { error?: { message?: unknown } } | undefined;
+    const msg = typeof body?.error?.message === 'string' ? body.error.message : e.message;
+    return `${status !== undefined ? `HTTP ${status}` : 'no response'}${type ? ` ${type}` : ''}: ${msg}`;
+  }
+  return e instanceof Error ? e.message : String(e);
+}

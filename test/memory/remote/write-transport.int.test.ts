@@ -1,0 +1,174 @@
+/**
+ * Pins the transport of memory writes, over real HTTP against the emulator: when the client uses
+ * the runtime's default `fetch`, creates, updates and deletes go through the buffered transport
+ * (reads still through the client's fetch), and every answer is classified exactly as before:
+ * 409s, 4xx refusals, 5xx, a lost response, a server that never answers (the request timeout), an
+ * answer too large or malformed to be a memory, and the caller's abort. A client with a transport
+ * of its own (`fetch`, `fetchOptions`, a proxy as the runtime's dispatcher) keeps it for every request;
+ * a client of another copy of the SDK gets the same transport.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { withBufferedFetch } from '../../../src/api/buffered-fetch.js';
+import { isAbortError } from '../../../src/internal/abort.js';
+import { RemoteStore } from '../../../src/memory/remote/remote-store.js';
+import { copySdk, importSdkCopy } from '../../api/sdk-copy.js';
+import { harness, type Harness } from '../int-helpers.js';
+
+let h: Harness;
+beforeEach(async () => {
+  h = await harness();
+});
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await h.cleanup();
+});
+
+const WRITE = /^POST \/v1\/memory_stores\/[^/]+\/memories/;
+
+async function rig(clientOptions: ConstructorParameters<typeof Anthropic>[0] = {}, requestTimeoutMs?: number): Promise<{ storeId: string; remote: RemoteStore; client: Anthropic }> {
+  const store = await h.emu.createMemoryStore({ name: 'Writes', memories: { '/a.md': 'a' } });
+  const { sessionId } = await h.emu.createSession({ resources: [{ memoryStoreId: store.id }] });
+  const client = h.emu.sessionClient(sessionId, clientOptions);
+  return { storeId: store.id, client, remote: new RemoteStore(client, store.id, { readRetries: 0, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) }) };
+}
+
+describe('with the runtime default fetch', () => {
+  it('writes go through the buffered transport, reads through the client fetch', async () => {
+    const runtimeFetch = vi.spyOn(globalThis, 'fetch');
+    const r = await rig();
+    const listed = await r.remote.listBasic();
+    const reads = runtimeFetch.mock.calls.length;
+    expect(reads).toBeGreaterThan(0);
+
+    const created = await r.remote.create('/notes/new.md', 'hello', undefined);
+    expect(created.ok).toBe(true);
+    if (!created.ok) return;
+    const updated = await r.remote.update(created.id, '/notes/new.md', 'hello again', created.sha, undefined);
+    expect(updated.ok).toBe(true);
+    const a = listed.find((m) => m.path === '/a.md')!;
+    expect(await r.remote.delete(a.id, a.sha, undefined)).toEqual({ ok: true });
+
+    expect(runtimeFetch.mock.calls.length).toBe(reads);
+    expect(h.emu.memories(r.storeId)).toEqual({ '/notes/new.md': 'hello again' });
+  });
+
+  it('keeps the connection open between writes', async () => {
+    const r = await rig();
+    for (let i = 0; i < 3; i++) expect((await r.remote.create(`/k${i}.md`, 'x', undefined)).ok).toBe(true);
+    expect(Object.keys(h.emu.memories(r.storeId))).toHaveLength(4);
+  });
+
+  const rows: Array<{ description: string; fault: Parameters<Harness['emu']['faults']['add']>[0]; failure: string; reason?: RegExp }> = [
+    { description: 'a 409 precondition failure is a precondition', fault: { status: 409, errorType: 'memory_precondition_failed_error' }, failure: 'precondition' },
+    { description: 'a 400 is a refusal, with the server message', fault: { status: 400, message: 'bad content' }, failure: 'refused', reason: /HTTP 400.*bad content/ },
+    { description: 'a 413 is a refusal', fault: { status: 413 }, failure: 'refused' },
+    { description: 'a 404 is not-found', fault: { status: 404 }, failure: 'not-found' },
+    { description: 'a 503 is transient', fault: { status: 503 }, failure: 'transient', reason: /HTTP 503/ },
+    { description: 'a response lost after the write is a lost response', fault: { dropResponse: true }, failure: 'lost-response' },
+    { description: 'an answer that is not JSON is a lost response', fault: { rewrite: () => '{"id": "mem_' }, failure: 'lost-response' },
+    {
+      description: 'an answer larger than any memory is a lost response, not read whole',
+      fault: { rewrite: () => 'x'.repeat(2 * 1024 * 1024) },
+      failure: 'lost-response',
+    },
+  ];
+  it.each(rows)('$description', async ({ fault, failure, reason }) => {
+    const r = await rig();
+    h.emu.faults.add({ route: WRITE, ...fault });
+    const res = await r.remote.create('/b.md', 'b', undefined);
+    expect(res.ok).toBe(false);
+    if (res.ok) return;
+    expect(res.failure).toBe(failure);
+    if (reason) expect(res.reason).toMatch(reason);
+  });
+
+  it('a server that never answers is a lost response once the request timeout passes', async () => {
+    const r = await rig({}, 300);
+    h.emu.faults.add({ route: WRITE, hang: true });
+    const started = Date.now();
+    const res = await r.remote.create('/b.md', 'b', undefined);
+    expect(res.ok ? undefined : res.failure).toBe('lost-response');
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it("the caller's abort cancels the write in flight and is thrown, not recorded", async () => {
+    const r = await rig();
+    h.emu.faults.add({ route: WRITE, hang: true });
+    const ctrl = new AbortController();
+    const pending = r.remote.create('/b.md', 'b', ctrl.signal);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    ctrl.abort(new Error('bound expired'));
+    const err = await pending.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeDefined();
+    expect(isAbortError(err) || (err as Error).message === 'bound expired').toBe(true);
+  });
+});
+
+describe('a client with a transport of its own', () => {
+  it('keeps its own fetch for writes', async () => {
+    let calls = 0;
+    const own: typeof fetch = (input, init) => {
+      calls++;
+      return fetch(input, init);
+    };
+    const r = await rig({ fetch: own });
+    expect((await r.remote.create('/c.md', 'c', undefined)).ok).toBe(true);
+    expect(calls).toBe(1);
+  });
+
+  it('keeps the runtime fetch when it sets fetchOptions', async () => {
+    const r = await rig({ fetchOptions: { keepalive: true } });
+    expect(withBufferedFetch(r.client, 1024)).toBe(r.client);
+  });
+
+  it('keeps the runtime fetch when the runtime routes it through a proxy dispatcher', async () => {
+    const r = await rig();
+    const key = Symbol.for('undici.globalDispatcher.1');
+    const g = globalThis as Record<symbol, unknown>;
+    const saved = g[key];
+    class ProxyAgent {}
+    g[key] = new ProxyAgent();
+    try {
+      expect(withBufferedFetch(r.client, 1024)).toBe(r.client);
+    } finally {
+      g[key] = saved;
+    }
+  });
+
+  it('keeps itself when it cannot be copied with another fetch', () => {
+    const bare = { fetch: globalThis.fetch } as unknown as Anthropic;
+    expect(withBufferedFetch(bare, 1024)).toBe(bare);
+  });
+
+  it('a default client gets a copy for its writes', async () => {
+    const r = await rig();
+    expect(withBufferedFetch(r.client, 1024)).not.toBe(r.client);
+  });
+});
+
+describe('a client of another copy of the SDK', () => {
+  it('writes through the buffered transport, and its failures are classified the same', async () => {
+    const copy = await copySdk();
+    try {
+      const other = await importSdkCopy(copy);
+      const store = await h.emu.createMemoryStore({ name: 'Other', memories: { '/a.md': 'a' } });
+      const { sessionId } = await h.emu.createSession({ resources: [{ memoryStoreId: store.id }] });
+      const token = h.emu.sessionsToken(sessionId)!;
+      const runtimeFetch = vi.spyOn(globalThis, 'fetch');
+      const client = new other.default({ apiKey: null, authToken: token, baseURL: h.emu.baseURL, logLevel: 'off' }) as unknown as Anthropic;
+      const remote = new RemoteStore(client, store.id, { readRetries: 0 });
+      expect((await remote.create('/b.md', 'b', undefined)).ok).toBe(true);
+      expect(runtimeFetch).not.toHaveBeenCalled();
+      h.emu.faults.add({ route: WRITE, status: 409, errorType: 'memory_precondition_failed_error', times: 1 });
+      const refused = await remote.create('/c.md', 'c', undefined);
+      expect(refused.ok ? undefined : refused.failure).toBe('precondition');
+      expect(h.emu.memories(store.id)).toEqual({ '/a.md': 'a', '/b.md': 'b' });
+    } finally {
+      await copy.remove();
+    }
+  }, 60_000);
+});
