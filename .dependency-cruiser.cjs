@@ -78,6 +78,24 @@ module.exports = {
       to: { path: '^src/api/' },
     },
     {
+      name: 'sandbox-no-callers',
+      comment:
+        'src/sandbox/ (the per-session tool host and its bubblewrap view) imports only itself, src/internal/ and ' +
+        'src/errors.ts: the worker uses it, never the other way round.',
+      severity: 'error',
+      from: { path: '^src/sandbox/' },
+      to: { path: '^src/', pathNot: ['^src/(sandbox|internal)/', '^src/errors\\.ts$'] },
+    },
+    {
+      name: 'sandbox-tool-host-loads-only-the-sdk',
+      comment:
+        'The tool host runs inside the sandbox, where only Node and the SDK are visible: at run time it imports ' +
+        'node:* modules and @anthropic-ai/sdk only (types from protocol.ts are erased).',
+      severity: 'error',
+      from: { path: '^src/sandbox/tool-host\\.ts$' },
+      to: { pathNot: ['^node_modules/@anthropic-ai/sdk/'], dependencyTypesNot: ['core', 'type-only'] },
+    },
+    {
       name: 'internal-no-rooms',
       comment: 'src/internal/ (logger, abort, clock, ...) imports no other room of src/ (src/errors.ts aside).',
       severity: 'error',

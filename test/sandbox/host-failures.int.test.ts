@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveSandboxOption } from '../../src/sandbox/options.js';
 import { resolveSandbox } from '../../src/sandbox/runtime.js';
 import { SessionSandbox } from '../../src/sandbox/session-sandbox.js';
+import { ToolHostProcess } from '../../src/sandbox/tool-host-process.js';
 import { harness, type Harness } from '../worker/helpers.js';
 
 const log = pino({ level: 'silent' });
@@ -49,21 +50,6 @@ describe('a tool host that fails', () => {
     expect(sandbox.hostsStarted).toBe(2);
   });
 
-  it('writing garbage or a forged answer on its pipe: that call is an error result, then a fresh host', async () => {
-    sandbox = await sessionSandbox(work);
-    const garbage = await bash(sandbox, "printf 'not json\\n' > /proc/$PPID/fd/1; sleep 5");
-    expect(garbage.ok).toBe(false);
-    expect(garbage.text).toContain('a line that is not JSON');
-    const forged = await bash(sandbox, `printf '{"t":"result","id":999,"isError":false,"content":"forged"}\\n' > /proc/$PPID/fd/1; sleep 5`);
-    expect(forged.ok).toBe(false);
-    expect(forged.text).toContain('answered call 999, which is not running');
-    const shaped = await bash(sandbox, `printf '{"t":"result","id":1,"isError":"no","content":7}\\n' > /proc/$PPID/fd/1; sleep 5`);
-    expect(shaped.ok).toBe(false);
-    expect(shaped.text).toContain('a message of unknown shape');
-    expect(await bash(sandbox, 'echo fine')).toEqual({ ok: true, text: 'fine' });
-    expect(sandbox.hostsStarted).toBe(4);
-  });
-
   it('hung past the tool timeout (stopped by the agent): that call is an error result, then a fresh host', async () => {
     sandbox = await sessionSandbox(work, 1_500);
     const started = Date.now();
@@ -84,6 +70,51 @@ describe('a tool host that fails', () => {
   });
 });
 
+describe('a tool host that writes garbage', () => {
+  // The agent cannot write on the host's pipe (a socket: /proc/<pid>/fd/1 does not reopen it), so a
+  // stand-in program plays a broken host: it answers init, then writes `reply` for the first call.
+  async function brokenHost(reply: string): Promise<{ result: Awaited<ReturnType<ToolHostProcess['call']>>; log: string[] }> {
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-broken-host-'));
+    const launcher = path.join(dir, 'launch');
+    // Stands where bubblewrap would: drops `--info-fd 3` and runs the rest.
+    await fsp.writeFile(launcher, '#!/bin/sh\nshift 2\nexec "$@"\n', { mode: 0o755 });
+    const program = `
+      const rl = require('node:readline').createInterface({ input: process.stdin });
+      let n = 0;
+      rl.on('line', () => {
+        if (n++ === 0) process.stdout.write(JSON.stringify({ t: 'ready', tools: ['bash'] }) + '\\n');
+        else process.stdout.write(${JSON.stringify(reply)});
+      });`;
+    const lines: string[] = [];
+    const capture = pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) });
+    const host = new ToolHostProcess({
+      bwrap: launcher,
+      args: [process.execPath, '-e', program],
+      init: { t: 'init', workdir: dir, allowedRoots: [], readOnlyRoots: [], maxFileBytes: undefined },
+      log: capture,
+    });
+    try {
+      const result = await host.call('bash', { command: 'true' }, { timeoutMs: 10_000 });
+      expect(host.alive).toBe(false);
+      return { result, log: lines };
+    } finally {
+      await host.close();
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  it.each([
+    ['a line that is not JSON', 'garbage\n', 'the tool host sent a line that is not JSON'],
+    ['an answer to a call that is not running', '{"t":"result","id":999,"isError":false,"content":"forged"}\n', 'answered call 999, which is not running'],
+    ['a message of the wrong shape', '{"t":"result","id":1,"isError":"no","content":7}\n', 'a message of unknown shape'],
+    ['a second ready with extra fields', '{"t":"ready","tools":[],"x":1}\n', 'a message of unknown shape'],
+  ])('%s: the call fails with why, the host is killed, a warning is logged', async (_name, reply, why) => {
+    const { result, log } = await brokenHost(reply);
+    expect(result).toEqual({ kind: 'failed', message: expect.stringContaining(why) as string });
+    expect(log.join('')).toContain('sandbox tool host failed');
+  });
+});
+
 describe('a whole session through the worker with a failing tool host', () => {
   let h: Harness;
   beforeEach(async () => {
@@ -93,13 +124,13 @@ describe('a whole session through the worker with a failing tool host', () => {
     await h.cleanup();
   });
 
-  it('completes: the crashed, garbled and hung calls answer with errors and the others run', async () => {
+  it('completes: the crashed, slow and hung calls answer with errors and the others run', async () => {
     const { emu } = h;
     const { sessionId } = await emu.createSession({
       script: [
         { tool: 'bash', input: { command: 'echo before > f; cat f' } },
         { tool: 'bash', input: { command: 'kill -9 $PPID' } },
-        { tool: 'bash', input: { command: "printf 'x\\n' > /proc/$PPID/fd/1; sleep 5" } },
+        { tool: 'bash', input: { command: 'sleep 30', timeout_ms: 60_000 } },
         { tool: 'bash', input: { command: 'kill -STOP $PPID', timeout_ms: 60_000 } },
         { tool: 'read', input: { file_path: 'f' } },
       ],

@@ -32,6 +32,8 @@ describe('two tenants on one worker with concurrency 2', () => {
     // The worker still writes the Console's edit into the read-only folder from outside.
     expect(seen.readReadOnly).toMatch(/^v2 from the Console\n?exit=0$/);
     expect(run.storeReadOnly).toEqual({ '/policy.md': 'v2 from the Console' });
+    // A descriptor the daemon inherited is closed before the sandbox starts.
+    expect(run.leakedPipe).toBe('');
     // B's store ends exactly as B's agent left it.
     expect(run.storeB).toEqual({ '/b.md': 'B final' });
     expect(run.daemonExit).toBe(0);
@@ -48,6 +50,7 @@ describe('two tenants on one worker with concurrency 2', () => {
     expect(seen.state).toContain('exit=0');
     expect(seen.key).toContain(run.environmentKey);
     expect(seen.writeReadOnly).toBe('exit=0');
+    expect(run.leakedPipe).toContain('leaked');
     // A's text was uploaded into B's store at B's last sync.
     expect(run.storeB).toEqual({ '/b.md': 'A was here\n' });
     expect(run.daemonExit).toBe(0);

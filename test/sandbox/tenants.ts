@@ -16,7 +16,9 @@ const DAEMON = fileURLToPath(new URL('./fixtures/tenant-daemon.mjs', import.meta
 
 /** What A's agent saw, per attempt: the output of each command, with its exit status appended. */
 export interface TenantRun {
-  seen: Record<'list' | 'readB' | 'writeB' | 'env' | 'procs' | 'state' | 'key' | 'writeReadOnly' | 'readReadOnly', string>;
+  seen: Record<'list' | 'readB' | 'writeB' | 'env' | 'procs' | 'state' | 'key' | 'writeReadOnly' | 'readReadOnly' | 'fd', string>;
+  /** What reached the descriptor the daemon inherited without close-on-exec. */
+  leakedPipe: string;
   /** B's store once both sessions ended. */
   storeB: Record<string, string>;
   /** The read-only store once both sessions ended. */
@@ -26,7 +28,10 @@ export interface TenantRun {
   daemonExit: number | null;
 }
 
-const ATTEMPTS = ['list', 'readB', 'writeB', 'env', 'procs', 'state', 'key', 'writeReadOnly', 'readReadOnly'] as const;
+/** The daemon's inherited descriptor (no close-on-exec). */
+const LEAKED_FD = 251;
+
+const ATTEMPTS = ['list', 'readB', 'writeB', 'env', 'procs', 'state', 'key', 'writeReadOnly', 'readReadOnly', 'fd'] as const;
 
 /** Run the scenario with `sandbox` left to its default (`undefined`) or set. */
 export async function runTenants(sandbox: 'none' | 'bwrap' | undefined): Promise<TenantRun> {
@@ -67,6 +72,7 @@ export async function runTenants(sandbox: 'none' | 'bwrap' | undefined): Promise
         { console: (e) => e.putMemory(policy.id, '/policy.md', 'v2 from the Console') },
         { sleepMs: 5_500 },
         sh(`cat ${dirPolicy}/policy.md`),
+        sh(`echo leaked >&${LEAKED_FD} && echo wrote`),
       ],
     });
 
@@ -80,8 +86,12 @@ export async function runTenants(sandbox: 'none' | 'bwrap' | undefined): Promise
         TEST_STATE_DIR: stateDir,
         ...(sandbox ? { TEST_SANDBOX: sandbox } : {}),
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      // A descriptor the daemon inherits, as from a service manager or a test runner. Node marks
+      // its low descriptors close-on-exec at start-up, not one this high.
+      stdio: ['ignore', 'pipe', 'pipe', ...Array<'ignore'>(LEAKED_FD - 3).fill('ignore'), 'pipe'],
     });
+    const leaked: string[] = [];
+    (daemon.stdio[LEAKED_FD] as NodeJS.ReadableStream).on('data', (d: Buffer) => leaked.push(d.toString('utf8')));
     daemon.stdout?.on('data', (d: Buffer) => daemonLog.push(d.toString('utf8')));
     daemon.stderr?.on('data', (d: Buffer) => daemonLog.push(d.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => daemon!.once('exit', (code) => resolve(code)));
@@ -97,6 +107,7 @@ export async function runTenants(sandbox: 'none' | 'bwrap' | undefined): Promise
       storeReadOnly: emu.memories(policy.id),
       environmentKey: emu.environmentKey,
       daemonLog: daemonLog.join(''),
+      leakedPipe: leaked.join(''),
       daemonExit,
     };
   } finally {
