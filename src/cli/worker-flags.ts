@@ -71,8 +71,40 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
     )
     .option('--state-dir <dir>', 'journal, conflict and unsaved copies (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)')
     .addOption(new Option('--allowed-mount-root <dir>', 'mount memory stores only inside <dir> (repeatable; default: anywhere)').argParser(collect))
-    .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <HOSTNAME>-<uuid>)');
+    .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <HOSTNAME>-<uuid>)')
+    .addOption(
+      new Option('--sandbox <mode>', "where each session's tools run: a bubblewrap sandbox per session (auto: when it works here; bwrap: or refuse to start) or none (default auto)").choices([
+        'auto',
+        'bwrap',
+        'none',
+      ]),
+    )
+    .addOption(new Option('--sandbox-network <mode>', 'network of the sandboxes: host or none (default host)').choices(['host', 'none']))
+    .addOption(new Option('--sandbox-ro <path>', 'make <path> visible read-only in every sandbox (repeatable)').argParser(collect))
+    .addOption(new Option('--sandbox-rw <path>', 'make <path> visible read-write in every sandbox (repeatable)').argParser(collect))
+    .addOption(new Option('--sandbox-env <name>', 'pass the variable <name> into every sandbox (repeatable; never ANTHROPIC_*)').argParser(collect));
   addLogFlags(cmd);
+}
+
+/**
+ * The `sandbox` option from the `--sandbox*` flags. The credential files given on the command line
+ * are always hidden from the sandboxes, even when they sit in a folder a sandbox sees.
+ */
+function sandboxFromFlags(flags: OptionValues, cwd: string): EnvironmentWorkerOptions['sandbox'] {
+  const mode = flags['sandbox'] as 'auto' | 'bwrap' | 'none' | undefined;
+  if (mode === 'none') return 'none';
+  const abs = (list: unknown): string[] => ((list as string[] | undefined) ?? []).map((p) => path.resolve(cwd, p));
+  const credentialFiles = [flags['environmentKeyFile'], flags['workSecretFile']].filter(
+    (f): f is string => typeof f === 'string' && f !== '/dev/stdin',
+  );
+  return {
+    mode: mode ?? 'auto',
+    readOnlyPaths: abs(flags['sandboxRo']),
+    readWritePaths: abs(flags['sandboxRw']),
+    hidePaths: abs(credentialFiles),
+    env: (flags['sandboxEnv'] as string[] | undefined) ?? [],
+    ...(flags['sandboxNetwork'] !== undefined ? { network: flags['sandboxNetwork'] as 'host' | 'none' } : {}),
+  };
 }
 
 /** Environment variables read by the commands that run sessions. */
@@ -130,5 +162,6 @@ export function workerOptionsFromFlags(flags: OptionValues, io: Pick<CommandIo, 
   const roots = flags['allowedMountRoot'] as string[] | undefined;
   if (roots !== undefined) opts.allowedMountRoots = roots.map((r) => path.resolve(io.cwd, r));
   if (flags['workerId'] !== undefined) opts.workerId = flags['workerId'] as string;
+  opts.sandbox = sandboxFromFlags(flags, io.cwd);
   return opts;
 }

@@ -82,6 +82,20 @@ describe('workerOptionsFromFlags', () => {
       expected: { allowedMountRoots: ['/mnt/memory', '/srv/cwd/mem'] },
     },
     {
+      description: '--sandbox bwrap with its extras; relative paths are taken from the current folder',
+      argv: () => ['--sandbox', 'bwrap', '--sandbox-network', 'none', '--sandbox-ro', '/opt/tools', '--sandbox-rw', 'cache', '--sandbox-env', 'GIT_AUTHOR_NAME'],
+      env: ENV,
+      expected: {
+        sandbox: { mode: 'bwrap', readOnlyPaths: ['/opt/tools'], readWritePaths: ['/srv/cwd/cache'], hidePaths: [], env: ['GIT_AUTHOR_NAME'], network: 'none' },
+      },
+    },
+    {
+      description: '--sandbox none',
+      argv: () => ['--sandbox', 'none'],
+      env: ENV,
+      expected: { sandbox: 'none' },
+    },
+    {
       description: 'options not given stay unset, so the library defaults apply',
       argv: () => [],
       env: ENV,
@@ -93,6 +107,11 @@ describe('workerOptionsFromFlags', () => {
     const { client, ...opts } = optionsFor(argv(), env);
     const actual: Record<string, unknown> = { ...opts, baseURL: client.baseURL };
     for (const [key, value] of Object.entries(expected)) expect(actual[key], key).toStrictEqual(value);
+  });
+
+  it('without --sandbox: the default mode, with the key file hidden from every sandbox', () => {
+    const { sandbox } = optionsFor(['--environment-key-file', keyFile], ENV);
+    expect(sandbox).toStrictEqual({ mode: 'auto', readOnlyPaths: [], readWritePaths: [], hidePaths: [keyFile], env: [] });
   });
 
   it('authenticates the client with the key as a bearer token and no API key', () => {

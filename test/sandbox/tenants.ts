@@ -91,7 +91,7 @@ export async function runTenants(sandbox: 'none' | 'bwrap' | undefined): Promise
       stdio: ['ignore', 'pipe', 'pipe', ...Array<'ignore'>(LEAKED_FD - 3).fill('ignore'), 'pipe'],
     });
     const leaked: string[] = [];
-    (daemon.stdio[LEAKED_FD] as NodeJS.ReadableStream).on('data', (d: Buffer) => leaked.push(d.toString('utf8')));
+    (daemon.stdio as unknown as NodeJS.ReadableStream[])[LEAKED_FD]!.on('data', (d: Buffer) => leaked.push(d.toString('utf8')));
     daemon.stdout?.on('data', (d: Buffer) => daemonLog.push(d.toString('utf8')));
     daemon.stderr?.on('data', (d: Buffer) => daemonLog.push(d.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => daemon!.once('exit', (code) => resolve(code)));
