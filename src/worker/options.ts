@@ -246,7 +246,8 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
   if (!parsed.success) {
     const seen = new Set<string>();
     for (const issue of parsed.error.issues) {
-      if (issue.code === 'unrecognized_keys') {
+      // An unknown key inside an option's own object (`sandbox: { … }`) is a bad value of that option.
+      if (issue.code === 'unrecognized_keys' && issue.path.length === 0) {
         for (const key of issue.keys) {
           issues.push(`${key}: unknown option; accepted options are ${Object.keys(EXPECTED).join(', ')}`);
         }
