@@ -4,11 +4,13 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { BWRAP_INSTALL_FIX } from '../../src/sandbox/runtime.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   allPassed,
   apiFix,
   checkBash,
+  checkSandbox,
   checkClock,
   checkEnv,
   checkMountParent,
@@ -41,6 +43,7 @@ const healthy: DoctorProbes = {
   isExecutable: async () => true,
   api: async () => ({ ok: true, latencyMs: 12, serverDate: new Date(1_700_000_000_000).toUTCString() }),
   nowMs: () => 1_700_000_000_000,
+  sandbox: async () => ({ ok: true, bwrap: '/usr/bin/bwrap' }),
 };
 
 describe('single checks', () => {
@@ -52,6 +55,19 @@ describe('single checks', () => {
     { description: 'an unwritable parent fails with the chown fix', result: () => checkMountParent('/mnt/memory', 'not_writable'), status: 'fail', fixIncludes: 'chown' },
     { description: 'a file in place of the parent fails', result: () => checkMountParent('/mnt/memory', 'not_directory'), status: 'fail', fixIncludes: 'Remove it' },
     { description: 'a missing /bin/bash fails', result: () => checkBash(false), status: 'fail', fixIncludes: 'bash' },
+    { description: 'a working bubblewrap passes', result: () => checkSandbox({ ok: true, bwrap: '/usr/bin/bwrap' }), status: 'pass' },
+    {
+      description: 'a missing bubblewrap warns with the install line',
+      result: () => checkSandbox({ ok: false, reason: 'missing', problem: 'bubblewrap (bwrap) is not on PATH', fix: BWRAP_INSTALL_FIX }),
+      status: 'warn',
+      fixIncludes: 'apt-get install bubblewrap',
+    },
+    {
+      description: 'a probe sandbox that does not start warns with its fix',
+      result: () => checkSandbox({ ok: false, reason: 'probe_failed', problem: 'a probe sandbox did not start', fix: 'allow unprivileged user namespaces' }),
+      status: 'warn',
+      fixIncludes: 'Allow unprivileged user namespaces',
+    },
     { description: 'Node 18 fails', result: () => checkNode('v18.20.0'), status: 'fail', fixIncludes: 'Node 22' },
     { description: 'Node 20 warns about the glob tool', result: () => checkNode('v20.19.0'), status: 'warn', fixIncludes: 'glob' },
     { description: 'Node 22 passes', result: () => checkNode('v22.1.0'), status: 'pass' },
@@ -81,7 +97,7 @@ describe('runChecks', () => {
 
   it('passes every check on a healthy host', async () => {
     const results = await runChecks(healthy, input);
-    expect(results.map((r) => r.id)).toEqual(['posix', 'o_nofollow', 'mount_parent', 'case_sensitive', 'bash', 'node', 'env', 'api', 'clock']);
+    expect(results.map((r) => r.id)).toEqual(['posix', 'o_nofollow', 'mount_parent', 'case_sensitive', 'bash', 'sandbox', 'node', 'env', 'api', 'clock']);
     expect(results.every((r) => r.status === 'pass')).toBe(true);
   });
 
@@ -136,7 +152,7 @@ describe('the doctor command', () => {
     expect(code).toBe(EXIT.OK);
     const parsed = JSON.parse(io.out) as { ok: boolean; checks: Array<{ id: string }> };
     expect(parsed.ok).toBe(true);
-    expect(parsed.checks).toHaveLength(9);
+    expect(parsed.checks).toHaveLength(10);
   });
 
   it('passes its host checks for real in a writable temp folder', async () => {

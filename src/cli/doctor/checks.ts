@@ -37,7 +37,12 @@ export interface DoctorProbes {
   api(input: { baseURL: string | undefined; environmentId: string; environmentKey: string; defaultHeaders?: Record<string, string> | undefined }): Promise<ApiProbeResult>;
   /** Wall-clock now, ms since the epoch (for the clock-skew check). */
   nowMs(): number;
+  /** Whether a per-session bubblewrap sandbox starts here: found, and a probe sandbox ran. */
+  sandbox(): Promise<SandboxCheckInput>;
 }
+
+/** What the sandbox probe found, for {@link checkSandbox}. */
+export type SandboxCheckInput = { ok: true; bwrap: string } | { ok: false; reason: 'platform' | 'missing' | 'probe_failed' | 'host_entry_missing'; problem: string; fix: string };
 
 export interface DoctorInput {
   mountParent: string;
@@ -61,6 +66,7 @@ export async function runChecks(probes: DoctorProbes, input: DoctorInput): Promi
   results.push(checkMountParent(input.mountParent, parentState));
   results.push(await checkCaseSensitivity(probes, input.mountParent, parentState));
   results.push(checkBash(await probes.isExecutable('/bin/bash')));
+  results.push(checkSandbox(await probes.sandbox()));
   results.push(checkNode(probes.nodeVersion()));
   results.push(checkEnv(input));
   const api = await checkApi(probes, input);
@@ -136,6 +142,22 @@ export function checkBash(executable: boolean): CheckResult {
     status: executable ? 'pass' : 'fail',
     detail: executable ? '/bin/bash is executable' : '/bin/bash is missing or not executable',
     fix: executable ? '' : 'Install bash (apt-get install bash, apk add bash); the agent toolset runs commands with /bin/bash.',
+  };
+}
+
+/**
+ * The session sandbox. Not a failure when it cannot start: the worker then runs tools in its own
+ * process (`sandbox: 'auto'`), which is safe only for trusted agents, so it is a warning with the fix.
+ */
+export function checkSandbox(probe: SandboxCheckInput): CheckResult {
+  const base = { id: 'sandbox', title: 'per-session tool sandbox (bubblewrap)' };
+  if (probe.ok) return { ...base, status: 'pass', detail: `${probe.bwrap} found; a probe sandbox started`, fix: '' };
+  const found = probe.reason === 'missing' ? 'not found' : probe.reason === 'platform' ? 'not available on this platform' : 'found, but no sandbox starts';
+  return {
+    ...base,
+    status: 'warn',
+    detail: `bubblewrap ${found}: ${probe.problem}; sessions' tools would run in the worker process`,
+    fix: `${probe.fix.charAt(0).toUpperCase()}${probe.fix.slice(1)}.`,
   };
 }
 

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { statusOf } from '../../api/classify.js';
+import { probeSandbox } from '../../sandbox/runtime.js';
 import { headersOption } from '../custom-headers.js';
 import type { DirState, DoctorProbes } from './checks.js';
 
@@ -35,6 +36,10 @@ export const realProbes: DoctorProbes = {
     }
   },
   nowMs: () => Date.now(),
+  sandbox: async () => {
+    const probe = await probeSandbox();
+    return probe.ok ? { ok: true, bwrap: probe.bwrap } : { ok: false, reason: probe.reason, problem: probe.problem, fix: probe.fix };
+  },
 };
 
 async function noFollow(): Promise<{ ok: boolean; detail: string }> {
