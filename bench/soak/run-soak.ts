@@ -10,7 +10,6 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
-import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import pino from 'pino';
 import { slug } from '../../src/memory/mount/mounter.js';
 import { startEmulator, type Emulator, type FaultHandle, type ScriptStep } from '../../src/testing/index.js';
@@ -28,6 +27,8 @@ export interface SoakOptions {
   maxSleepMs: number;
   /** Give up waiting for the sessions after this long, in ms (the unfinished ones are violations). */
   deadlineMs: number;
+  /** Where the agents' tools run. Default: the worker's default (`'auto'`). */
+  sandbox?: 'auto' | 'bwrap' | 'none';
   /** Keep the temp folder (mounts, state, worker log) afterwards; it is kept anyway when an invariant breaks. */
   keep?: boolean;
   /** Progress lines (one per finished session batch). */
@@ -137,9 +138,12 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       memorySyncIntervalMs: 5_000,
       finalFlushMs: 8_000,
       logger,
-      tools: (ctx) => {
+      ...(opts.sandbox !== undefined ? { sandbox: opts.sandbox } : {}),
+    }, {
+      // Counts every real run of the session's own tools (sandboxed when the sandbox is on).
+      wrapTools: (tools) => {
         const run = ++itemRuns;
-        return betaAgentToolset20260401(ctx).map((t) => countRuns(t, toolRuns, toolRunOwners, run));
+        return tools.map((t) => countRuns(t, toolRuns, toolRunOwners, run));
       },
     });
 

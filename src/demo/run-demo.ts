@@ -5,7 +5,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { createLogger } from '../internal/logger.js';
 import { startEmulator } from '../testing/index.js';
-import { EnvironmentWorker } from '../worker/environment-worker.js';
+import { EnvironmentWorker, type EnvironmentWorkerOptions } from '../worker/environment-worker.js';
 import { DEMO } from './scenario.js';
 import { formatExpectations, formatSummaryTable, type Expectation, type StoreSummaryRow } from './summary.js';
 import { tallyWorkerEvents } from './tally.js';
@@ -28,6 +28,8 @@ export interface DemoOptions {
   keep?: boolean;
   /** Worker log level (stderr). Default `error`, so the live log stays readable. */
   logLevel?: pino.Level | 'silent';
+  /** Where the agent's tools run. Default: the worker's default (`'auto'`). */
+  sandbox?: EnvironmentWorkerOptions['sandbox'];
 }
 
 /**
@@ -69,6 +71,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       maxIdleMs: 5_000,
       finalFlushMs: 15_000,
       logger,
+      ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
     });
     const t0 = performance.now();
     const stamp = (): string => `${((performance.now() - t0) / 1000).toFixed(1).padStart(5)}s`;

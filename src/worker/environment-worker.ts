@@ -1,4 +1,5 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
+import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { ConfigError, MissingInputError, WorkItemFailedError } from '../errors.js';
 import { linkAbort } from '../internal/abort.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
@@ -38,6 +39,8 @@ export interface HandleItemOptions {
 /** @internal construction hooks for tests. */
 export interface WorkerInternals {
   memory?: MemoryPort;
+  /** Wraps each session's tools (sandboxed or not) before the replay guard: the soak counts runs with it. */
+  wrapTools?: (tools: BetaRunnableTool[]) => BetaRunnableTool[];
 }
 
 function env(name: string): string | undefined {
@@ -69,6 +72,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #toolRecord = new ToolCallRecord();
   readonly #sessionFolders = new Map<string, number>();
   readonly #memory: MemoryPort;
+  readonly #wrapTools: WorkerInternals['wrapTools'];
   readonly #closeCtrl = new AbortController();
   readonly #active = new Set<Promise<ItemOutcome>>();
   #slotWaiters: Array<() => void> = [];
@@ -103,6 +107,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     this.workerId = this.#opts.workerId ?? defaultWorkerId();
     this.#log = resolveLogger(this.#opts.logger).child({ worker_id: this.workerId });
     this.#memory = internals.memory ?? defaultMemoryPort;
+    this.#wrapTools = internals.wrapTools;
     this.#pathLocks = new PathLocks(this.#opts.clock);
     // Every running item and the poller listen on the close signal.
     setMaxListeners(this.#opts.concurrency * 2 + 16, this.#closeCtrl.signal);
@@ -289,6 +294,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       sessionFolders: this.#sessionFolders,
       clock: this.#opts.clock,
       sandbox,
+      ...(this.#wrapTools ? { wrapTools: this.#wrapTools } : {}),
     };
     const p: Promise<ItemOutcome> = runItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
       .catch((e: unknown) => {

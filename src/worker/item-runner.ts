@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events';
+import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { context } from '@opentelemetry/api';
 import { monotonicClock, type TimerClock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
@@ -40,6 +41,8 @@ export interface ItemRunnerDeps {
   clock?: TimerClock;
   /** What the session's tools run in. Default: the worker process. */
   sandbox?: SandboxRuntime;
+  /** Test hook: wraps each session's tools before the replay guard. */
+  wrapTools?: (tools: BetaRunnableTool[]) => BetaRunnableTool[];
 }
 
 export interface ItemRun {

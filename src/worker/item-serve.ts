@@ -28,6 +28,8 @@ export interface ServeContext {
   claimedAt: number;
   /** What the session's tools run in. Default: the worker process. */
   sandbox?: SandboxRuntime | undefined;
+  /** Test hook: wraps each session's tools before the replay guard. */
+  wrapTools?: ((tools: BetaRunnableTool[]) => BetaRunnableTool[]) | undefined;
 }
 
 /**
@@ -57,7 +59,7 @@ export async function serve(ctx: ServeContext, prepared: PreparedSession, held: 
     sandbox?.warmUp();
     const tools: BetaRunnableTool[] =
       sandbox?.tools() ?? (typeof opts.tools === 'function' ? opts.tools(toolContext) : (opts.tools ?? betaAgentToolset20260401(toolContext)));
-    await runTools(ctx, prepared, held, tools);
+    await runTools(ctx, prepared, held, ctx.wrapTools ? ctx.wrapTools(tools) : tools);
   } finally {
     // Every process the agent started in the sandbox ends here, before the final sync reads its folders.
     await sandbox?.close();

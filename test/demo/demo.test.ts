@@ -10,7 +10,7 @@ import { emptyStoreTally } from '../../src/demo/tally.js';
 describe('the demo', () => {
   it('passes every check in under a minute and prints the live log and the summary', async () => {
     let out = '';
-    const result = await runDemo({ out: (t) => void (out += t), logLevel: 'silent' });
+    const result = await runDemo({ out: (t) => void (out += t), logLevel: 'silent', sandbox: 'bwrap' });
     expect(result.expectations.filter((e) => !e.ok)).toEqual([]);
     expect(result.ok).toBe(true);
     expect(result.durationMs).toBeLessThan(60_000);

@@ -13,7 +13,7 @@ describe('the short fault soak', () => {
   // About 25 s on an idle machine; the deadline leaves room for a loaded one (a session still
   // running at the deadline is reported as never ended).
   it('keeps every invariant under injected faults', { timeout: 180_000 }, async () => {
-    const result = await runSoak({ sessions: 12, seed: 3, concurrency: 6, maxSleepMs: 4_000, deadlineMs: 120_000 });
+    const result = await runSoak({ sessions: 12, seed: 3, concurrency: 6, maxSleepMs: 4_000, deadlineMs: 120_000, sandbox: 'bwrap' });
     console.log(`${formatSoakTable(result.stats, result.verdict)}\n${result.keptAt ? `kept: ${result.keptAt}` : ''}`);
 
     // The faults really fired, and the agents really edited.
