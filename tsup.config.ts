@@ -25,7 +25,7 @@ export default defineConfig([
     // and the SDK are visible, so it imports nothing else.
     ...shared,
     entry: { 'sandbox/tool-host': 'src/sandbox/tool-host.ts' },
-    format: ['esm'],
+    format: ['cjs'],
     dts: false,
     sourcemap: false,
     clean: false,

@@ -79,7 +79,7 @@ function readHostLayout(): HostLayout {
   const readOnly = ETC_ENTRIES.map((e) => `/etc/${e}`).filter((p) => fs.existsSync(p));
   const node = fs.realpathSync(process.execPath);
   const root = packageRoot();
-  const hostEntry = path.join(root, 'dist', 'sandbox', 'tool-host.js');
+  const hostEntry = path.join(root, 'dist', 'sandbox', 'tool-host.cjs');
   if (!fs.existsSync(hostEntry)) {
     throw new SandboxUnavailableError(
       'host_entry_missing',
@@ -88,8 +88,7 @@ function readHostLayout(): HostLayout {
   }
   const packages = packageClosure(sdkPackageRoot(hostEntry));
   const underSystem = (p: string): boolean => system.some((s) => s.symlinkTo === undefined && (p === s.path || p.startsWith(`${s.path}/`)));
-  // The package's package.json says its `.js` files are ES modules; without it Node would not load the entry.
-  for (const p of [node, path.join(root, 'dist'), path.join(root, 'package.json'), ...packages]) {
+  for (const p of [node, path.dirname(hostEntry), ...packages]) {
     if (!underSystem(p)) readOnly.push(p);
   }
   return { system, readOnly, node, hostEntry };

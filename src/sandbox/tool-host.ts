@@ -3,11 +3,36 @@
  * own agent toolset for the paths `init` names and runs each `call` it is sent, answering on
  * stdout (see `protocol.ts`). It holds no credential and loads nothing but Node and the SDK, so
  * the sandbox needs no other package. It ends when its stdin closes (the worker went away).
+ *
+ * Built as CommonJS so it can start lean: one host starts per session, and the SDK's toolset
+ * reaches the SDK's root barrel (the whole API client, about 300 modules) through one import that
+ * uses only `AnthropicError`. That import is answered with the SDK's own error module, which
+ * defines that same class; any other name read from it loads the real barrel, so the toolset runs
+ * exactly as written, on a tenth of the modules.
  */
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
 import * as readline from 'node:readline';
-import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
-import { runRunnableTool, type BetaRunnableTool, type BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import type { HostCall, HostInit, HostMessage, ToolContent, WorkerMessage } from './protocol.js';
+
+type Loader = (request: string, parent: { filename?: string | null } | undefined, isMain: boolean) => unknown;
+const ModuleClass = createRequire(__filename)('node:module') as { _load: Loader };
+const load = ModuleClass._load;
+const barrelImporter = `${path.sep}helpers${path.sep}beta${path.sep}json-schema.js`;
+ModuleClass._load = function leanLoad(request, parent, isMain) {
+  if ((request === '../../index.js' || request === '../../index') && parent?.filename?.endsWith(barrelImporter)) {
+    const errors = load('../../core/error.js', parent, false) as Record<PropertyKey, unknown>;
+    if (typeof errors['AnthropicError'] === 'function') {
+      return new Proxy(errors, { get: (t, k) => (k in t ? t[k] : (load(request, parent, isMain) as Record<PropertyKey, unknown>)[k]) });
+    }
+  }
+  return load(request, parent, isMain);
+};
+
+const sdk = createRequire(__filename);
+const { betaAgentToolset20260401 } = sdk('@anthropic-ai/sdk/tools/agent-toolset/node') as typeof import('@anthropic-ai/sdk/tools/agent-toolset/node');
+const { runRunnableTool } = sdk('@anthropic-ai/sdk/lib/tools/BetaRunnableTool') as typeof import('@anthropic-ai/sdk/lib/tools/BetaRunnableTool');
 
 let tools: Map<string, BetaRunnableTool> | undefined;
 const running = new Map<number, AbortController>();

@@ -15,7 +15,7 @@ const base: SandboxView = {
   network: 'host',
   userNamespace: false,
   env: { PATH: '/usr/bin', HOME: '/tmp/w/sessions/s1' },
-  command: ['/opt/node/bin/node', '/pkg/dist/sandbox/tool-host.js'],
+  command: ['/opt/node/bin/node', '/pkg/dist/sandbox/tool-host.cjs'],
 };
 
 /** The pairs `flag a b` of a command line, as strings, in order. */
@@ -65,7 +65,7 @@ describe('bwrapArgs', () => {
 
   it('starts the command in the workdir, after the options', () => {
     const args = bwrapArgs(base);
-    expect(args.slice(-5)).toEqual(['--chdir', '/tmp/w/sessions/s1', '--', '/opt/node/bin/node', '/pkg/dist/sandbox/tool-host.js']);
+    expect(args.slice(-5)).toEqual(['--chdir', '/tmp/w/sessions/s1', '--', '/opt/node/bin/node', '/pkg/dist/sandbox/tool-host.cjs']);
   });
 });
 
