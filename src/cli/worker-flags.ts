@@ -71,7 +71,7 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
     )
     .option('--state-dir <dir>', 'journal, conflict and unsaved copies (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)')
     .addOption(new Option('--allowed-mount-root <dir>', 'mount memory stores only inside <dir> (repeatable; default: anywhere)').argParser(collect))
-    .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <HOSTNAME>-<uuid>)');
+    .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <host name>-<uuid>)');
   addLogFlags(cmd);
 }
 

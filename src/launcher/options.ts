@@ -45,7 +45,7 @@ export interface LauncherOptions {
   stdio?: 'inherit' | 'ignore';
   /** After close(), sandboxes still running this long after their SIGTERM get SIGKILL, in ms. Default 60 000. */
   killAfterMs?: number;
-  /** Sent as `Anthropic-Worker-ID` on polls. Default `<HOSTNAME>-<uuid>`. */
+  /** Sent as `Anthropic-Worker-ID` on polls. Default `<host name>-<uuid>` (`os.hostname()`). */
   workerId?: string;
   /** A pino logger. Default: warnings and errors to stderr. */
   logger?: Logger;

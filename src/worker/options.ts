@@ -62,7 +62,7 @@ export interface EnvironmentWorkerOptions {
   memorySyncIntervalMs?: number | null;
   /** What a local deletion does on the server: `enabled` (default), `log_only`, `disabled`. */
   memorySyncDeletions?: MemoryDeleteMode;
-  /** Sent as `Anthropic-Worker-ID` on every poll. Default: `<HOSTNAME>-<uuid>` or a bare uuid. */
+  /** Sent as `Anthropic-Worker-ID` on every poll. Default: `<host name>-<uuid>` (`os.hostname()`). */
   workerId?: string;
   /** Aborting it does what `close()` does. */
   signal?: AbortSignal;
