@@ -92,7 +92,9 @@ describe('the official Python SDK EnvironmentWorker against the emulator', () =>
         { tool: 'read', input: { file_path: path.join(prefsDir, 'notes/todo.md') } },
         {
           console: async (e) => {
-            await waitFor(() => e.memories(prefs.id)['/ideas/new.md'] !== undefined, 10_000, 'the mid-session sync to upload /ideas/new.md');
+            // One sync uploads both, one request at a time: wait for the last of them.
+            const uploaded = (): boolean => e.memories(prefs.id)['/ideas/new.md'] !== undefined && e.memories(prefs.id)['/notes/todo.md'] === 'buy oat milk\n';
+            await waitFor(uploaded, 10_000, 'the mid-session sync to upload /ideas/new.md and the edit of /notes/todo.md');
             seen['midSession'] = { ...e.memories(prefs.id) };
             seen['statusAtMidSync'] = e.session(sessionId).status;
           },
