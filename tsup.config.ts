@@ -1,10 +1,12 @@
 import { defineConfig, type Options } from 'tsup';
 
 const shared: Options = {
-  sourcemap: true,
+  // No source maps: with the sources embedded they were 2 MB of the tarball, and even without them
+  // 80 kB of it. The output is not minified and marks each module with its `// src/...` path, so a
+  // stack trace into dist/ still reads.
+  sourcemap: false,
   target: 'node20',
   platform: 'node',
-  splitting: false,
   // p-limit ships ESM only; bundling it keeps the CommonJS build loadable with require(), and it
   // is therefore a build-time dependency only.
   noExternal: ['p-limit', 'yocto-queue'],
@@ -12,13 +14,14 @@ const shared: Options = {
 
 export default defineConfig([
   {
+    // ESM: the library, the testing kit and the executable in one build with shared chunks, so
+    // dist/cli/main.js imports the library's own code instead of carrying a second copy of it.
     ...shared,
-    entry: { index: 'src/index.ts', 'testing/index': 'src/testing/index.ts' },
-    format: ['esm', 'cjs'],
-    dts: true,
+    entry: { index: 'src/index.ts', 'testing/index': 'src/testing/index.ts', 'cli/main': 'src/cli/main.ts' },
+    format: ['esm'],
+    splitting: true,
+    dts: { entry: { index: 'src/index.ts', 'testing/index': 'src/testing/index.ts' } },
     clean: true,
-    // The CommonJS build finds the package folder (and the sandbox tool host in it) from import.meta.url.
-    shims: true,
   },
   {
     // The sandbox tool host: started by the worker inside each session's sandbox, where only Node
@@ -31,12 +34,13 @@ export default defineConfig([
     clean: false,
   },
   {
-    // The executable: one ESM build, no type declarations (nothing imports it).
+    // CommonJS, for require(): the library and the testing kit (no chunks in this format).
     ...shared,
-    entry: { 'cli/main': 'src/cli/main.ts' },
-    format: ['esm'],
-    dts: false,
-    sourcemap: false,
+    entry: { index: 'src/index.ts', 'testing/index': 'src/testing/index.ts' },
+    format: ['cjs'],
+    dts: { entry: { index: 'src/index.ts', 'testing/index': 'src/testing/index.ts' } },
     clean: false,
+    // The package folder (and the sandbox tool host in it) is found from import.meta.url.
+    shims: true,
   },
 ]);

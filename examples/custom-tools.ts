@@ -20,7 +20,7 @@ import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
 import { betaAgentToolset20260401, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
-import { createLogger, EnvironmentWorker } from '../src/index.js';
+import { createLogger, EnvironmentWorker } from 'managed-agents-worker';
 
 const ORDERS: Record<string, string> = { 'A-100': 'shipped 2026-03-02', 'A-101': 'awaiting payment' };
 

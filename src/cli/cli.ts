@@ -109,8 +109,10 @@ export function exitCodeForError(e: unknown): ExitCode {
 export function reportError(e: unknown, io: CliIo): number {
   const code = exitCodeForError(e);
   if (code !== EXIT.UNEXPECTED) {
-    io.stderr(`${PROGRAM}: ${(e as Error).message}\n`);
-    if (e instanceof ConfigError) for (const issue of e.issues) io.stderr(`  ${issue}\n`);
+    const message = (e as Error).message;
+    io.stderr(`${PROGRAM}: ${message}\n`);
+    // Issues the message does not already list, one per line.
+    if (e instanceof ConfigError) for (const issue of e.issues) if (!message.includes(issue)) io.stderr(`  ${issue}\n`);
   } else if (e instanceof WorkerError) {
     io.stderr(`${PROGRAM}: ${e.code}: ${e.message}\n`);
   } else {

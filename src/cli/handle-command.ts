@@ -1,7 +1,7 @@
 import type { OptionValues } from 'commander';
 import { WorkItemFailedError } from '../errors.js';
 import { EnvironmentWorker, type ItemOutcome } from '../worker/environment-worker.js';
-import { logError } from './cli.js';
+import { logError, reportError } from './cli.js';
 import { cliLogger } from './cli-logger.js';
 import type { Command } from './command.js';
 import { addWorkSecretFlag, WORK_SECRET_VARIABLE, workSecretFrom } from './credential-flags.js';
@@ -43,7 +43,8 @@ on stdout. SIGTERM/SIGINT: end the session gracefully (final sync, flush, stop t
     addWorkerFlags(cmd);
   },
   async run(flags, io) {
-    // From here on every line on stderr comes from the logger, refusals included.
+    // Once the command starts, every line on stderr comes from the logger; a configuration it
+    // refuses before starting is reported as plain text.
     const logger = await cliLogger(flags, io);
     let item: ReturnType<typeof itemFromFlags>;
     let worker: EnvironmentWorker;
@@ -51,7 +52,8 @@ on stdout. SIGTERM/SIGINT: end the session gracefully (final sync, flush, stop t
       item = itemFromFlags(flags, io);
       worker = new EnvironmentWorker({ ...item.options, logger });
     } catch (e) {
-      return logError(e, logger);
+      // Refused before anything started: plain text, as a usage error is, not a log line.
+      return reportError(e, io);
     }
     const { options, workSecret, workId, sessionId } = item;
     const removeSignals = handleShutdownSignals(

@@ -2,7 +2,7 @@ import { Option } from 'commander';
 import { LAUNCHER_DEFAULTS } from '../internal/defaults.js';
 import { Launcher } from '../launcher/launcher.js';
 import { SANDBOX_BASE_ENV_VARS } from '../launcher/sandbox-env.js';
-import { logError, logRefusedForGood } from './cli.js';
+import { logError, logRefusedForGood, reportError } from './cli.js';
 import { addLogFlags, cliLogger, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import type { Command } from './command.js';
 import { environmentKeyFrom } from './credential-flags.js';
@@ -61,7 +61,8 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
     addLogFlags(cmd);
   },
   async run(flags, io) {
-    // From here on every line on stderr comes from the logger, refusals included.
+    // Once the command starts, every line on stderr comes from the logger; a configuration it
+    // refuses before starting is reported as plain text.
     const logger = await cliLogger(flags, io);
     const concurrency = flags['concurrency'] as number | undefined;
     const killAfterMs = flags['killAfter'] as number | undefined;
@@ -87,7 +88,8 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
         ...(workerId ? { workerId } : {}),
       });
     } catch (e) {
-      return logError(e, logger);
+      // Refused before anything started: plain text, as a usage error is, not a log line.
+      return reportError(e, io);
     }
     const removeSignals = handleShutdownSignals(
       (signal) => {

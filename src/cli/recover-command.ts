@@ -19,7 +19,8 @@ conflict and the local bytes are kept as a copy; only deletions a sync already s
 out), every file that still differs is copied to the state folder, then the folder is removed.
 Folders of a worker that still runs are never touched. Prints one line per folder.
 Needs an API key (ANTHROPIC_API_KEY, or --api-key-file): the memory endpoints refuse the
-environment key. Without it, the next session of each store adopts its leftover by itself.`,
+environment key. Without it, the next session of each store adopts its leftover by itself;
+--dry-run lists the leftovers without a key (the store is then not read).`,
   environment: [
     ['ANTHROPIC_API_KEY', 'API key, when --api-key-file is not given'],
     ['ANTHROPIC_BASE_URL', 'API base URL, when --base-url is not given'],
@@ -30,7 +31,7 @@ environment key. Without it, the next session of each store adopts its leftover 
     [EXIT.OK, 'every leftover folder was handled, or there was none'],
     COMMON_EXIT_ROWS.unexpected,
     COMMON_EXIT_ROWS.usage,
-    [EXIT.CONFIG, 'no API key, or the key file could not be read'],
+    [EXIT.CONFIG, 'no API key (outside --dry-run), or the key file could not be read'],
   ],
   flags(cmd) {
     cmd
@@ -43,19 +44,23 @@ environment key. Without it, the next session of each store adopts its leftover 
   async run(flags, io) {
     const keyFile = flags['apiKeyFile'] as string | undefined;
     const apiKey = keyFile !== undefined ? readSecretFile('api-key-file', keyFile) : firstSet(io.env['ANTHROPIC_API_KEY']);
-    if (!apiKey) {
+    const dryRun = flags['dryRun'] === true;
+    // A dry run lists the leftovers from the state folder alone; uploading needs the key.
+    if (!apiKey && !dryRun) {
       throw new ConfigError(
-        'recover needs an API key: set ANTHROPIC_API_KEY or pass --api-key-file (the memory endpoints refuse the environment key)',
+        'recover needs an API key: set ANTHROPIC_API_KEY or pass --api-key-file (the memory endpoints refuse the environment key); --dry-run lists the leftovers without one',
         ['apiKey: expected ANTHROPIC_API_KEY or --api-key-file, got nothing'],
       );
     }
     const logger = await cliLogger(flags, io);
-    const client = new Anthropic({ apiKey, baseURL: firstSet(flags['baseUrl'] as string | undefined, io.env['ANTHROPIC_BASE_URL']) ?? null, ...headersOption(customHeadersFrom(io.env)) });
+    const client = apiKey
+      ? new Anthropic({ apiKey, baseURL: firstSet(flags['baseUrl'] as string | undefined, io.env['ANTHROPIC_BASE_URL']) ?? null, ...headersOption(customHeadersFrom(io.env)) })
+      : undefined;
     const lines = await recoverLeftovers({
       client,
       stateDir: (flags['stateDir'] as string | undefined) ?? defaultStateDir(io.env),
       logger,
-      dryRun: flags['dryRun'] === true,
+      dryRun,
     });
     if (lines.length === 0) io.stdout('no leftover folder of a worker that is gone\n');
     for (const line of lines) io.stdout(`${line.text}\n`);

@@ -2,7 +2,7 @@ import { Option } from 'commander';
 import { WORKER_DEFAULTS } from '../internal/defaults.js';
 import { serveMetrics, type MetricsServer } from '../metrics/index.js';
 import { EnvironmentWorker } from '../worker/environment-worker.js';
-import { logError, logRefusedForGood } from './cli.js';
+import { logError, logRefusedForGood, reportError } from './cli.js';
 import { cliLogger } from './cli-logger.js';
 import type { Command } from './command.js';
 import { COMMON_EXIT_ROWS, EXIT } from './exit-codes.js';
@@ -38,7 +38,8 @@ their final sync and flush (bounded), stop their items, exit 0. A second signal 
     addWorkerFlags(cmd);
   },
   async run(flags, io) {
-    // From here on every line on stderr comes from the logger, refusals included.
+    // Once the command starts, every line on stderr comes from the logger; a configuration it
+    // refuses before starting is reported as plain text.
     const logger = await cliLogger(flags, io);
     const concurrency = flags['concurrency'] as number | undefined;
     const metricsPort = flags['metricsPort'] as number | undefined;
@@ -49,7 +50,8 @@ their final sync and flush (bounded), stop their items, exit 0. A second signal 
       requireInputs('run', environmentInputs(options.environmentId, options.environmentKey));
       worker = new EnvironmentWorker({ ...options, ...(concurrency !== undefined ? { concurrency } : {}), logger });
     } catch (e) {
-      return logError(e, logger);
+      // Refused before anything started: plain text, as a usage error is, not a log line.
+      return reportError(e, io);
     }
     let metrics: MetricsServer | undefined;
     const removeSignals = handleShutdownSignals(

@@ -71,7 +71,7 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
     )
     .option('--state-dir <dir>', 'journal, conflict and unsaved copies (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)')
     .addOption(new Option('--allowed-mount-root <dir>', 'mount memory stores only inside <dir> (repeatable; default: anywhere)').argParser(collect))
-    .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <HOSTNAME>-<uuid>)')
+    .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <host name>-<uuid>)')
     .addOption(
       new Option('--sandbox <mode>', "where each session's tools run: a bubblewrap sandbox per session (auto: when it works here; bwrap: or refuse to start) or none (default auto)").choices([
         'auto',

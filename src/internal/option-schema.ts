@@ -17,6 +17,8 @@ export function parseOptions<S extends z.ZodType>(
     expected: Readonly<Record<string, string>>;
     /** Options whose value never appears in a message. */
     secretKeys?: ReadonlySet<string>;
+    /** The environment variable an app usually reads each option from, named when the value is missing. */
+    variables?: Readonly<Record<string, string>>;
   },
 ): z.output<S> {
   if (!isObject(input)) {
@@ -45,13 +47,18 @@ export function parseOptions<S extends z.ZodType>(
     const key = String(issue.path[0] ?? 'options');
     // A refinement's own message says what is wrong with one element: one line each.
     const detail = issue.code === 'custom' && issue.message && !issue.message.startsWith('Invalid') ? `: ${issue.message}` : '';
-    const line = `${key}: expected ${spec.expected[key] ?? issue.message}, got ${render(key)}`;
+    const line = `${key}: expected ${spec.expected[key] ?? issue.message}, got ${render(key)}${missingVariableHint(input[key], spec.variables?.[key])}`;
     if (seen.has(line + detail) || (detail === '' && seen.has(key))) continue;
     seen.add(key);
     seen.add(line + detail);
     issues.push(line + detail);
   }
   throw new ConfigError(`invalid ${spec.owner} options:\n  ${issues.join('\n  ')}`, issues);
+}
+
+/** ` (is VAR set?)` after a missing value that apps read from the variable VAR, else nothing. */
+export function missingVariableHint(value: unknown, variable: string | undefined): string {
+  return variable !== undefined && (value === undefined || value === '') ? ` (is ${variable} set?)` : '';
 }
 
 /** A short rendering of a received value; a secret shows only its type. */

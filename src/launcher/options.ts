@@ -13,13 +13,16 @@ export const KILL_AFTER_DEFAULT_MS = LAUNCHER_DEFAULTS.killAfterMs;
 export interface LauncherOptions {
   /** An SDK client; polls go through a copy keyed with `environmentKey`, and its base URL is handed to sandboxes. */
   client: Anthropic;
-  /** The self-hosted environment whose queue the launcher claims from. */
-  environmentId: string;
+  /**
+   * The self-hosted environment whose queue the launcher claims from. Required: `undefined` (an unset
+   * `process.env.ANTHROPIC_ENVIRONMENT_ID`) is accepted by the type and refused at once, naming the variable.
+   */
+  environmentId: string | undefined;
   /**
    * The environment key. Polls and acks use it. A sandbox receives it (as `ANTHROPIC_ENVIRONMENT_KEY`,
-   * never on a command line) only for an item whose secret yields no sessions token.
+   * never on a command line) only for an item whose secret yields no sessions token. Required, as `environmentId`.
    */
-  environmentKey: string;
+  environmentKey: string | undefined;
   /**
    * Shell command (run with `/bin/sh -c`) that starts one sandbox for one item and **returns when
    * that sandbox has exited**, e.g. `docker run --rm -e ANTHROPIC_WORK_ID … managed-agents-worker handle`
@@ -45,7 +48,7 @@ export interface LauncherOptions {
   stdio?: 'inherit' | 'ignore';
   /** After close(), sandboxes still running this long after their SIGTERM get SIGKILL, in ms. Default 60 000. */
   killAfterMs?: number;
-  /** Sent as `Anthropic-Worker-ID` on polls. Default `<HOSTNAME>-<uuid>`. */
+  /** Sent as `Anthropic-Worker-ID` on polls. Default `<host name>-<uuid>` (`os.hostname()`). */
   workerId?: string;
   /** A pino logger. Default: warnings and errors to stderr. */
   logger?: Logger;
@@ -118,7 +121,12 @@ const EXPECTED: Record<string, string> = {
 
 /** Validate the Launcher's options and fill in defaults; every problem in one {@link ConfigError}. */
 export function resolveLauncherOptions(input: unknown): ResolvedLauncherOptions {
-  const o = parseOptions(schema, input, { owner: 'Launcher', expected: EXPECTED, secretKeys: new Set(['environmentKey']) });
+  const o = parseOptions(schema, input, {
+    owner: 'Launcher',
+    expected: EXPECTED,
+    secretKeys: new Set(['environmentKey']),
+    variables: { environmentId: 'ANTHROPIC_ENVIRONMENT_ID', environmentKey: 'ANTHROPIC_ENVIRONMENT_KEY' },
+  });
   return {
     client: o.client,
     environmentId: o.environmentId,

@@ -38,12 +38,16 @@ export interface WebhookHandlerOptions {
   worker: WebhookWorker;
   /** An SDK client: verifies deliveries (`beta.webhooks.unwrap`) and, re-keyed, polls the queue. */
   client: Anthropic;
-  /** The endpoint's signing secret (`whsec_…`). */
-  webhookSecret: string;
-  /** The self-hosted environment whose queue a delivery drains. */
-  environmentId: string;
-  /** The environment key: polls and acks use it; forwarded to `handleItem` for items without a secret. */
-  environmentKey: string;
+  /**
+   * The endpoint's signing secret (`whsec_…`). Required: `undefined` (an unset
+   * `process.env.ANTHROPIC_WEBHOOK_SIGNING_KEY`) is accepted by the type and refused at once, with
+   * every other missing input, in one ConfigError.
+   */
+  webhookSecret: string | undefined;
+  /** The self-hosted environment whose queue a delivery drains. Required (`undefined` is refused as above). */
+  environmentId: string | undefined;
+  /** The environment key: polls and acks use it; forwarded to `handleItem` for items without a secret. Required (`undefined` is refused as above). */
+  environmentKey: string | undefined;
   /** Webhook event types (`data.type`) that trigger a drain. Default: `session.status_run_started`. Others get 200 and are ignored. */
   eventTypes?: readonly string[];
   /** Items run at once by this handler. Default 1, at most 64. */
@@ -113,6 +117,7 @@ export function resolveWebhookHandlerOptions(input: unknown): ResolvedWebhookHan
     owner: 'createWebhookHandler',
     expected: EXPECTED,
     secretKeys: new Set(['environmentKey', 'webhookSecret']),
+    variables: { webhookSecret: 'ANTHROPIC_WEBHOOK_SIGNING_KEY', environmentId: 'ANTHROPIC_ENVIRONMENT_ID', environmentKey: 'ANTHROPIC_ENVIRONMENT_KEY' },
   });
   return {
     worker: o.worker,

@@ -149,10 +149,11 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   async run(signal?: AbortSignal): Promise<void> {
     const { environmentId, environmentKey } = this.#opts;
     if (environmentId === undefined || environmentKey === undefined) {
-      const missing = environmentId === undefined ? 'environmentId' : 'environmentKey';
-      throw new ConfigError(`run() needs \`${missing}\` to poll for work; pass it to the EnvironmentWorker constructor`, [
-        `${missing}: expected a non-empty string, got undefined`,
-      ]);
+      const missing = [
+        ...(environmentId === undefined ? ['environmentId: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_ID set?)'] : []),
+        ...(environmentKey === undefined ? ['environmentKey: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_KEY set?)'] : []),
+      ];
+      throw new ConfigError(`run() needs environmentId and environmentKey to poll for work; pass them to the EnvironmentWorker constructor:\n  ${missing.join('\n  ')}`, missing);
     }
     if (this.#running) throw new ConfigError('run() is already running on this worker; call it once');
     this.#running = true;

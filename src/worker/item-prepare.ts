@@ -109,7 +109,12 @@ export async function prepare(
     toolContext.allowedRoots = memory.roots.all;
     toolContext.readOnlyRoots = memory.roots.readOnly;
   } else if (stores.length > 0) {
-    log.debug('memory turned off (memorySyncIntervalMs: null); the session runs without its stores');
+    // Not a debug line: the agent will find no folder where its instructions say a store is.
+    const names = stores.map((r) => `${r.name ? `"${r.name}" ` : ''}(${r.memory_store_id}${r.mount_path ? ` at ${r.mount_path}` : ''})`);
+    log.warn(
+      { stores: names, fix: 'drop memorySyncIntervalMs: null (CLI: drop --memory-sync-interval off) to mount them, or detach the stores from the session' },
+      `memory is off (memorySyncIntervalMs: null): session ${sessionId} runs without its ${stores.length} memory store(s) ${names.join(', ')}; the agent will not find their folders`,
+    );
   }
   signal.throwIfAborted();
   return { kind: 'ready', sessionId, toolContext, memory: held.memory };

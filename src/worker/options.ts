@@ -5,7 +5,7 @@ import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableT
 import type { BetaToolRunnerRequestOptions } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner';
 import type { AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { ConfigError, PlatformError } from '../errors.js';
-import { describeValue as describeReceived, isObject, looksLikeClient, looksLikeLogger } from '../internal/option-schema.js';
+import { describeValue as describeReceived, isObject, looksLikeClient, looksLikeLogger, missingVariableHint } from '../internal/option-schema.js';
 import { isTimerClock, monotonicClock, type TimerClock } from '../internal/clock.js';
 import { WORKER_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
@@ -75,7 +75,7 @@ export interface EnvironmentWorkerOptions {
   memorySyncIntervalMs?: number | null;
   /** What a local deletion does on the server: `enabled` (default), `log_only`, `disabled`. */
   memorySyncDeletions?: MemoryDeleteMode;
-  /** Sent as `Anthropic-Worker-ID` on every poll. Default: `<HOSTNAME>-<uuid>` or a bare uuid. */
+  /** Sent as `Anthropic-Worker-ID` on every poll. Default: `<host name>-<uuid>` (`os.hostname()`). */
   workerId?: string;
   /** Aborting it does what `close()` does. */
   signal?: AbortSignal;
@@ -211,6 +211,9 @@ const INTERNAL_EXPECTED: Record<string, string> = {
   clock: 'a clock { now(), schedule(ms, callback) }',
 };
 
+/** The variables apps read these options from, named when one is missing. */
+const VARIABLES: Record<string, string> = { environmentId: 'ANTHROPIC_ENVIRONMENT_ID', environmentKey: 'ANTHROPIC_ENVIRONMENT_KEY' };
+
 /** Options whose value must never appear in a message, even when it is wrong. */
 const SECRET_OPTIONS = new Set(['environmentKey']);
 
@@ -256,8 +259,13 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
       const key = String(issue.path[0] ?? 'options');
       if (seen.has(key)) continue;
       seen.add(key);
-      issues.push(`${key}: expected ${EXPECTED[key] ?? INTERNAL_EXPECTED[key] ?? issue.message}, got ${describeValue(key, rest[key])}`);
+      issues.push(`${key}: expected ${EXPECTED[key] ?? INTERNAL_EXPECTED[key] ?? issue.message}, got ${describeValue(key, rest[key])}${missingVariableHint(rest[key], VARIABLES[key])}`);
     }
+  }
+  // Passed, but undefined: the app meant to give it (usually from an unset variable). Refused here,
+  // before the app binds a port or calls run(); leave the option out for a handleItem-only worker.
+  for (const key of Object.keys(VARIABLES)) {
+    if (key in rest && rest[key] === undefined) issues.push(`${key}: expected a non-empty string, got undefined (is ${VARIABLES[key]} set?); leave it out only for a worker used through handleItem()`);
   }
   if (issues.length > 0 || !parsed.success) {
     throw new ConfigError(`invalid EnvironmentWorker options:\n  ${issues.join('\n  ')}`, issues);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import os from 'node:os';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaSelfHostedWork } from '@anthropic-ai/sdk/resources/beta/environments/work';
 import type { BetaToolRunnerRequestOptions } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner';
@@ -88,9 +89,18 @@ export interface PollerOptions {
 /** Most polls one poller keeps in flight while the queue has a backlog. */
 export const POLLS_IN_FLIGHT_MAX = 8;
 
-/** A default worker id: `<HOSTNAME>-<uuid>`, or a bare uuid without a host name. */
-export function defaultWorkerId(): string {
-  const host = process.env['HOSTNAME'];
+/**
+ * A default worker id: `<host name>-<uuid>`. The host name is the OS's (`os.hostname()`: shells
+ * rarely export `HOSTNAME` to their children), else `HOSTNAME`; a bare uuid only when neither has one.
+ */
+export function defaultWorkerId(hostname: () => string = os.hostname): string {
+  let host = '';
+  try {
+    host = hostname().trim();
+  } catch {
+    // No host name from the OS: fall back to the variable.
+  }
+  if (!host) host = (process.env['HOSTNAME'] ?? '').trim();
   return host ? `${host}-${randomUUID()}` : randomUUID();
 }
 

@@ -184,16 +184,16 @@ describe('the CLI surface', () => {
       ],
     },
   ];
-  it.each(missing)('names every missing input in one JSON log line and exits 3: $description', async ({ argv, env, lines }) => {
+  it.each(missing)('names every missing input in one plain-text message, as a usage error, and exits 3: $description', async ({ argv, env, lines }) => {
     const o = io(env);
     expect(await runCli([...argv, '--base-url', 'http://127.0.0.1:9'], o, commands())).toBe(EXIT.CONFIG);
-    const fatal = logLines(o).filter((l) => l.level === 60);
-    expect(fatal).toHaveLength(1);
-    expect(fatal[0]!.issues).toEqual(lines);
-    // Once the command logs, stderr carries its log lines only.
-    expect(o.err).toBe('');
-    expect(o.log).not.toContain('EnvironmentWorker constructor');
-    expect(o.log).not.toContain('secret-key-value');
+    // Refused before the command starts: text on stderr (no JSON log line), every input named.
+    const text = o.err.split('\n').filter((l) => l !== '');
+    expect(text[0]).toMatch(new RegExp(`^managed-agents-worker: ${argv[0]}: (a required input is|\\d required inputs are) missing$`));
+    expect(text.slice(1)).toEqual(lines.map((l) => `  ${l}`));
+    expect(logLines(o).filter((l) => l.level >= 50)).toEqual([]);
+    expect(o.err + o.log).not.toContain('EnvironmentWorker constructor');
+    expect(o.err + o.log).not.toContain('secret-key-value');
   });
 
   it('maps every session outcome of handle to its documented exit code', () => {
@@ -216,9 +216,9 @@ describe('the ANTHROPIC_* credentials', () => {
     const o = io(env);
     // handle still finds the environment id and key it was given: only the work and session ids are missing.
     expect(await runCli(['handle'], o, commands())).toBe(EXIT.CONFIG);
-    expect(logLines(o).find((l) => l.level === 60)?.issues).toEqual([
-      'work id: set --work-id or ANTHROPIC_WORK_ID',
-      'session id: set --session-id or ANTHROPIC_SESSION_ID',
+    expect(o.err.split('\n').filter((l) => l.startsWith('  '))).toEqual([
+      '  work id: set --work-id or ANTHROPIC_WORK_ID',
+      '  session id: set --session-id or ANTHROPIC_SESSION_ID',
     ]);
     expect(env).toEqual({ PATH: '/usr/bin', ANTHROPIC_ENVIRONMENT_ID: 'env_1' });
   });

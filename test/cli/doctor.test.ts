@@ -73,6 +73,8 @@ describe('single checks', () => {
     { description: 'Node 22 passes', result: () => checkNode('v22.1.0'), status: 'pass' },
     { description: 'missing variables fail and are named', result: () => checkEnv({ environmentId: undefined, environmentKey: 'k' }), status: 'fail', fixIncludes: 'Export' },
     { description: 'both variables set passes', result: () => checkEnv({ environmentId: 'env_1', environmentKey: 'k' }), status: 'pass' },
+    { description: 'missing variables are skipped offline', result: () => checkEnv({ environmentId: undefined, environmentKey: 'k', offline: true }), status: 'skip' },
+    { description: 'set variables pass offline too', result: () => checkEnv({ environmentId: 'env_1', environmentKey: 'k', offline: true }), status: 'pass' },
     { description: 'a clock 2 minutes ahead warns about webhook signatures', result: () => checkClock(new Date(0).toUTCString(), 120_000), status: 'warn', fixIncludes: 'NTP' },
     { description: 'a clock 3 seconds off passes', result: () => checkClock(new Date(0).toUTCString(), 3_000), status: 'pass' },
     { description: 'no Date header skips the clock check', result: () => checkClock(undefined, 0), status: 'skip' },
@@ -160,7 +162,9 @@ describe('the doctor command', () => {
     await runDoctor(doctorCommand(), ['--mount-parent', dir, '--offline', '--json'], io);
     const { checks } = JSON.parse(io.out) as { checks: Array<{ id: string; status: string }> };
     const status = Object.fromEntries(checks.map((c) => [c.id, c.status]));
-    expect(status).toMatchObject({ posix: 'pass', o_nofollow: 'pass', mount_parent: 'pass', bash: 'pass', env: 'fail', api: 'skip' });
+    // Offline, no credentials: the credential row is skipped (only the API checks need them), not failed.
+    expect(status).toMatchObject({ posix: 'pass', o_nofollow: 'pass', mount_parent: 'pass', bash: 'pass', env: 'skip', api: 'skip', clock: 'skip' });
+    expect(checks.find((c) => c.id === 'env')).toMatchObject({ detail: '--offline (not set: ANTHROPIC_ENVIRONMENT_ID, ANTHROPIC_ENVIRONMENT_KEY)' });
     expect(['pass', 'warn']).toContain(status['case_sensitive']);
     // The probes clean up after themselves.
     expect(await fs.readdir(dir)).toEqual([]);

@@ -1,7 +1,8 @@
 // Pins `managed-agents-worker run` as a poll daemon in a child process: with `--concurrency 2` it
 // serves two sessions at once, its metrics endpoint is scraped once mid-session (claimed 2,
 // active 2, ready), a SIGTERM mid-session drains (both items stopped) and exits 0, every line on
-// stderr is JSON (the metrics address included), a refused key exits 4 with one short fatal line,
+// stderr is JSON (the metrics address included), a refused option is plain text (exit 3), a refused
+// key exits 4 with one short fatal line,
 // and a second signal during a long drain exits at once with 143.
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -97,13 +98,13 @@ describe('managed-agents-worker run', () => {
     expect(cli.stderr()).not.toContain('sk-wrong-key');
   });
 
-  it('logs an option the worker refuses as a JSON line and exits 3', async () => {
+  it('prints an option the worker refuses as plain text, as a usage error, and exits 3', async () => {
     cli = spawnCli(['run', '--workdir', '', '--log-level', 'info'], env());
     expect((await cli.exited).code).toBe(3);
     const lines = cli.stderr().split('\n').filter((l) => l !== '');
-    expect(lines.length).toBeGreaterThan(0);
-    const parsed = lines.map((l) => JSON.parse(l) as { level: number; msg: string; issues?: string[] });
-    expect(parsed.some((l) => l.level === 60 && (l.issues ?? []).some((i) => i.startsWith('workdir')))).toBe(true);
+    expect(lines[0]).toMatch(/^managed-agents-worker: invalid EnvironmentWorker options:/);
+    expect(lines.filter((l) => /^ {2}workdir: /.test(l))).toHaveLength(1);
+    expect(lines.filter((l) => l.startsWith('{'))).toEqual([]);
     expect(cli.stderr()).not.toContain(emu.environmentKey);
   });
 

@@ -1,5 +1,6 @@
 // Pins the package as a user installs it from the registry: `npm pack` ships the build, the README,
-// the licence and the manifest only (one ESM CLI build, no declaration file for it); the manifest
+// the licence and the manifest only (one ESM CLI build, no declaration file for it), no source maps,
+// at most 400 kB packed, the CLI importing the library's chunks rather than a copy of them; the manifest
 // depends on exactly the packages the bundle loads; installed into a fresh app whose
 // @anthropic-ai/sdk is another 1.x version, it adds no second SDK copy and no pino-pretty; both
 // entries load with ESM `import` and CommonJS `require`; a client made with the app's SDK
@@ -103,9 +104,33 @@ afterAll(async () => {
 
 describe('the packed tarball', () => {
   it('ships the build, the README, the licence and the manifest only', () => {
-    const lib = (base: string): string[] => ['js', 'js.map', 'cjs', 'cjs.map', 'd.ts', 'd.cts'].map((ext) => `dist/${base}.${ext}`);
+    const lib = (base: string): string[] => ['js', 'cjs', 'd.ts', 'd.cts'].map((ext) => `dist/${base}.${ext}`);
     const expected = ['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', ...lib('index'), ...lib('testing/index')];
-    expect(packed.files.map((f) => f.path).sort()).toEqual(expected.sort());
+    const files = packed.files.map((f) => f.path);
+    // Besides the entries: the ESM build's shared chunks (the library code the CLI imports too).
+    const chunks = files.filter((f) => /^dist\/[\w-]+\.js$/.test(f) && f !== 'dist/index.js');
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(files.filter((f) => !chunks.includes(f)).sort()).toEqual(expected.sort());
+  });
+
+  it('stays small: no source maps or embedded sources, at most 400 kB packed', () => {
+    expect(packed.files.filter((f) => f.path.endsWith('.map'))).toEqual([]);
+    expect(packed.size).toBeLessThanOrEqual(400_000);
+    console.log(`tarball: ${(packed.size / 1000).toFixed(1)} kB packed, ${(packed.unpackedSize / 1000).toFixed(1)} kB unpacked, ${packed.files.length} files`);
+  });
+
+  it('has the CLI import the library build instead of bundling a second copy of it', async () => {
+    const dist = path.join(REPO, 'dist');
+    const cli = await fs.readFile(path.join(dist, 'cli', 'main.js'), 'utf8');
+    const index = await fs.readFile(path.join(dist, 'index.js'), 'utf8');
+    // The worker class is defined once, in a chunk both the library entry and the CLI import.
+    const definesWorker = (text: string): boolean => /\bEnvironmentWorker = class\b|\bclass EnvironmentWorker\b/.test(text);
+    expect(definesWorker(cli)).toBe(false);
+    const chunksOf = (text: string): string[] => [...text.matchAll(/from "\.\.?\/(chunk-[\w-]+\.js)"/g)].map((m) => m[1]!);
+    const shared = chunksOf(cli).filter((c) => chunksOf(index).includes(c));
+    const defining = [];
+    for (const c of shared) if (definesWorker(await fs.readFile(path.join(dist, c), 'utf8'))) defining.push(c);
+    expect(defining).toHaveLength(1);
   });
 
   it('builds before packing, so a pack from a fresh clone ships the build', () => {

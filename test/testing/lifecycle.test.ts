@@ -1,9 +1,15 @@
 /**
  * Pins the emulator's own lifecycle helpers: `close()` ends long polls, event streams and hung
- * requests quickly; `expectNoPending()` names what is left; cloud environments queue no work;
+ * requests quickly; `waitForSession` gives up at once on an item stopped before its session started;
+ * `expectNoPending()` names what is left; cloud environments queue no work;
  * `enqueue()` adds items; a throwing `sessionCreated` listener never breaks session creation.
  */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { EnvironmentWorker } from '../../src/index.js';
 import { startEmulator, type Emulator } from '../../src/testing/index.js';
 
 let emu: Emulator | undefined;
@@ -44,6 +50,27 @@ describe('close()', () => {
     const waiting = emu.waitForSession(sessionId, { timeoutMs: 10_000 }).catch((e: Error) => e.message);
     await emu.close();
     expect(await waiting).toContain('interrupted by close()');
+  });
+
+  it('rejects waitForSession as soon as the work item is stopped while the session never started', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-wait-'));
+    emu = await startEmulator({ mountRoot: dir });
+    const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
+    // Memory on, a store attached and no secret: the worker fails the item before opening the stream.
+    const { sessionId, workId } = await emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [{ tool: 'bash', input: { command: 'true' } }], secret: false });
+    const worker = new EnvironmentWorker({ client: emu.client(), environmentId: emu.environmentId, environmentKey: emu.environmentKey, workdir: dir, stateDir: path.join(dir, 'state'), logger: pino({ level: 'silent' }) });
+    const running = worker.run();
+    const t = Date.now();
+    try {
+      const err = await emu.waitForSession(sessionId, { timeoutMs: 30_000 }).then(() => undefined, (e: Error) => e);
+      expect(err?.message).toContain(`work item ${workId} was stopped before the session started`);
+      expect(Date.now() - t).toBeLessThan(10_000);
+      expect(emu.session(sessionId).status).not.toBe('terminated');
+    } finally {
+      await worker.close();
+      await running;
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

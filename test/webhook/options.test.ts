@@ -46,6 +46,28 @@ describe('createWebhookHandler options', () => {
     });
   }
 
+  it('takes unset variables as they come (string | undefined type-checks) and names each missing one with its variable', () => {
+    const env: Record<string, string | undefined> = {};
+    let err: unknown;
+    try {
+      createWebhookHandler({
+        worker,
+        client,
+        webhookSecret: env['ANTHROPIC_WEBHOOK_SIGNING_KEY'],
+        environmentId: env['ANTHROPIC_ENVIRONMENT_ID'],
+        environmentKey: env['ANTHROPIC_ENVIRONMENT_KEY'],
+      });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues).toEqual([
+      'webhookSecret: expected a non-empty string (whsec_...), got undefined (is ANTHROPIC_WEBHOOK_SIGNING_KEY set?)',
+      'environmentId: expected a non-empty string (env_...), got undefined (is ANTHROPIC_ENVIRONMENT_ID set?)',
+      'environmentKey: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_KEY set?)',
+    ]);
+  });
+
   it('reports every problem at once in one ConfigError, from createWebhookHandler itself', () => {
     let err: unknown;
     try {

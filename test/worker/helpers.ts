@@ -70,7 +70,9 @@ export async function harness(opts: EmulatorOptions = {}): Promise<Harness> {
     capture,
     client,
     worker(overrides = {}) {
-      const w = new EnvironmentWorker({
+      // An override set to undefined leaves the option out (the constructor refuses an option
+      // passed as undefined, which is how an unset variable reaches it).
+      const options: EnvironmentWorkerOptions = {
         client,
         environmentId: emu.environmentId,
         environmentKey: emu.environmentKey,
@@ -80,7 +82,9 @@ export async function harness(opts: EmulatorOptions = {}): Promise<Harness> {
         finalFlushMs: 5_000,
         logger: capture.logger,
         ...overrides,
-      });
+      };
+      for (const [k, v] of Object.entries(overrides)) if (v === undefined) delete options[k as keyof EnvironmentWorkerOptions];
+      const w = new EnvironmentWorker(options);
       workers.push(w);
       return w;
     },

@@ -1,5 +1,5 @@
 // Pins how bad items end without stopping the worker: stores + memory on + no secret fails the item
-// with the missing-secret message; memory off runs the session without its stores, silently; something already
+// with the missing-secret message; memory off runs the session without its stores, with a warning naming them; something already
 // at a mount path fails that item with the something-at-the-path message; in every case the item is stopped and the
 // next item is served.
 import * as fsp from 'node:fs/promises';
@@ -65,7 +65,13 @@ describe('items that cannot be served as asked', () => {
     expect(done.workStopped).toBe(true);
     expect(outcomes.map((o) => o.status)).toEqual(['completed']);
     expect(emu.requests.some((r) => r.path.startsWith('/v1/memory_stores'))).toBe(false);
-    expect(h.capture.lines.filter((l) => l.level >= 40)).toEqual([]);
+    // Not silent: one warning names the store the agent will not find, with the fix.
+    const warnings = h.capture.lines.filter((l) => l.level >= 40);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.msg).toContain('memory is off (memorySyncIntervalMs: null)');
+    expect(warnings[0]!.msg).toContain(`"Notes" (${store.id} at ${dir})`);
+    expect(warnings[0]!['session_id']).toBe(sessionId);
+    expect(String(warnings[0]!['fix'])).toContain('memorySyncIntervalMs');
   });
 
   it('fails the item whose mount path is taken, leaves the path alone, and serves the next item', async () => {

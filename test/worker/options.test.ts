@@ -93,6 +93,33 @@ describe('resolveWorkerOptions', () => {
     }
   });
 
+  it('refuses in the constructor an id and a key passed as undefined (unset variables), naming both and their variables in one message', () => {
+    const env: Record<string, string | undefined> = {};
+    let err: unknown;
+    try {
+      new EnvironmentWorker({ client, environmentId: env['ANTHROPIC_ENVIRONMENT_ID'], environmentKey: env['ANTHROPIC_ENVIRONMENT_KEY'], concurrency: 0 });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues).toEqual([
+      'concurrency: expected an integer from 1 to 64, got 0',
+      'environmentId: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_ID set?); leave it out only for a worker used through handleItem()',
+      'environmentKey: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_KEY set?); leave it out only for a worker used through handleItem()',
+    ]);
+    // Left out, they are not required until run() (a handleItem-only worker); run() names both.
+    expect(() => new EnvironmentWorker({ client })).not.toThrow();
+  });
+
+  it('run() without an id and a key names both and their variables', async () => {
+    const err = await new EnvironmentWorker({ client }).run().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues).toEqual([
+      'environmentId: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_ID set?)',
+      'environmentKey: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_KEY set?)',
+    ]);
+  });
+
   it('puts one line per problem in the message', () => {
     try {
       resolveWorkerOptions({ client, concurrency: 0, memorySyncIntervalMs: 10 });

@@ -178,11 +178,15 @@ export function checkNode(version: string): CheckResult {
   return { ...base, status: 'pass', detail: `Node ${version}`, fix: '' };
 }
 
-export function checkEnv(input: Pick<DoctorInput, 'environmentId' | 'environmentKey'>): CheckResult {
+export function checkEnv(input: Pick<DoctorInput, 'environmentId' | 'environmentKey'> & { offline?: boolean }): CheckResult {
   const missing = [
     input.environmentId ? undefined : 'ANTHROPIC_ENVIRONMENT_ID',
     input.environmentKey ? undefined : 'ANTHROPIC_ENVIRONMENT_KEY',
   ].filter((v): v is string => v !== undefined);
+  if (missing.length > 0 && input.offline === true) {
+    // Offline checks this host only; the credentials matter to the API checks it skips.
+    return { id: 'env', title: 'environment id and key', status: 'skip', detail: `--offline (not set: ${missing.join(', ')})`, fix: '' };
+  }
   return {
     id: 'env',
     title: 'environment id and key',

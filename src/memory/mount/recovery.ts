@@ -1,6 +1,6 @@
 import * as fsp from 'node:fs/promises';
 import type Anthropic from '@anthropic-ai/sdk';
-import { coerceError } from '../../errors.js';
+import { coerceError, ConfigError } from '../../errors.js';
 import { monotonicClock, type Clock } from '../../internal/clock.js';
 import { MEMORY_DEFAULTS } from '../../internal/defaults.js';
 import { errorSummary, resolveLogger, type Logger } from '../../internal/logger.js';
@@ -123,8 +123,11 @@ export async function sweepJournal(opts: { stateDir?: string | undefined; logger
 }
 
 export interface RecoverOptions {
-  /** A client with an API key: the memory endpoints refuse the environment key. */
-  client: Anthropic;
+  /**
+   * A client with an API key: the memory endpoints refuse the environment key. Only a dry run may
+   * go without one: it then plans against the journal's record of the store instead of the store.
+   */
+  client: Anthropic | undefined;
   stateDir?: string | undefined;
   logger?: Logger | undefined;
   /** Plan and report only; nothing is uploaded, copied or removed. */
@@ -138,6 +141,8 @@ export interface RecoverOptions {
 
 /** Recover every leftover of a worker that is gone; one line per folder. */
 export async function recoverLeftovers(opts: RecoverOptions): Promise<RecoverLine[]> {
+  const client = opts.client;
+  if (!opts.dryRun && client === undefined) throw new ConfigError('recovering leftovers needs a client with an API key (only a dry run goes without one)');
   const log = resolveLogger(opts.logger).child({ component: 'memory-recovery' });
   const stateDir = opts.stateDir ?? defaultStateDir();
   const journal = new Journal(stateDir);
@@ -156,7 +161,7 @@ export async function recoverLeftovers(opts: RecoverOptions): Promise<RecoverLin
       continue;
     }
     try {
-      lines.push(opts.dryRun ? await planOne(opts.client, d.entry, clock) : await recoverOne(opts, stateDir, journal, d.entry, clock, log));
+      lines.push(opts.dryRun || client === undefined ? await planOne(client, d.entry, clock) : await recoverOne({ ...opts, client }, stateDir, journal, d.entry, clock, log));
     } catch (err) {
       lines.push({ ...base, removed: false, text: `${root}: not recovered: ${coerceError(err).message}; left as is` });
     }
@@ -165,7 +170,7 @@ export async function recoverLeftovers(opts: RecoverOptions): Promise<RecoverLin
 }
 
 async function recoverOne(
-  opts: RecoverOptions,
+  opts: RecoverOptions & { client: Anthropic },
   stateDir: string,
   journal: Journal,
   entry: JournalEntry,
@@ -216,15 +221,23 @@ async function recoverOne(
   };
 }
 
-/** The plan a recovery would run, without running it. */
-async function planOne(client: Anthropic, entry: JournalEntry, clock: Clock): Promise<RecoverLine> {
+/**
+ * The plan a recovery would run, without running it. Without a client the store is not read: the
+ * plan takes the store to be as the last sync left it (the journal's baseline), so edits made in
+ * the store since (which would become conflicts) are not counted.
+ */
+async function planOne(client: Anthropic | undefined, entry: JournalEntry, clock: Clock): Promise<RecoverLine> {
   const dir = new LocalDir(entry.root);
   const scan = await scanLocal(dir, new StatCache());
-  const listed = await new RemoteStore(client, entry.storeId).listBasic(AbortSignal.timeout(MEMORY_DEFAULTS.requestTimeoutMs));
   const remote = new Map<string, RemoteEntry>();
-  for (const m of listed) {
-    const check = remotePathToRel(m.path);
-    if (check.ok) remote.set(check.rel, { id: m.id, sha: m.sha });
+  if (client === undefined) {
+    for (const [rel, b] of Object.entries(entry.state.baseline)) remote.set(rel, { id: b.id, sha: b.sha });
+  } else {
+    const listed = await new RemoteStore(client, entry.storeId).listBasic(AbortSignal.timeout(MEMORY_DEFAULTS.requestTimeoutMs));
+    for (const m of listed) {
+      const check = remotePathToRel(m.path);
+      if (check.ok) remote.set(check.rel, { id: m.id, sha: m.sha });
+    }
   }
   const skipped = new Set(scan.skipped.map((s) => s.rel));
   const plan = planSync({
@@ -246,6 +259,8 @@ async function planOne(client: Anthropic, entry: JournalEntry, clock: Clock): Pr
     uploaded: uploads,
     keptAsCopy: conflicts + refused,
     removed: false,
-    text: `${entry.root}: would upload ${uploads}, keep as copy ${conflicts + refused}, delete ${deletes}, then remove (dry run: nothing done)`,
+    text:
+      `${entry.root}: would upload ${uploads}, keep as copy ${conflicts + refused}, delete ${deletes}, then remove ` +
+      (client === undefined ? '(dry run without an API key: the store was not read, so edits made there since the last sync are not counted; nothing done)' : '(dry run: nothing done)'),
   };
 }

@@ -343,7 +343,8 @@ export class Emulator {
 
   /**
    * Resolve once the session is terminated **and** its work item is stopped; reject on timeout
-   * (naming what it was still waiting for) or when the session's script failed.
+   * (naming what it was still waiting for), when the session's script failed, or as soon as its
+   * work item is stopped while the session never started (the worker gave the item up).
    */
   async waitForSession(sessionId: string, opts: { timeoutMs?: number } = {}): Promise<SessionOutcome> {
     const timeoutMs = opts.timeoutMs ?? 60_000;
@@ -353,6 +354,16 @@ export class Emulator {
       const work = session.workId ? this.#state.queue.find(session.workId) : undefined;
       const workStopped = work === undefined || work.state === 'stopped';
       if (session.scriptError) throw session.scriptError;
+      const player = this.#players.get(sessionId);
+      if (work?.state === 'stopped' && !session.terminated && player !== undefined && !player.started) {
+        // The item ended before any worker opened the session's stream: nothing will ever start
+        // the script now, so waiting out the timeout would only hide the worker's failure.
+        throw new Error(
+          `waitForSession(${sessionId}): work item ${work.id} was stopped before the session started ` +
+            `(no worker opened its event stream; delivered ${work.deliveries} time(s), acknowledged: ${work.acknowledgedAt !== null}); ` +
+            "the worker ended the item without serving it: see its 'workFailed' event or its log (a failed mount, a missing secret, ...)",
+        );
+      }
       if (session.terminated && workStopped) {
         return {
           status: session.status,

@@ -4,7 +4,7 @@
  * - the sweep drops entries whose folder is gone or empty (with the empty folder) or was still
  *   downloading at the crash (with the folder: nothing in it is an edit), names each
  *   leftover holding files in one line that mentions `recover`, and never touches a live owner's;
- * - `recover --dry-run` says what it would do and changes nothing;
+ * - `recover --dry-run` says what it would do and changes nothing, with or without an API key;
  * - `recover` uploads the dead session's edits, keeps a conflict's local bytes and refused files
  *   as copies, deletes only a deletion an earlier sync saw, removes the folder and its entry, and
  *   prints one line per folder; without an API key it exits 3.
@@ -119,6 +119,25 @@ describe('recover', () => {
     expect(o.out).toBe(`${l.root}: would upload 2, keep as copy 2, delete 1, then remove (dry run: nothing done)\n`);
     expect(await readTree(l.root)).toEqual(before);
     expect(h.emu.memories(l.storeId)).toEqual({ '/a.md': 'a', '/b.md': 'b', '/c.md': 'console c', '/d.md': 'd', '/e.md': 'e' });
+  });
+
+  it('--dry-run without an API key lists the leftover from the state folder alone; without --dry-run the key is still required', async () => {
+    const l = await leftover();
+    const before = await readTree(l.root);
+    h.emu.clearRequests();
+    const o = io({ ANTHROPIC_BASE_URL: h.emu.baseURL });
+    expect(await runCli(['recover', '--state-dir', h.stateDir, '--dry-run', '--log-level', 'silent'], o, commands())).toBe(EXIT.OK);
+    // Against the journal's baseline: c.md is an edit to upload here (the Console edit is not seen).
+    expect(o.out).toBe(
+      `${l.root}: would upload 3, keep as copy 1, delete 1, then remove (dry run without an API key: the store was not read, so edits made there since the last sync are not counted; nothing done)\n`,
+    );
+    expect(h.emu.requests).toEqual([]);
+    expect(await readTree(l.root)).toEqual(before);
+    const refused = io({ ANTHROPIC_BASE_URL: h.emu.baseURL });
+    expect(await runCli(['recover', '--state-dir', h.stateDir, '--log-level', 'silent'], refused, commands())).toBe(EXIT.CONFIG);
+    expect(refused.err).toContain('recover needs an API key');
+    expect(refused.err).toContain('--dry-run lists the leftovers without one');
+    expect(await readTree(l.root)).toEqual(before);
   });
 
   it('saves the edits, keeps copies, deletes only a corroborated deletion, removes the folder and prints one line', async () => {
