@@ -105,7 +105,7 @@ afterAll(async () => {
 describe('the packed tarball', () => {
   it('ships the build, the README, the licence and the manifest only', () => {
     const lib = (base: string): string[] => ['js', 'cjs', 'd.ts', 'd.cts'].map((ext) => `dist/${base}.${ext}`);
-    const expected = ['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', ...lib('index'), ...lib('testing/index')];
+    const expected = ['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', 'dist/sandbox/tool-host.cjs', ...lib('index'), ...lib('testing/index')];
     const files = packed.files.map((f) => f.path);
     // Besides the entries: the ESM build's shared chunks (the library code the CLI imports too).
     const chunks = files.filter((f) => /^dist\/[\w-]+\.js$/.test(f) && f !== 'dist/index.js');
