@@ -11,8 +11,11 @@ import * as path from 'node:path';
 import { startEmulator, type Emulator, type RequestRecord } from '../src/testing/index.js';
 import type { ChildKind } from './build-children.js';
 import type { ChildConfig, ChildMessage, FloorConfig, Usage } from './child/protocol.js';
+import { createCpuGroup } from './cpu-group.js';
 
 export interface ChildHandle {
+  /** The child's process id. */
+  readonly pid: number;
   /** Usage right after the child loaded its modules and built its worker. */
   readonly readyUsage: Usage;
   /** Usage now. */
@@ -28,7 +31,7 @@ export interface JobContext {
   /** The child is this library's worker: kind `ours`, or `official` replaced by ours as of `--base`. */
   runsOurs: boolean;
   quick: boolean;
-  startChild(opts?: { concurrency?: number; floor?: FloorConfig }): Promise<ChildHandle>;
+  startChild(opts?: { concurrency?: number; floor?: FloorConfig; sandbox?: 'auto' | 'bwrap' | 'none' }): Promise<ChildHandle>;
 }
 
 export interface JobOptions {
@@ -90,6 +93,7 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
           concurrency: c.concurrency ?? 1,
           memorySyncIntervalMs: 5_000,
           ...(c.floor !== undefined ? { floor: c.floor } : {}),
+          ...(c.sandbox !== undefined ? { sandbox: c.sandbox } : {}),
         };
         const { child, handle } = await spawnChild(opts.bundle, config, opts.execArgv ?? []);
         children.push(child);
@@ -108,6 +112,10 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
 
 async function spawnChild(bundle: string, config: ChildConfig, execArgv: string[]): Promise<{ child: ChildProcess; handle: ChildHandle }> {
   const child = fork(bundle, [JSON.stringify(config)], { execArgv, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  // Moved into a CPU group of its own before it has started anything, so what it starts is counted.
+  const group = child.pid !== undefined ? createCpuGroup(child.pid) : undefined;
+  const counted = (u: Usage): Usage => (group ? { ...u, cpuMs: group.cpuMs() } : u);
+  child.once('exit', () => setTimeout(() => group?.remove(), 2_000).unref());
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString('utf8')).slice(-4000);
@@ -136,12 +144,13 @@ async function spawnChild(bundle: string, config: ChildConfig, execArgv: string[
   const ready = await ask('ready');
   if (ready.type !== 'ready') throw new Error(`bench child did not start: ${ready.type === 'stopped' ? ready.error : ready.type}`);
   const handle: ChildHandle = {
-    readyUsage: ready.usage,
+    pid: child.pid ?? -1,
+    readyUsage: counted(ready.usage),
     async usage() {
       const id = nextId++;
       const m = await ask(id, () => child.send({ type: 'usage', id }));
       if (m.type === 'stopped') throw new Error(m.error ?? 'bench child stopped');
-      return m.usage;
+      return counted(m.usage);
     },
     async stop() {
       const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_STOP_TIMEOUT_MS);
@@ -149,7 +158,7 @@ async function spawnChild(bundle: string, config: ChildConfig, execArgv: string[
         const m = await ask('stopped', () => child.send({ type: 'stop' }));
         if (m.type !== 'stopped') throw new Error(`bench child answered ${m.type} to stop`);
         if (m.error !== undefined) throw new Error(`the worker under test failed: ${m.error}\nstderr:\n${stderr}`);
-        return m.usage;
+        return counted(m.usage);
       } finally {
         clearTimeout(timer);
       }

@@ -11,8 +11,10 @@ export interface RowSpec {
   metric: string;
   label: string;
   unit: string;
-  /** What ours is divided by. */
-  against: 'official' | 'floor';
+  /** What ours is divided by: the official worker, the floor, or ours with the sandbox off. */
+  against: 'official' | 'floor' | 'unsandboxed';
+  /** The base figure's metric when it is not `metric` (ours with the sandbox off). */
+  baseMetric?: string;
   /** Against the floor, ours' figure comes from this metric when the floor job names it otherwise (`floorMs`). */
   oursMetric?: string;
   /** Highest ratio that meets the target; `null` when the figure has none. */
@@ -33,6 +35,25 @@ export const ROWS: RowSpec[] = [
   { scenario: 'mount-8x250', metric: 'floorMs', oursMetric: 'mountWallMs', label: 'mount wall 8 × 250 vs floor (bare client, same listings)', unit: 'ms', against: 'floor', target: null },
   { scenario: 'queue-16x10', metric: 'wallMs', label: '16 queued sessions vs floor (bare client, same requests)', unit: 'ms', against: 'floor', target: null },
   { scenario: 'queue-16x10', metric: 'cpuMs', label: '16 queued sessions: worker CPU vs floor (bare client, same requests)', unit: 'ms', against: 'floor', target: null },
+  { scenario: 'queue-16x10-sandbox', metric: 'wallOnMs', baseMetric: 'wallOffMs', label: '16 queued sessions, sandbox on vs off (wall)', unit: 'ms', against: 'unsandboxed', target: 1.2 },
+  {
+    scenario: 'queue-16x10-sandbox',
+    metric: 'cpuOnMs',
+    baseMetric: 'cpuOffMs',
+    label: '16 queued sessions, sandbox on vs off (CPU, tool hosts included)',
+    unit: 'ms',
+    against: 'unsandboxed',
+    target: 1.2,
+  },
+  {
+    scenario: 'queue-16x10-sandbox',
+    metric: 'pssPerSandboxMiB',
+    baseMetric: 'rssOffMiB',
+    label: 'memory one sandboxed session adds (PSS of its processes) vs the unsandboxed worker peak RSS',
+    unit: 'MiB',
+    against: 'unsandboxed',
+    target: null,
+  },
 ];
 
 /** Measurements of one scenario in one repetition, by child. */
@@ -41,7 +62,7 @@ export type RepResult = Partial<Record<ChildKind, Metrics>>;
 export interface Row {
   label: string;
   unit: string;
-  against: 'official' | 'floor';
+  against: 'official' | 'floor' | 'unsandboxed';
   /** Median of the official worker (or of the floor, for a floor row). */
   base: number;
   ours: number;
@@ -64,8 +85,8 @@ export function median(xs: number[]): number {
 export function buildRows(results: Record<string, RepResult[]>): Row[] {
   return ROWS.map((spec) => {
     const reps = results[spec.scenario] ?? [];
-    const baseKind: ChildKind = spec.against === 'floor' ? 'floor' : 'official';
-    const base = reps.map((r) => r[baseKind]?.[spec.metric] ?? NaN);
+    const baseKind: ChildKind = spec.against === 'floor' ? 'floor' : spec.against === 'unsandboxed' ? 'ours' : 'official';
+    const base = reps.map((r) => r[baseKind]?.[spec.baseMetric ?? spec.metric] ?? NaN);
     const ours = reps.map((r) => r.ours?.[spec.oursMetric ?? spec.metric] ?? NaN);
     const ratios = reps.map((_, i) => ours[i]! / base[i]!);
     const ratio = median(ratios);
@@ -97,7 +118,7 @@ export function formatTable(rows: Row[]): string {
     '| scenario | official | ours | ratio (spread) | target | |',
     '|---|---:|---:|---:|---:|:-:|',
     ...rows.map((r) => {
-      const base = r.against === 'floor' ? `${fmt(r.base)} ${r.unit} (floor)` : `${fmt(r.base)} ${r.unit}`;
+      const base = r.against === 'official' ? `${fmt(r.base)} ${r.unit}` : `${fmt(r.base)} ${r.unit} (${r.against === 'floor' ? 'floor' : 'sandbox off'})`;
       const ratio = Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)})` : 'n/a';
       const target = r.target === null ? '—' : `≤ ${r.target.toFixed(2)}`;
       const mark = r.met === null ? '·' : r.met ? '✓' : '✗';

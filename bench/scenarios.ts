@@ -143,6 +143,47 @@ function writeFilesStep(dir: string, count: number, bytes: number): ScriptStep<E
   };
 }
 
+/** Which of the sandbox scenario's two runs goes first: alternates from one repetition to the next. */
+let sandboxTurn = 0;
+
+/**
+ * The proportional set size (MiB) of the processes a worker child started (its sandboxes, their
+ * inits, tool hosts and shells), divided by the number of sandboxes running: what one sandboxed
+ * session adds, shared pages split among their users. Read from /proc, at one moment.
+ */
+async function pssPerSandboxMiB(workerPid: number): Promise<number> {
+  const parentOf = new Map<number, number>();
+  const nameOf = new Map<number, string>();
+  for (const entry of await fsp.readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await fsp.readFile(`/proc/${entry}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      nameOf.set(Number(entry), stat.slice(stat.indexOf('(') + 1, close));
+      parentOf.set(Number(entry), Number(stat.slice(close + 2).split(' ')[1]));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const descendants: number[] = [];
+  const frontier = [workerPid];
+  while (frontier.length > 0) {
+    const parent = frontier.pop()!;
+    for (const [pid, ppid] of parentOf) if (ppid === parent) (descendants.push(pid), frontier.push(pid));
+  }
+  const sandboxes = descendants.filter((pid) => parentOf.get(pid) === workerPid && nameOf.get(pid) === 'bwrap').length;
+  let pssKiB = 0;
+  for (const pid of descendants) {
+    try {
+      const m = /^Pss:\s+(\d+) kB/m.exec(await fsp.readFile(`/proc/${pid}/smaps_rollup`, 'utf8'));
+      pssKiB += Number(m?.[1] ?? 0);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return sandboxes > 0 ? pssKiB / 1024 / sandboxes : NaN;
+}
+
 export function scenarios(quick: boolean): Scenario[] {
   const q = <T>(full: T, small: T): T => (quick ? small : full);
   return [
@@ -216,6 +257,49 @@ export function scenarios(quick: boolean): Scenario[] {
         const stops = requestsOf(ctx.emu, ROUTES.stop);
         if (stops.length < sessions) throw new Error(`bench queue: ${stops.length} of ${sessions} work items stopped`);
         return { wallMs: Math.max(...stops.map(endOf)) - first(acks, 'ack').startedAt, cpuMs };
+      },
+    },
+    {
+      // Ours alone, with the sandbox off and on in the same job (alternating which goes first):
+      // what one sandbox per session costs in wall time, in CPU (tool hosts included) and in memory.
+      id: 'queue-16x10-sandbox',
+      kinds: ['ours'],
+      async run(ctx) {
+        const sessions = q(16, 4);
+        const calls = q(10, 3);
+        const modes = sandboxTurn++ % 2 === 0 ? (['none', 'bwrap'] as const) : (['bwrap', 'none'] as const);
+        const out: Metrics = {};
+        for (const mode of modes) {
+          const stores = await seedStores(ctx.emu, { stores: sessions, memories: 5, bytes: 1024 }, `sandbox-${mode}`);
+          let childPid = -1;
+          let pssMiB = NaN;
+          const workIds: string[] = [];
+          const ids: string[] = [];
+          for (const [i, store] of stores.entries()) {
+            const script: ScriptStep<Emulator>[] = Array.from({ length: calls }, (_, k) => readStep(ctx.mountRoot, store.dir, k % 5));
+            // Halfway through the first session, with the others running too: the sandboxes' memory.
+            if (i === 0 && mode === 'bwrap') script.splice(Math.floor(calls / 2), 0, { console: async () => void (pssMiB = await pssPerSandboxMiB(childPid)) });
+            const s = await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script });
+            ids.push(s.sessionId);
+            workIds.push(s.workId);
+          }
+          const child = await ctx.startChild({ concurrency: 16, sandbox: mode });
+          childPid = child.pid;
+          const done = await Promise.all(ids.map((id) => ctx.emu.waitForSession(id, { timeoutMs: SESSION_TIMEOUT_MS }))).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          const end = await child.stop();
+          if (done !== undefined) throw done;
+          const acks = workIds.flatMap((w) => requestsOf(ctx.emu, ROUTES.ack, w)).sort((a, b) => a.startedAt - b.startedAt);
+          const stops = workIds.flatMap((w) => requestsOf(ctx.emu, ROUTES.stop, w));
+          if (stops.length < sessions) throw new Error(`bench sandbox (${mode}): ${stops.length} of ${sessions} work items stopped`);
+          const wallMs = Math.max(...stops.map(endOf)) - first(acks, 'ack').startedAt;
+          const cpuMs = end.cpuMs - child.readyUsage.cpuMs;
+          if (mode === 'none') Object.assign(out, { wallOffMs: wallMs, cpuOffMs: cpuMs, rssOffMiB: end.maxRssMiB });
+          else Object.assign(out, { wallOnMs: wallMs, cpuOnMs: cpuMs, pssPerSandboxMiB: pssMiB });
+        }
+        return out;
       },
     },
     {

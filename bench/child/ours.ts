@@ -13,5 +13,6 @@ const worker = new EnvironmentWorker({
   stateDir: config.stateDir,
   memorySyncIntervalMs: config.memorySyncIntervalMs,
   concurrency: config.concurrency,
+  ...(config.sandbox !== undefined ? { sandbox: config.sandbox } : {}),
 });
 serve((signal) => worker.run(signal));

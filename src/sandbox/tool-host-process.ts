@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import * as fs from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../internal/logger.js';
 import { encodeLine, LineDecoder, type HostInit, type ToolContent, type WorkerMessage } from './protocol.js';
 
@@ -10,6 +11,8 @@ export type HostCallResult = { kind: 'answered'; isError: boolean; content: Tool
 export const HOST_START_TIMEOUT_MS = 20_000;
 /** Milliseconds a cancelled call may take to answer before its host is killed. */
 const CANCEL_GRACE_MS = 2_000;
+/** Milliseconds a closed host has to end by itself before it is killed. */
+const CLOSE_GRACE_MS = 1_000;
 /** Milliseconds to wait for the sandbox to be gone after the kill. */
 const EXIT_WAIT_MS = 5_000;
 /** Bytes of the host's stderr kept to explain a failure. */
@@ -39,6 +42,8 @@ export class ToolHostProcess {
   #failure: string | undefined;
   #sandboxInit: number | undefined;
   #stderr = '';
+  /** close() ended the host's stdin: its exit is the expected end, not a failure. */
+  #closing = false;
   #ready: Promise<string | undefined>;
 
   constructor(spec: { bwrap: string; args: string[]; init: HostInit; log: Logger }) {
@@ -70,6 +75,7 @@ export class ToolHostProcess {
     this.#child.stdout?.on('data', (chunk: Buffer) => this.#onData(chunk));
     this.#child.once('error', (e) => this.#fail(`the sandbox could not start (${e.message})`));
     this.#child.once('exit', (code, signal) => {
+      if (this.#closing) return this.#fail('the session ended');
       const how = signal ? `signal ${signal}` : `exit code ${code}`;
       const tail = this.#stderr.trim().split('\n').slice(-3).join(' | ');
       this.#fail(`the tool host ended (${how})${tail ? `: ${tail}` : ''}`);
@@ -125,6 +131,17 @@ export class ToolHostProcess {
 
   /** Kill the sandbox and wait (bounded) until every process in it is gone. Idempotent. */
   async close(): Promise<void> {
+    if (this.#failure === undefined && this.#child.exitCode === null && this.#child.signalCode === null) {
+      // The host ends itself when its stdin closes; bubblewrap's init then ends whatever is left in
+      // the namespace. Killed only if that takes too long (a host stopped by the agent).
+      this.#closing = true;
+      this.#child.stdin?.end();
+      const graceful = await Promise.race([this.#exited.then(() => true), sleep(CLOSE_GRACE_MS).then(() => false)]);
+      if (graceful) {
+        this.#fail('the session ended');
+        return;
+      }
+    }
     this.#fail('the session ended');
     await this.#exited;
   }
@@ -162,6 +179,8 @@ export class ToolHostProcess {
 
   #kill(): void {
     this.#child.stdin?.destroy();
+    // Gone already (bubblewrap exits only once its namespace is empty): its init's pid may be reused.
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
     // The init first: bubblewrap then exits once the kernel has ended the whole namespace.
     if (this.#sandboxInit !== undefined) {
       try {
