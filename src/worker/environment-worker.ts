@@ -37,6 +37,8 @@ export interface HandleItemOptions {
 /** @internal construction hooks for tests. */
 export interface WorkerInternals {
   memory?: MemoryPort;
+  /** Where tool outcomes are kept until posted (tests inspect its size). */
+  toolRecord?: ToolCallRecord;
 }
 
 function env(name: string): string | undefined {
@@ -65,7 +67,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #log: Logger;
   readonly #metrics = new WorkerMetrics();
   readonly #pathLocks: PathLocks;
-  readonly #toolRecord = new ToolCallRecord();
+  readonly #toolRecord: ToolCallRecord;
   readonly #sessionFolders = new Map<string, number>();
   readonly #memory: MemoryPort;
   readonly #closeCtrl = new AbortController();
@@ -100,6 +102,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     this.#opts = resolveWorkerOptions(options);
     this.workerId = this.#opts.workerId ?? defaultWorkerId();
     this.#log = resolveLogger(this.#opts.logger).child({ worker_id: this.workerId });
+    this.#toolRecord = internals.toolRecord ?? new ToolCallRecord({ logger: this.#log });
     this.#memory = internals.memory ?? defaultMemoryPort;
     this.#pathLocks = new PathLocks(this.#opts.clock);
     // Every running item and the poller listen on the close signal.
