@@ -102,7 +102,7 @@ export interface MemoryMounterOptions {
   /**
    * Bytes of memory content one mount holds at once, all its stores together: half for listing
    * pages in flight (asked for, read and not yet handed on), half for downloaded files waiting to
-   * be written (let go as each is written). 1 MiB..1 GiB; default 16 MiB.
+   * be written (let go as each is written). 1 MiB..1 GiB; default 4 MiB.
    */
   bufferBytes?: number;
   /**

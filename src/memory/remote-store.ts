@@ -7,8 +7,9 @@ import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf 
 import { RemoteLimitError } from '../errors.js';
 import { abortReason, isAbortError, linkAbort } from '../internal/abort.js';
 import { API_LIMITS, MEMORY_DEFAULTS } from '../internal/defaults.js';
-import { readBodyCapped } from './bounded-body.js';
+import { readBodyCapped, withBodyBytes } from './bounded-body.js';
 import type { PageGate } from './page-budget.js';
+import { splitPage } from './page-split.js';
 import { MAX_MEMORY_BYTES } from './local-dir.js';
 
 /**
@@ -307,9 +308,18 @@ export class RemoteStore {
           { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
         )
         .asResponse();
-      let length = 0;
-      const body = await this.#readJson(res, pageCap, what, signal, (n) => (length = n));
-      const page = checkPage(body, this.storeId, what);
+      // A page of contents is read as bytes and parsed item by item (see splitPage), all before
+      // any is handed on: a malformed page still fails whole.
+      const { page, length } = await this.#readBytes(res, pageCap, what, signal, (bytes) => {
+        const split = view === 'full' ? splitPage(bytes) : undefined;
+        let body = split !== undefined ? this.#parse(split.rest, what) : undefined;
+        const emptied = (body as { data?: unknown } | undefined)?.data;
+        const itemwise = split !== undefined && Array.isArray(emptied) && emptied.length === 0;
+        if (!itemwise) body = this.#parse(bytes.toString('utf8'), what);
+        const checked = checkPage(body, this.storeId, what);
+        if (itemwise) checked.data = split.items.map((t) => this.#parse(t, what));
+        return { page: checked, length: bytes.length };
+      });
       if (gate !== undefined) {
         gate.observe(length, page.data.length);
         gate.budget.resize(held, length);
@@ -407,12 +417,34 @@ export class RemoteStore {
     }
   }
 
-  async #readJson(res: Response, cap: number, what: string, signal: AbortSignal | undefined, onLength?: (chars: number) => void): Promise<unknown> {
-    const text = await readBodyCapped(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch((e: unknown) => {
+  async #readJson(res: Response, cap: number, what: string, signal: AbortSignal | undefined): Promise<unknown> {
+    return this.#parse(await this.#readText(res, cap, what, signal), what);
+  }
+
+  async #readText(res: Response, cap: number, what: string, signal: AbortSignal | undefined): Promise<string> {
+    return readBodyCapped(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch((e: unknown) => {
       if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
       throw e;
     });
-    onLength?.(text.length);
+  }
+
+  async #readBytes<T>(res: Response, cap: number, what: string, signal: AbortSignal | undefined, use: (bytes: Buffer) => T): Promise<T> {
+    // What `use` throws (a malformed page) is passed on as is; only the read's limits are worded here.
+    const read = await withBodyBytes(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }, (bytes) => {
+      try {
+        return { ok: true as const, value: use(bytes) };
+      } catch (error) {
+        return { ok: false as const, error };
+      }
+    }).catch((e: unknown) => {
+      if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
+      throw e;
+    });
+    if (!read.ok) throw read.error;
+    return read.value;
+  }
+
+  #parse(text: string, what: string): unknown {
     try {
       return JSON.parse(text) as unknown;
     } catch {

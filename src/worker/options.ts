@@ -94,7 +94,7 @@ export interface EnvironmentWorkerOptions {
    * Ours: bytes of memory content one mount holds in memory at once, all its stores together: half
    * for listing pages in flight, half for downloaded files waiting to be written. A page's contents
    * are let go as soon as they are written, so the worker's memory follows this bound, not the
-   * stores' size. 1 MiB..1 GiB; default 16 MiB (16 777 216).
+   * stores' size. 1 MiB..1 GiB; default 4 MiB (4 194 304).
    */
   memoryBufferBytes?: number;
   /** Ours: milliseconds a session waits for a mount path another running session holds, then fails. Default 60 000. */
