@@ -44,7 +44,7 @@ export const ROWS: RowSpec[] = [
   { scenario: 'mount-8x250', metric: 'readyRssMiB', label: 'RSS at ready (modules loaded, worker built)', unit: 'MiB', against: 'official', kind: 'plus', target: 8 },
   { scenario: 'mount-2x2000x64k', metric: 'rssGrowthMiB', label: 'peak RSS − RSS at ready, mount of 2 × 2 000 × 64 KiB (250 MiB)', unit: 'MiB', against: 'official', target: 0.5 },
   { scenario: 'mount-caps', metric: 'peakRssMiB', label: 'peak RSS, a session at the caps 8 × 2 000 × 100 KiB (--caps)', unit: 'MiB', against: 'official', kind: 'max', target: 286 },
-  { scenario: 'sessions-plateau', metric: 'rssGrowthMiB', label: 'RSS growth from session 50 to the last (--sessions, default 500; 5 reads × 64 KiB each)', unit: 'MiB', against: 'official', kind: 'max', target: 19 },
+  { scenario: 'sessions-plateau', metric: 'rssGrowthMiB', label: 'RSS growth from session 50 to the last (--sessions, default 500; 5 tool calls × 64 KiB output each)', unit: 'MiB', against: 'official', kind: 'max', target: 19 },
   { scenario: 'queue-16x10', metric: 'cpuMs', label: '16 queued sessions: worker CPU vs floor (bare client, same requests)', unit: 'ms', against: 'floor', target: null },
 ];
 

@@ -180,7 +180,7 @@ function writeFilesStep(dir: string, count: number, bytes: number): ScriptStep<E
 }
 
 /**
- * A file of `bytes` in lines of 64 characters, that the plateau sessions read: each read answers
+ * A file of `bytes` in lines of 64 characters, that the plateau sessions print: each call answers
  * with about that much output.
  */
 async function outputFile(dir: string, bytes: number): Promise<string> {
@@ -196,7 +196,8 @@ async function outputFile(dir: string, bytes: number): Promise<string> {
  */
 async function plateauScenario(ctx: JobContext, total: number, calls: number): Promise<Metrics> {
   const file = await outputFile(ctx.tmp, 64 * 1024);
-  const script = Array.from({ length: calls }, (): ScriptStep<Emulator> => ({ tool: 'read', input: { file_path: file } }));
+  // bash, not read: the file tools only reach the session's own folder.
+  const script = Array.from({ length: calls }, (): ScriptStep<Emulator> => ({ tool: 'bash', input: { command: `cat ${JSON.stringify(file)}` } }));
   const batch = async (n: number): Promise<void> => {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) ids.push((await ctx.emu.createSession({ script })).sessionId);
