@@ -10,6 +10,8 @@ const shared: Options = {
   // p-limit ships ESM only; bundling it keeps the CommonJS build loadable with require(), and it
   // is therefore a build-time dependency only.
   noExternal: ['p-limit', 'yocto-queue'],
+  // `import.meta.url` in the CommonJS build (prom-client is loaded lazily with createRequire).
+  shims: true,
 };
 
 export default defineConfig([

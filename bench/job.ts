@@ -18,8 +18,8 @@ export interface ChildHandle {
   readonly pid: number;
   /** Usage right after the child loaded its modules and built its worker. */
   readonly readyUsage: Usage;
-  /** Usage now. */
-  usage(): Promise<Usage>;
+  /** Usage now; with `gc`, after a full garbage collection (a child started with `--expose-gc`). */
+  usage(opts?: { gc?: boolean }): Promise<Usage>;
   /** Stop the worker, wait for it, and return the final usage. */
   stop(): Promise<Usage>;
 }
@@ -31,7 +31,9 @@ export interface JobContext {
   /** The child is this library's worker: kind `ours`, or `official` replaced by ours as of `--base`. */
   runsOurs: boolean;
   quick: boolean;
-  startChild(opts?: { concurrency?: number; floor?: FloorConfig; sandbox?: 'auto' | 'bwrap' | 'none' }): Promise<ChildHandle>;
+  /** Folder of the job's own (tmpfs by default), for files a scenario needs. */
+  tmp: string;
+  startChild(opts?: { concurrency?: number; floor?: FloorConfig; execArgv?: string[]; sandbox?: 'auto' | 'bwrap' | 'none' }): Promise<ChildHandle>;
 }
 
 export interface JobOptions {
@@ -83,6 +85,7 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
       kind: opts.kind,
       runsOurs: opts.kind === 'ours' || (opts.kind === 'official' && opts.oursAsBase === true),
       quick: opts.quick,
+      tmp,
       startChild: async (c = {}) => {
         const config: ChildConfig = {
           baseURL: emu.baseURL,
@@ -95,7 +98,7 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
           ...(c.floor !== undefined ? { floor: c.floor } : {}),
           ...(c.sandbox !== undefined ? { sandbox: c.sandbox } : {}),
         };
-        const { child, handle } = await spawnChild(opts.bundle, config, opts.execArgv ?? []);
+        const { child, handle } = await spawnChild(opts.bundle, config, [...(opts.execArgv ?? []), ...(c.execArgv ?? [])]);
         children.push(child);
         exits.push(new Promise((resolve) => child.once('exit', resolve)));
         return handle;
@@ -146,9 +149,9 @@ async function spawnChild(bundle: string, config: ChildConfig, execArgv: string[
   const handle: ChildHandle = {
     pid: child.pid ?? -1,
     readyUsage: counted(ready.usage),
-    async usage() {
+    async usage(o = {}) {
       const id = nextId++;
-      const m = await ask(id, () => child.send({ type: 'usage', id }));
+      const m = await ask(id, () => child.send({ type: 'usage', id, ...(o.gc === true ? { gc: true } : {}) }));
       if (m.type === 'stopped') throw new Error(m.error ?? 'bench child stopped');
       return counted(m.usage);
     },

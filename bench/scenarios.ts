@@ -19,6 +19,10 @@ export interface Scenario {
   kinds: ChildKind[];
   /** True when the scenario waits out a sync interval (several seconds whatever its size). */
   waitsForSync?: boolean;
+  /** The emulator's latency per answer for this scenario, in ms, whatever `--latency` says. */
+  latencyMs?: number;
+  /** Runs only when its flag is given (`--caps`): too heavy for the default run. */
+  optIn?: 'caps';
   run(ctx: JobContext): Promise<Metrics>;
 }
 
@@ -32,6 +36,14 @@ interface Size {
   stores: number;
   memories: number;
   bytes: number;
+  /** Every store holds the same contents (the emulator keeps one copy of each: the caps row's 1.6 GB would not fit twice). */
+  sameContents?: boolean;
+}
+
+/** What the scenarios can be asked for on the command line. */
+export interface ScenarioOptions {
+  /** Sessions the plateau scenario serves (`--sessions`). */
+  sessions: number;
 }
 
 /** `/topic-<k>/note-<i>.md` spread over {@link FOLDERS_PER_STORE} folders. */
@@ -48,7 +60,7 @@ async function seedStores(emu: Emulator, size: Size, prefix: string): Promise<Ar
   const out: Array<{ id: string; dir: string }> = [];
   for (let s = 0; s < size.stores; s++) {
     const memories: Record<string, string> = {};
-    for (let i = 0; i < size.memories; i++) memories[memoryPath(i)] = content(s, i, size.bytes);
+    for (let i = 0; i < size.memories; i++) memories[memoryPath(i)] = content(size.sameContents === true ? 0 : s, i, size.bytes);
     const store = await emu.createMemoryStore({ name: `${prefix} ${s}`, memories });
     out.push({ id: store.id, dir: `${prefix}-${s}` });
   }
@@ -82,10 +94,11 @@ function last<T>(items: T[], what: string): T {
 async function runSessions(
   ctx: JobContext,
   sessionIds: string[],
-  opts: { concurrency?: number; floor?: FloorConfig } = {},
-): Promise<{ cpuMs: number; peakRssMiB: number; peakHeapMiB: number; peakExternalMiB: number }> {
+  opts: { concurrency?: number; floor?: FloorConfig; timeoutMs?: number } = {},
+): Promise<{ cpuMs: number; peakRssMiB: number; peakHeapMiB: number; peakExternalMiB: number; readyRssMiB: number; rssGrowthMiB: number }> {
   const child = await ctx.startChild(opts);
-  const done = await Promise.all(sessionIds.map((id) => ctx.emu.waitForSession(id, { timeoutMs: SESSION_TIMEOUT_MS }))).then(
+  const timeoutMs = opts.timeoutMs ?? SESSION_TIMEOUT_MS;
+  const done = await Promise.all(sessionIds.map((id) => ctx.emu.waitForSession(id, { timeoutMs }))).then(
     () => undefined,
     (e: unknown) => e,
   );
@@ -96,11 +109,32 @@ async function runSessions(
     peakRssMiB: end.maxRssMiB,
     peakHeapMiB: end.atPeak?.heapTotal ?? NaN,
     peakExternalMiB: end.atPeak?.external ?? NaN,
+    // RSS once the modules are loaded and the worker built, and how far the work took it past that.
+    readyRssMiB: child.readyUsage.maxRssMiB,
+    rssGrowthMiB: end.maxRssMiB - child.readyUsage.maxRssMiB,
   };
 }
 
+/**
+ * The plain-write floor of a mount: a bare client pages the same listings and writes each file once
+ * with a plain write. Its wall runs from its first listing request to its last file written.
+ */
+async function plainWriteFloor(ctx: JobContext, storeIds: string[], token: string): Promise<number> {
+  const mark = ctx.emu.requests.length;
+  const child = await ctx.startChild({ floor: { kind: 'listings', storeIds, sessionsToken: token, concurrency: 16, writeTo: path.join(ctx.tmp, 'floor-write') } });
+  const deadline = Date.now() + SESSION_TIMEOUT_MS;
+  let doneAt: number | undefined;
+  while ((doneAt = (await child.usage()).doneAtMs) === undefined) {
+    if (Date.now() > deadline) throw new Error('bench: the plain-write floor child did not finish');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await child.stop();
+  const lists = ctx.emu.requests.slice(mark).filter((r) => r.route === ROUTES.listMemories);
+  return doneAt - Math.min(...lists.map((r) => r.startedAt));
+}
+
 /** Claim → first tool result, and first listing → event stream opened, for a one-session mount. */
-async function mountScenario(ctx: JobContext, size: Size, prefix: string): Promise<Metrics> {
+async function mountScenario(ctx: JobContext, size: Size, prefix: string, opts: { timeoutMs?: number; plainWriteFloor?: boolean } = {}): Promise<Metrics> {
   const stores = await seedStores(ctx.emu, size, prefix);
   const storeIds = stores.map((s) => s.id);
   if (ctx.kind === 'floor') {
@@ -116,13 +150,15 @@ async function mountScenario(ctx: JobContext, size: Size, prefix: string): Promi
     }
     await child.stop();
     const lists = requestsOf(ctx.emu, ROUTES.listMemories);
-    return { floorMs: Math.max(...lists.map(endOf)) - first(lists, 'listing').startedAt };
+    const floorMs = Math.max(...lists.map(endOf)) - first(lists, 'listing').startedAt;
+    if (opts.plainWriteFloor !== true) return { floorMs };
+    return { floorMs, floorWriteMs: await plainWriteFloor(ctx, storeIds, token) };
   }
   const { sessionId, workId } = await ctx.emu.createSession({
     resources: storeIds.map((id) => ({ memoryStoreId: id })),
     script: [readStep(ctx.mountRoot, stores[0]!.dir)],
   });
-  const usage = await runSessions(ctx, [sessionId]);
+  const usage = await runSessions(ctx, [sessionId], opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {});
   const claim = first(requestsOf(ctx.emu, ROUTES.ack, workId), 'ack').startedAt;
   const firstTool = first(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
   const firstList = first(requestsOf(ctx.emu, ROUTES.listMemories), 'listing').startedAt;
@@ -184,18 +220,71 @@ async function pssPerSandboxMiB(workerPid: number): Promise<number> {
   return sandboxes > 0 ? pssKiB / 1024 / sandboxes : NaN;
 }
 
-export function scenarios(quick: boolean): Scenario[] {
+/**
+ * Many sessions served one after another by one process: RSS after the first 50, and after all of
+ * them, each measured after a full garbage collection. A daemon that plateaus grows little between.
+ */
+async function plateauScenario(ctx: JobContext, total: number, calls: number): Promise<Metrics> {
+  // 64 KiB of output per call, made by bash itself: it needs no file, so it runs the same in a sandbox.
+  const line = '0123456789abcdef'.repeat(4).slice(0, 63);
+  const script = Array.from({ length: calls }, (): ScriptStep<Emulator> => ({ tool: 'bash', input: { command: `yes ${line} | head -c 65536` } }));
+  const batch = async (n: number): Promise<void> => {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) ids.push((await ctx.emu.createSession({ script })).sessionId);
+    await Promise.all(ids.map((id) => ctx.emu.waitForSession(id, { timeoutMs: SESSION_TIMEOUT_MS * 4 })));
+  };
+  const first = Math.min(50, total);
+  const child = await ctx.startChild({ concurrency: ctx.runsOurs ? 8 : 1, execArgv: ['--expose-gc'] });
+  let at50: number;
+  let atEnd: number;
+  try {
+    await batch(first);
+    at50 = (await child.usage({ gc: true })).rssMiB ?? NaN;
+    await batch(total - first);
+    atEnd = (await child.usage({ gc: true })).rssMiB ?? NaN;
+  } finally {
+    await child.stop();
+  }
+  return { rssAt50MiB: at50, rssAtEndMiB: atEnd, rssGrowthMiB: atEnd - at50 };
+}
+
+export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 500 }): Scenario[] {
   const q = <T>(full: T, small: T): T => (quick ? small : full);
   return [
     {
       id: 'mount-8x250',
       kinds: ['official', 'ours', 'floor'],
-      run: (ctx) => mountScenario(ctx, q({ stores: 8, memories: 250, bytes: 1024 }, { stores: 2, memories: 40, bytes: 1024 }), 'eight'),
+      run: (ctx) => mountScenario(ctx, q({ stores: 8, memories: 250, bytes: 1024 }, { stores: 2, memories: 40, bytes: 1024 }), 'eight', { plainWriteFloor: true }),
+    },
+    {
+      id: 'mount-8x250-50ms',
+      kinds: ['official', 'ours'],
+      latencyMs: 50,
+      run: (ctx) => mountScenario(ctx, q({ stores: 8, memories: 250, bytes: 1024 }, { stores: 2, memories: 40, bytes: 1024 }), 'slow'),
     },
     {
       id: 'mount-1x2000',
       kinds: ['official', 'ours', 'floor'],
-      run: (ctx) => mountScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'single'),
+      run: (ctx) => mountScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'single', { plainWriteFloor: true }),
+    },
+    {
+      id: 'mount-2x2000x64k',
+      kinds: ['official', 'ours'],
+      run: (ctx) => mountScenario(ctx, q({ stores: 2, memories: 2000, bytes: 64 * 1024 }, { stores: 2, memories: 40, bytes: 64 * 1024 }), 'heavy'),
+    },
+    {
+      id: 'mount-caps',
+      kinds: ['official', 'ours'],
+      optIn: 'caps',
+      run: (ctx) =>
+        mountScenario(ctx, q({ stores: 8, memories: 2000, bytes: 100 * 1024, sameContents: true }, { stores: 2, memories: 40, bytes: 100 * 1024 }), 'caps', {
+          timeoutMs: 900_000,
+        }),
+    },
+    {
+      id: 'sessions-plateau',
+      kinds: ['official', 'ours'],
+      run: (ctx) => plateauScenario(ctx, q(opts.sessions, 60), 5),
     },
     {
       id: 'mount-8x1000x8k',

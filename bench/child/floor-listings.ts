@@ -2,8 +2,12 @@
  * The network floor of a mount: a bare SDK client fetches every memory of the given stores with
  * content and does nothing else: the stores in parallel, each one listed once at depth 1 (its
  * top-level memories and folders), then every top-level folder paged in full view on its own
- * cursor, at most `concurrency` requests in flight per store. Nothing is written or kept.
+ * cursor, at most `concurrency` requests in flight per store. Nothing is kept; with `writeTo`,
+ * each memory is written once as it arrives, with a plain synchronous write (the folder made once):
+ * the floor of a mount that must also create every file.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import pLimit from 'p-limit';
 import type { ChildConfig, FloorConfig } from './protocol.js';
@@ -20,17 +24,30 @@ export async function pageListings(config: ChildConfig, floor: Extract<FloorConf
     }
   }
 
-  async function fetchStore(storeId: string): Promise<number> {
+  async function fetchStore(storeId: string, index: number): Promise<number> {
     let bytes = 0;
+    const root = floor.writeTo !== undefined ? path.join(floor.writeTo, String(index)) : undefined;
+    const made = new Set<string>();
+    const take = (item: { type: string; path: string; content?: string | null }): void => {
+      bytes += item.content?.length ?? 0;
+      if (root === undefined || item.type !== 'memory') return;
+      const file = path.join(root, item.path);
+      const dir = path.dirname(file);
+      if (!made.has(dir)) {
+        fs.mkdirSync(dir, { recursive: true });
+        made.add(dir);
+      }
+      fs.writeFileSync(file, item.content ?? '');
+    };
     const folders: string[] = [];
     await pageAll(storeId, { path_prefix: '/', depth: 1 }, (item) => {
       if (item.type === 'memory_prefix') folders.push(item.path);
-      else bytes += item.content?.length ?? 0;
+      else take(item);
     });
     const limit = pLimit(floor.concurrency);
-    await Promise.all(folders.map((prefix) => limit(() => pageAll(storeId, { path_prefix: prefix }, (item) => (bytes += item.content?.length ?? 0)))));
+    await Promise.all(folders.map((prefix) => limit(() => pageAll(storeId, { path_prefix: prefix }, take))));
     return bytes;
   }
 
-  await Promise.all(floor.storeIds.map((id) => fetchStore(id)));
+  await Promise.all(floor.storeIds.map((id, i) => fetchStore(id, i)));
 }

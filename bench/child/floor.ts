@@ -5,6 +5,7 @@
  */
 import { pageListings } from './floor-listings.js';
 import { serveSessions } from './floor-sessions.js';
+import { markDone } from './protocol.js';
 import { readConfig, serve } from './serve.js';
 
 const config = readConfig();
@@ -14,6 +15,7 @@ if (floor === undefined) throw new Error('bench floor child: config.floor is mis
 serve(async (signal) => {
   if (floor.kind === 'listings') await pageListings(config, floor);
   else await serveSessions(config, floor, signal);
+  markDone();
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();
     else signal.addEventListener('abort', () => resolve(), { once: true });

@@ -3,7 +3,6 @@
  * runs one worker (official or ours) or the bare-client floor, and reports its own resource usage:
  * CPU of that process and of what it started (shells, sandboxes), RSS of that process alone.
  */
-import { readFileSync } from 'node:fs';
 
 /** The child's configuration, passed as the single command-line argument (JSON). */
 export interface ChildConfig {
@@ -26,7 +25,16 @@ export interface ChildConfig {
  * that may read them, requests in flight per store), or serve queued sessions with the fewest
  * requests a worker can make (`sessions`: that many at once).
  */
-export type FloorConfig = { kind: 'listings'; storeIds: string[]; sessionsToken: string; concurrency: number } | { kind: 'sessions'; concurrency: number };
+export type FloorConfig =
+  | {
+      kind: 'listings';
+      storeIds: string[];
+      sessionsToken: string;
+      concurrency: number;
+      /** When set, every memory listed is written once, with a plain write, under `<writeTo>/<store index>/`. */
+      writeTo?: string;
+    }
+  | { kind: 'sessions'; concurrency: number };
 
 /**
  * CPU in ms (the process's own, plus that of the processes it started and reaped: shells, sandboxes
@@ -38,28 +46,33 @@ export interface Usage {
   maxRssMiB: number;
   /** `process.memoryUsage()` (MiB) at the highest RSS sampled every 50 ms: where the peak went. */
   atPeak?: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
+  /** RSS now, in MiB (after a full garbage collection when the parent asked for one). */
+  rssMiB?: number;
+  /** Wall clock (ms since the epoch) when a floor child finished its task. */
+  doneAtMs?: number;
 }
 
-export type ParentMessage = { type: 'usage'; id: number } | { type: 'stop' };
+/** `gc`: collect garbage first (the child runs with `--expose-gc`), so `rssMiB` is what stays. */
+export type ParentMessage = { type: 'usage'; id: number; gc?: boolean } | { type: 'stop' };
 
 export type ChildMessage =
   | { type: 'ready'; usage: Usage }
   | { type: 'usage'; id: number; usage: Usage }
   | { type: 'stopped'; usage: Usage; error?: string };
 
-export function usageNow(): Usage {
-  const u = process.resourceUsage();
-  return { cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000 + reapedChildrenCpuMs(), maxRssMiB: u.maxRSS / 1024 };
+let doneAtMs: number | undefined;
+
+/** A floor child finished its task now. */
+export function markDone(): void {
+  doneAtMs = Date.now();
 }
 
-/** CPU of the children this process has waited for (cutime + cstime of /proc/self/stat, in clock ticks of 10 ms). */
-function reapedChildrenCpuMs(): number {
-  try {
-    const stat = readFileSync('/proc/self/stat', 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // Fields 16 and 17 of stat(5), counted from the state field (3).
-    return (Number(fields[13]) + Number(fields[14])) * 10;
-  } catch {
-    return 0;
-  }
+export function usageNow(): Usage {
+  const u = process.resourceUsage();
+  return {
+    cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000,
+    maxRssMiB: u.maxRSS / 1024,
+    rssMiB: process.memoryUsage.rss() / (1024 * 1024),
+    ...(doneAtMs !== undefined ? { doneAtMs } : {}),
+  };
 }

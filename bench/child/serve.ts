@@ -33,7 +33,11 @@ export function serve(run: (signal: AbortSignal) => Promise<unknown>): void {
   });
   send({ type: 'ready', usage: usageNow() });
   process.on('message', (msg: ParentMessage) => {
-    if (msg.type === 'usage') send({ type: 'usage', id: msg.id, usage: usageNow() });
+    if (msg.type === 'usage') {
+      const gc = (globalThis as { gc?: () => void }).gc;
+      if (msg.gc === true && gc !== undefined) gc();
+      send({ type: 'usage', id: msg.id, usage: usageNow() });
+    }
     if (msg.type === 'stop') {
       stop.abort();
       void running.then(() => {

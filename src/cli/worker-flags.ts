@@ -60,6 +60,11 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
       ),
     )
     .addOption(
+      new Option('--memory-buffer-bytes <bytes>', `memory content one mount holds at once, all its stores together (default ${MEMORY_DEFAULTS.bufferBytes})`).argParser(
+        intArg(MEMORY_DEFAULTS.bufferMinBytes, MEMORY_DEFAULTS.bufferMaxBytes),
+      ),
+    )
+    .addOption(
       new Option('--max-idle <ms>', `stop a session idle this long after its turn ended (default ${WORKER_DEFAULTS.maxIdleMs})`).argParser(
         intArg(0, WORKER_DEFAULTS.maxIdleMaxMs),
       ),
@@ -156,6 +161,7 @@ export function workerOptionsFromFlags(flags: OptionValues, io: Pick<CommandIo, 
   if (interval !== undefined) opts.memorySyncIntervalMs = interval === 'off' ? null : interval;
   if (flags['memorySyncDeletions'] !== undefined) opts.memorySyncDeletions = flags['memorySyncDeletions'] as 'enabled' | 'log_only' | 'disabled';
   if (flags['memoryDeleteAfter'] !== undefined) opts.memoryDeleteAfterMs = flags['memoryDeleteAfter'] as number;
+  if (flags['memoryBufferBytes'] !== undefined) opts.memoryBufferBytes = flags['memoryBufferBytes'] as number;
   if (flags['maxIdle'] !== undefined) opts.maxIdleMs = flags['maxIdle'] as number;
   if (flags['finalFlush'] !== undefined) opts.finalFlushMs = flags['finalFlush'] as number;
   if (flags['stateDir'] !== undefined) opts.stateDir = flags['stateDir'] as string;

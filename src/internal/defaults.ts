@@ -65,6 +65,10 @@ export const MEMORY_DEFAULTS = {
   deleteAfterMaxMs: 86_400_000,
   /** Bound of one memory request (time to response headers) and of reading its body. */
   requestTimeoutMs: 60_000,
+  /** Memory content one mount holds at once (listing pages in flight plus files waiting to be written). */
+  bufferBytes: 4 * 1024 * 1024,
+  bufferMinBytes: 1024 * 1024,
+  bufferMaxBytes: 1024 * 1024 * 1024,
 } as const;
 
 /** `Launcher` options. */

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { promClient } from './prom-client.js';
 import { monotonicClock } from '../internal/clock.js';
 import { METRICS_DEFAULTS } from '../internal/defaults.js';
 import { resolveLogger } from '../internal/logger.js';
@@ -42,6 +43,7 @@ export function readiness(w: Pick<ObservedWorker, 'closing' | 'activeSessions' |
  */
 export async function serveMetrics(input: MetricsServerOptions): Promise<MetricsServer> {
   const options = parseMetricsServerOptions(input);
+  const { collectDefaultMetrics, Registry } = promClient();
   const log = resolveLogger(options.logger).child({ component: 'metrics' });
   const clock = options.clock ?? monotonicClock;
   const readyWithinMs = options.readyWithinMs ?? METRICS_DEFAULTS.readyWithinMs;

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { promClient } from './prom-client.js';
 import { METRICS_DEFAULTS } from '../internal/defaults.js';
 import type { WorkerEventMap } from '../worker/events.js';
 import type { ObservedWorker } from './observed-worker.js';
@@ -27,6 +28,7 @@ const READY_BUCKETS_S = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
  * scrape time), so the worker itself knows nothing about Prometheus.
  */
 export function createPrometheusMetrics(worker: ObservedWorker, options: PrometheusMetricsOptions = {}): PrometheusMetrics {
+  const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = promClient();
   const registry = options.registry ?? new Registry();
   const p = options.prefix ?? METRICS_DEFAULTS.prefix;
   const registers = [registry];

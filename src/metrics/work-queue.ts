@@ -1,5 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { promClient } from './prom-client.js';
 import { toRemoteApiError } from '../api/classify.js';
 import type { Clock } from '../internal/clock.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
@@ -105,6 +106,7 @@ export class WorkQueueReader {
  * data", not an empty queue) and `<prefix>work_queue_stats_failures_total` counts it.
  */
 export function registerWorkQueueMetrics(registry: Registry, prefix: string, reader: WorkQueueReader, now: () => number = Date.now): void {
+  const { Counter, Gauge } = promClient();
   const registers = [registry];
   const labelNames = ['environment_id'] as const;
   const labels = { environment_id: reader.environmentId };

@@ -41,6 +41,8 @@ export interface WorkerInternals {
   memory?: MemoryPort;
   /** Wraps each session's tools (sandboxed or not) before the replay guard: the soak counts runs with it. */
   wrapTools?: (tools: BetaRunnableTool[]) => BetaRunnableTool[];
+  /** Where tool outcomes are kept until posted (tests inspect its size). */
+  toolRecord?: ToolCallRecord;
 }
 
 function env(name: string): string | undefined {
@@ -69,7 +71,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #log: Logger;
   readonly #metrics = new WorkerMetrics();
   readonly #pathLocks: PathLocks;
-  readonly #toolRecord = new ToolCallRecord();
+  readonly #toolRecord: ToolCallRecord;
   readonly #sessionFolders = new Map<string, number>();
   readonly #memory: MemoryPort;
   readonly #wrapTools: WorkerInternals['wrapTools'];
@@ -106,6 +108,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     this.#opts = resolveWorkerOptions(options);
     this.workerId = this.#opts.workerId ?? defaultWorkerId();
     this.#log = resolveLogger(this.#opts.logger).child({ worker_id: this.workerId });
+    this.#toolRecord = internals.toolRecord ?? new ToolCallRecord({ logger: this.#log });
     this.#memory = internals.memory ?? defaultMemoryPort;
     this.#wrapTools = internals.wrapTools;
     this.#pathLocks = new PathLocks(this.#opts.clock);

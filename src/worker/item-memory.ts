@@ -19,7 +19,7 @@ export const FINISH_SLACK_MS = 2_000;
 export type ItemMemorySettings = Pick<
   ResolvedWorkerOptions,
   'workdir' | 'stateDir' | 'allowedMountRoots' | 'mountTimeoutMs' | 'memorySyncDeletions' | 'memoryDeleteAfterMs' | 'finalFlushMs' | 'pathWaitMs'
-> & { memorySyncIntervalMs: number };
+> & { memorySyncIntervalMs: number; memoryBufferBytes?: number };
 
 export interface ItemMemoryOptions {
   port: MemoryPort;
@@ -101,6 +101,7 @@ export class ItemMemory {
       mountTimeoutMs: settings.mountTimeoutMs,
       deletions: settings.memorySyncDeletions,
       deleteAfterMs: settings.memoryDeleteAfterMs,
+      ...(settings.memoryBufferBytes !== undefined ? { bufferBytes: settings.memoryBufferBytes } : {}),
     });
     this.#forward(mounter);
     const count = storeResources(session).length;

@@ -87,6 +87,7 @@ async function runTools(ctx: ServeContext, prepared: PreparedSession, held: Item
   log.info({ stores, ready_ms: readyMs }, 'session started');
   reporter.emit('sessionStarted', { workId: reporter.workId, sessionId, stores, readyMs });
   for await (const call of runner) {
+    if (call.posted) guard.posted(call.toolUseId);
     log.debug({ tool: call.name, tool_use_id: call.toolUseId, is_error: call.isError, posted: call.posted }, 'tool call done');
   }
   if (guard.replays > 0) log.info({ replays: guard.replays }, 'replayed tool calls answered from the record');

@@ -52,6 +52,8 @@ export interface MemoryPort {
     mountTimeoutMs?: number;
     deletions?: MemoryDeleteMode;
     deleteAfterMs?: number;
+    /** Memory content one mount holds at once, in bytes. */
+    bufferBytes?: number;
   }): MounterView;
   syncLoop(opts: {
     client: Anthropic;

@@ -14,6 +14,7 @@ import { resolveSandboxOption, SANDBOX_OPTION_EXPECTED, sandboxOptionSchema, typ
 
 import {
   FINAL_FLUSH_DEFAULT_MS,
+  MEMORY_BUFFER_DEFAULT_BYTES,
   MEMORY_DELETE_AFTER_DEFAULT_MS,
   MEMORY_OPTION_EXPECTED,
   MEMORY_SYNC_INTERVAL_DEFAULT_MS,
@@ -102,6 +103,13 @@ export interface EnvironmentWorkerOptions {
   memoryDeleteAfterMs?: number;
   /** Ours: where the memory core keeps sync state and conflict copies. Default: the memory core's own. */
   stateDir?: string;
+  /**
+   * Ours: bytes of memory content one mount holds in memory at once, all its stores together: half
+   * for listing pages in flight, half for downloaded files waiting to be written. A page's contents
+   * are let go as soon as they are written, so the worker's memory follows this bound, not the
+   * stores' size. 1 MiB..1 GiB; default 4 MiB (4 194 304).
+   */
+  memoryBufferBytes?: number;
   /** Ours: milliseconds a session waits for a mount path another running session holds, then fails. Default 60 000. */
   pathWaitMs?: number;
   /**
@@ -148,6 +156,7 @@ export interface ResolvedWorkerOptions {
   finalFlushMs: number;
   memoryDeleteAfterMs: number;
   stateDir: string | undefined;
+  memoryBufferBytes: number;
   pathWaitMs: number;
   allowedMountRoots: string[];
   mountTimeoutMs: number;
@@ -290,6 +299,7 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     finalFlushMs: o.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS,
     memoryDeleteAfterMs: o.memoryDeleteAfterMs ?? MEMORY_DELETE_AFTER_DEFAULT_MS,
     stateDir: o.stateDir,
+    memoryBufferBytes: o.memoryBufferBytes ?? MEMORY_BUFFER_DEFAULT_BYTES,
     pathWaitMs: o.pathWaitMs ?? PATH_WAIT_DEFAULT_MS,
     allowedMountRoots: o.allowedMountRoots ?? [],
     mountTimeoutMs: o.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS,

@@ -42,9 +42,19 @@ describe('buildRows', () => {
         { official: { wallMs: 4200, cpuMs: 2100 }, ours: { wallMs: 1200, cpuMs: 1200 }, floor: { wallMs: 400, cpuMs: 800 } },
       ],
     });
-    expect(rows.find((r) => r.label.startsWith('16 queued sessions vs floor'))).toMatchObject({ against: 'floor', base: 450, ours: 1100, ratio: 2.5, target: null, met: null });
+    expect(rows.find((r) => r.label.startsWith('16 queued sessions vs floor'))).toMatchObject({ against: 'floor', base: 450, ours: 1100, ratio: 2.5, target: 1.5, met: false });
     expect(rows.find((r) => r.label.startsWith('16 queued sessions: worker CPU vs floor'))).toMatchObject({ against: 'floor', base: 775, ours: 1350, ratio: 1.75, met: null });
     expect(rows.find((r) => r.label.startsWith('16 queued sessions × 10'))).toMatchObject({ against: 'official', base: 4100, ours: 1100 });
+  });
+
+  it('holds a `max` row to ours alone and a `plus` row to ours minus the official', () => {
+    const rows = buildRows({
+      'sessions-plateau': [{ official: { rssGrowthMiB: 40 }, ours: { rssGrowthMiB: 12 } }, { official: { rssGrowthMiB: 50 }, ours: { rssGrowthMiB: 25 } }, { official: { rssGrowthMiB: 45 }, ours: { rssGrowthMiB: 15 } }],
+      'mount-8x250': [{ official: { readyRssMiB: 67 }, ours: { readyRssMiB: 80 } }],
+    });
+    expect(rows.find((r) => r.label.startsWith('RSS growth from session 50'))).toMatchObject({ kind: 'max', judged: 15, target: 19, met: true });
+    expect(rows.find((r) => r.label.startsWith('RSS at ready'))).toMatchObject({ kind: 'plus', judged: 13, target: 8, met: false });
+    expect(formatTable(rows)).toContain('≤ official + 8.0 MiB');
   });
 
   it('fails a row whose median ratio is above its target', () => {

@@ -76,6 +76,12 @@ describe('workerOptionsFromFlags', () => {
       expected: { memoryDeleteAfterMs: 0 },
     },
     {
+      description: 'the bytes of memory content a mount holds at once',
+      argv: () => ['--memory-buffer-bytes', '8388608'],
+      env: ENV,
+      expected: { memoryBufferBytes: 8388608 },
+    },
+    {
       description: '--allowed-mount-root is repeatable; a relative folder is taken from the current folder',
       argv: () => ['--allowed-mount-root', '/mnt/memory', '--allowed-mount-root', 'mem'],
       env: ENV,
@@ -99,7 +105,7 @@ describe('workerOptionsFromFlags', () => {
       description: 'options not given stay unset, so the library defaults apply',
       argv: () => [],
       env: ENV,
-      expected: { memorySyncIntervalMs: undefined, memorySyncDeletions: undefined, memoryDeleteAfterMs: undefined, maxIdleMs: undefined, finalFlushMs: undefined, stateDir: undefined, workerId: undefined, allowedMountRoots: undefined },
+      expected: { memorySyncIntervalMs: undefined, memorySyncDeletions: undefined, memoryDeleteAfterMs: undefined, memoryBufferBytes: undefined, maxIdleMs: undefined, finalFlushMs: undefined, stateDir: undefined, workerId: undefined, allowedMountRoots: undefined },
     },
   ];
 

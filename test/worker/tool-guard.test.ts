@@ -145,3 +145,81 @@ describe('ToolCallRecord', () => {
     expect(record.sessions).toBeLessThanOrEqual(maxSessions);
   });
 });
+
+describe('ToolCallRecord, kept until posted and bounded in bytes', () => {
+  const big = (n: number) => `${n}:`.padEnd(64 * 1024, 'x');
+
+  it('drops an outcome once its result is posted, and the session with its last outcome', async () => {
+    const { tool, calls } = countingTool(big);
+    const record = new ToolCallRecord();
+    const guard = new ToolGuard({ logger, outcomes: record.forSession('s1') });
+    const wrapped = guard.wrap(tool);
+    for (let i = 0; i < 15; i++) await wrapped.run({}, ctx(`tu_${i}`));
+    expect(record.outcomes).toBe(15);
+    expect(record.bytes).toBeGreaterThanOrEqual(15 * 64 * 1024);
+    for (let i = 0; i < 14; i++) guard.posted(`tu_${i}`);
+    expect(record.outcomes).toBe(1);
+    expect(record.bytes).toBeGreaterThanOrEqual(64 * 1024);
+    expect(record.bytes).toBeLessThan(2 * 64 * 1024);
+    guard.posted('tu_14');
+    expect({ outcomes: record.outcomes, bytes: record.bytes, sessions: record.sessions }).toEqual({ outcomes: 0, bytes: 0, sessions: 0 });
+    expect(calls()).toBe(15);
+  });
+
+  it('keeps an unposted outcome for a later run of the session, which answers from it', async () => {
+    const { tool, calls } = countingTool((n) => `result ${n}`);
+    const record = new ToolCallRecord();
+    const first = new ToolGuard({ logger, outcomes: record.forSession('s1') });
+    await first.wrap(tool).run({}, ctx('tu_1'));
+    await first.wrap(tool).run({}, ctx('tu_2'));
+    first.posted('tu_2');
+    const again = new ToolGuard({ logger, outcomes: record.forSession('s1') });
+    expect(await again.wrap(tool).run({}, ctx('tu_1'))).toBe('result 1');
+    expect(calls()).toBe(2);
+    again.posted('tu_1');
+    expect(record.outcomes).toBe(0);
+  });
+
+  it('a call posted while it still ran leaves nothing behind', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { tool } = countingTool(async (n) => {
+      await gate;
+      return big(n);
+    });
+    const record = new ToolCallRecord();
+    const guard = new ToolGuard({ logger, outcomes: record.forSession('s1') });
+    const running = guard.wrap(tool).run({}, ctx('tu_1'));
+    guard.posted('tu_1');
+    release();
+    await running;
+    await Promise.resolve();
+    expect({ outcomes: record.outcomes, bytes: record.bytes }).toEqual({ outcomes: 0, bytes: 0 });
+  });
+
+  it('past its byte bound drops the oldest finished outcomes first, never one still running', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { tool, calls } = countingTool(async (n) => {
+      if (n === 1) await gate;
+      return big(n);
+    });
+    const record = new ToolCallRecord({ maxBytes: 3 * 64 * 1024 + 1024 });
+    const guard = new ToolGuard({ logger, outcomes: record.forSession('a') });
+    const slow = guard.wrap(tool).run({}, ctx('tu_slow'));
+    const other = new ToolGuard({ logger, outcomes: record.forSession('b') });
+    for (let i = 0; i < 5; i++) await other.wrap(tool).run({}, ctx(`tu_${i}`));
+    expect(record.bytes).toBeLessThanOrEqual(3 * 64 * 1024 + 1024);
+    expect(record.outcomes).toBe(4); // three finished in b, and the one still running in a
+    release();
+    await slow;
+    await Promise.resolve();
+    expect(record.bytes).toBeLessThanOrEqual(3 * 64 * 1024 + 1024);
+    const before = calls();
+    // The newest finished ones are kept; the oldest of b was dropped and runs again if replayed.
+    await other.wrap(tool).run({}, ctx('tu_4'));
+    expect(calls() - before).toBe(0);
+    await other.wrap(tool).run({}, ctx('tu_0'));
+    expect(calls() - before).toBe(1);
+  });
+});

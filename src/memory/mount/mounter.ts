@@ -20,7 +20,9 @@ import { checkOwner, currentOwner } from '../journal/owner.js';
 import type { OwnerIdentity } from '../rules/owner-verdict.js';
 import { groupCaseCollisions, remotePathToRel } from '../rules/paths.js';
 import { FULL_PAGE_LIMIT, RemoteStore, type RemoteMemoryWithContent } from '../remote/remote-store.js';
-import { PageBudget } from '../remote/page-budget.js';
+import { PageBudget, PageGate } from '../remote/page-budget.js';
+import { ByteBudget } from '../remote/byte-budget.js';
+import { checkMemoryOptions, MEMORY_BUFFER_DEFAULT_BYTES } from '../sync/options.js';
 import { safeEmit } from '../../internal/safe-emit.js';
 import { defaultStateDir } from '../disk/state-dir.js';
 import { StatCache, backdatedMtimeMs } from '../disk/stat-cache.js';
@@ -99,6 +101,17 @@ export interface MemoryMounterOptions {
   allowedMountRoots?: readonly string[];
   /** Milliseconds the whole mount (every store's download) may take before it fails. Default 300 000. */
   mountTimeoutMs?: number;
+  /**
+   * Bytes of memory content one mount holds at once, all its stores together: half for listing
+   * pages in flight (asked for, read and not yet handed on), half for downloaded files waiting to
+   * be written (let go as each is written). 1 MiB..1 GiB; default 4 MiB.
+   */
+  bufferBytes?: number;
+  /**
+   * Called at the start of each mount with its two byte budgets (tests watch them).
+   * @internal
+   */
+  bufferProbe?: (budgets: { pages: ByteBudget; writes: ByteBudget }) => void;
   /** @internal */
   clock?: Clock;
   /**
@@ -153,6 +166,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #progressIntervalMs: number;
   readonly #allowedRoots: string[];
   readonly #mountTimeoutMs: number;
+  readonly #bufferBytes: number;
+  readonly #bufferProbe: MemoryMounterOptions['bufferProbe'];
   #owner: Promise<OwnerIdentity> | undefined;
 
   constructor(opts: MemoryMounterOptions) {
@@ -173,6 +188,9 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#progressIntervalMs = Math.max(100, opts.progressIntervalMs ?? MOUNT_PROGRESS_INTERVAL_DEFAULT_MS);
     this.#allowedRoots = normalizeAllowedRoots(opts.allowedMountRoots ?? []);
     this.#mountTimeoutMs = opts.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS;
+    if (opts.bufferBytes !== undefined) checkMemoryOptions({ memoryBufferBytes: opts.bufferBytes }, 'MemoryMounter options');
+    this.#bufferBytes = opts.bufferBytes ?? MEMORY_BUFFER_DEFAULT_BYTES;
+    this.#bufferProbe = opts.bufferProbe;
   }
 
   /**
@@ -203,6 +221,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     // bounded whatever the number of stores, and fewer pages of large memories run at once.
     const pages = pLimit(this.#concurrency);
     const budget = new PageBudget(pages, FULL_PAGE_LIMIT);
+    // Content held at once, in bytes, whatever the memories weigh: pages in flight, files queued.
+    const buffers = { pages: new ByteBudget(this.#bufferBytes / 2), writes: new ByteBudget(this.#bufferBytes / 2) };
+    this.#bufferProbe?.(buffers);
+    const gate = new PageGate(buffers.pages);
     const ctrl = new AbortController();
     // Every request in flight listens on this one signal.
     setMaxListeners(10_000, ctrl.signal);
@@ -215,7 +237,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
             return await wrapStore(spec.storeId, () =>
               spec.adopt !== undefined
                 ? this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log)
-                : this.#mountOne(spec, created, binding, ctrl.signal, log, pages, budget),
+                : this.#mountOne(spec, created, binding, ctrl.signal, log, { pages, budget, gate, writes: buffers.writes }),
             );
           } catch (e) {
             ctrl.abort(e);
@@ -383,9 +405,9 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     binding: JournalBinding,
     signal: AbortSignal,
     sessionLog: Logger,
-    pages: LimitFunction,
-    budget: PageBudget,
+    buffers: { pages: LimitFunction; budget: PageBudget; gate: PageGate; writes: ByteBudget },
   ): Promise<MountedStore> {
+    const { pages, budget, gate } = buffers;
     const started = this.#clock.now();
     const log = sessionLog.child({ memory_store_id: spec.storeId });
     await createRoot(spec);
@@ -473,6 +495,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       highWater: WRITE_QUEUE_HIGH_WATER_FACTOR * this.#concurrency,
       batch: WRITE_BATCH_FILES,
       hooks: { begin: () => writer.beginBatch(), end: (failed) => writer.endBatch({ check: !failed }) },
+      // Every store's queue counts in the mount's one write budget (content characters).
+      bytes: { budget: buffers.writes, sizeOf: (d) => d.content.length },
     });
 
     const pending: Array<{ m: RemoteMemoryWithContent; rel: string }> = [];
@@ -511,7 +535,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           ),
         );
       } else {
-        await remote.listFull(signal, accept, (m, reason) => shadow(m.path, reason), { parallel: this.#concurrency, pages });
+        await remote.listFull(signal, accept, (m, reason) => shadow(m.path, reason), { parallel: this.#concurrency, pages, gate });
       }
       if (caseInsensitive) {
         const groups = groupCaseCollisions(pending.map((p) => p.rel));

@@ -1,3 +1,5 @@
+import type { ByteBudget } from '../remote/byte-budget.js';
+
 /**
  * Writes what a listing delivers behind it, one item at a time, so the listing asks for its next
  * page while the last one is written.
@@ -12,7 +14,11 @@
  *   pending and later {@link push} promises and {@link drained};
  * - {@link stop} drops what waits (a failed listing); {@link settled} waits for the write in flight;
  * - `batch` hooks, when given, bracket each run of writes between two yields: `begin` before its
- *   first write, `end` after its last (a throwing `end` fails the queue as a write does).
+ *   first write, `end` after its last (a throwing `end` fails the queue as a write does);
+ * - with `bytes`, an item enters the queue only once its size is granted by that budget (shared by
+ *   the queues of one mount), and gives it back once written (or dropped): the bytes waiting to be
+ *   written never pass the budget's bound, whatever the items weigh. {@link push} then returns a
+ *   promise until the item is in.
  */
 
 export interface WriteBatchHooks {
@@ -20,22 +26,37 @@ export interface WriteBatchHooks {
   /** `failed`: the batch ends on a write that threw. */
   end(failed: boolean): Promise<void> | void;
 }
+/** The budget a queue's items are counted in, and what one item weighs. */
+export interface WriteQueueBytes<T> {
+  budget: ByteBudget;
+  sizeOf(item: T): number;
+}
+
+interface Queued<T> {
+  item: T;
+  bytes: number;
+}
+
 export class WriteQueue<T> {
   readonly #write: (item: T) => Promise<void>;
   readonly #highWater: number;
   readonly #batch: number;
   readonly #hooks: WriteBatchHooks | undefined;
-  #items: T[] = [];
+  readonly #bytes: WriteQueueBytes<T> | undefined;
+  /** Aborted by {@link stop}: pushes still waiting for bytes give up. */
+  readonly #halt = new AbortController();
+  #items: Array<Queued<T> | undefined> = [];
   #head = 0;
   #running: Promise<void> | undefined;
   #error: { reason: unknown } | undefined;
   #waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
 
-  constructor(write: (item: T) => Promise<void>, opts: { highWater: number; batch: number; hooks?: WriteBatchHooks }) {
+  constructor(write: (item: T) => Promise<void>, opts: { highWater: number; batch: number; hooks?: WriteBatchHooks; bytes?: WriteQueueBytes<T> }) {
     this.#write = write;
     this.#highWater = Math.max(1, opts.highWater);
     this.#batch = Math.max(1, opts.batch);
     this.#hooks = opts.hooks;
+    this.#bytes = opts.bytes;
   }
 
   get #queued(): number {
@@ -45,7 +66,26 @@ export class WriteQueue<T> {
   /** Queue `item`; returns a promise to await when the queue is full (or already failed). */
   push(item: T): Promise<void> | undefined {
     if (this.#error !== undefined) return Promise.reject(this.#error.reason);
-    this.#items.push(item);
+    if (this.#bytes === undefined) return this.#enqueue(item, 0);
+    const { budget } = this.#bytes;
+    const n = this.#bytes.sizeOf(item);
+    if (budget.tryTake(n)) return this.#enqueue(item, n);
+    return budget.take(n, this.#halt.signal).then(
+      () => {
+        if (this.#error !== undefined || this.#halt.signal.aborted) {
+          budget.give(n);
+          throw this.#error !== undefined ? this.#error.reason : this.#halt.signal.reason;
+        }
+        return this.#enqueue(item, n);
+      },
+      (e: unknown) => {
+        throw this.#error !== undefined ? this.#error.reason : e;
+      },
+    );
+  }
+
+  #enqueue(item: T, bytes: number): Promise<void> | undefined {
+    this.#items.push({ item, bytes });
     this.#running ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#run());
     if (this.#queued < this.#highWater) return undefined;
     return new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
@@ -57,10 +97,14 @@ export class WriteQueue<T> {
     if (this.#error !== undefined) throw this.#error.reason;
   }
 
-  /** Drop every item not written yet. */
+  /** Drop every item not written yet (and every push still waiting for bytes). */
   stop(): void {
+    let freed = 0;
+    for (let i = this.#head; i < this.#items.length; i++) freed += this.#items[i]?.bytes ?? 0;
     this.#items = [];
     this.#head = 0;
+    if (freed > 0) this.#bytes?.budget.give(freed);
+    if (!this.#halt.signal.aborted) this.#halt.abort(new Error('the write queue stopped'));
   }
 
   /** Resolves once no write is in flight (never rejects). */
@@ -77,13 +121,17 @@ export class WriteQueue<T> {
           this.#hooks?.begin();
           inBatch = true;
         }
-        const item = this.#items[this.#head]!;
-        this.#items[this.#head++] = undefined as T;
+        const { item, bytes } = this.#items[this.#head]!;
+        this.#items[this.#head++] = undefined;
         if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
           this.#items = this.#items.slice(this.#head);
           this.#head = 0;
         }
-        await this.#write(item);
+        try {
+          await this.#write(item);
+        } finally {
+          if (bytes > 0) this.#bytes?.budget.give(bytes);
+        }
         if (this.#queued < this.#highWater) this.#wake();
         if (++sinceYield >= this.#batch) {
           sinceYield = 0;

@@ -13,17 +13,48 @@ export async function readBodyCapped(
   res: Response,
   opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal },
 ): Promise<string> {
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  const parts: string[] = [];
+  // Each chunk is decoded as it arrives and released: the body is never copied into one buffer of
+  // its own, which would cost an allocation outside the JavaScript heap per page.
+  await readChunks(res, opts, (value) => parts.push(decoder.decode(value, { stream: true })));
+  parts.push(decoder.decode());
+  return parts.join('');
+}
+
+/** One buffer per process the bytes of a body are joined in (grown for a larger body): see {@link withBodyBytes}. */
+let joined = Buffer.allocUnsafeSlow(0);
+
+/**
+ * The same bounded read, keeping the bytes: `use` gets the whole body as one buffer outside the
+ * JavaScript heap, to decode piece by piece, so a large body never becomes one large string. The
+ * buffer is shared and reused: it is valid only during `use`, which must not await.
+ */
+export async function withBodyBytes<T>(res: Response, opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal }, use: (bytes: Buffer) => T): Promise<T> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  await readChunks(res, opts, (value) => {
+    chunks.push(value);
+    total += value.byteLength;
+  });
+  if (total > joined.length) joined = Buffer.allocUnsafeSlow(Math.max(total, joined.length * 2));
+  let at = 0;
+  for (const c of chunks) {
+    joined.set(c, at);
+    at += c.byteLength;
+  }
+  chunks.length = 0;
+  return use(joined.subarray(0, total));
+}
+
+async function readChunks(res: Response, opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal }, onChunk: (value: Uint8Array) => void): Promise<void> {
   const declared = Number(res.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > opts.capBytes) {
     await res.body?.cancel().catch(() => {});
     throw new RemoteLimitError('body-size', `the answer declares ${declared} bytes, over the ${opts.capBytes} bytes it can weigh; not read`);
   }
-  if (res.body === null) return '';
+  if (res.body === null) return;
   const reader = res.body.getReader();
-  // Each chunk is decoded as it arrives and released: the body is never copied into one buffer of
-  // its own, which would cost an allocation outside the JavaScript heap per page.
-  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
-  const parts: string[] = [];
   let total = 0;
   let timedOut = false;
   let timer: NodeJS.Timeout | undefined;
@@ -48,12 +79,10 @@ export async function readBodyCapped(
         await reader.cancel().catch(() => {});
         throw new RemoteLimitError('body-size', `the answer passed ${opts.capBytes} bytes, more than it can weigh; stopped reading it`);
       }
-      parts.push(decoder.decode(value, { stream: true }));
+      onChunk(value);
     }
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', onAbort);
   }
-  parts.push(decoder.decode());
-  return parts.join('');
 }

@@ -1,4 +1,5 @@
 import type { LimitFunction } from 'p-limit';
+import type { ByteBudget } from './byte-budget.js';
 
 /**
  * Content a mount keeps in listed pages at once, all stores together: pages of large memories are
@@ -44,5 +45,39 @@ export class PageBudget {
     this.#contentBytes += contentLength;
     const next = pagesInFlight({ concurrency: this.#concurrency, itemsPerPage: this.#itemsPerPage, items: this.#items, contentBytes: this.#contentBytes });
     if (next !== this.#limit.concurrency) this.#limit.concurrency = next;
+  }
+}
+
+/**
+ * What a listing page is guessed to weigh before any page was read: 20 memories of 8 KiB. Only the
+ * first pages of a mount are asked for on this guess; every later one on what pages really weighed.
+ */
+const FIRST_PAGE_GUESS_BYTES = 20 * 8 * 1024;
+
+/**
+ * Bounds, in bytes, the listing pages a mount has in flight (asked for, read, and not yet handed
+ * on in full), all stores together. A page is granted its guessed weight (pages read so far, per
+ * item, times the page size) before its request is sent, holds its real body length once read, and
+ * gives it back once every item in it was handed on.
+ */
+export class PageGate {
+  readonly budget: ByteBudget;
+  #items = 0;
+  #bytes = 0;
+
+  constructor(budget: ByteBudget) {
+    this.budget = budget;
+  }
+
+  /** The guessed weight of a page of `limit` items. */
+  guess(limit: number): number {
+    if (this.#items === 0) return this.#bytes > 0 ? this.#bytes : FIRST_PAGE_GUESS_BYTES;
+    return Math.ceil((this.#bytes / this.#items) * limit);
+  }
+
+  /** A page of `items` items weighed `bytes`. */
+  observe(bytes: number, items: number): void {
+    this.#bytes += bytes;
+    this.#items += items;
   }
 }

@@ -7,7 +7,9 @@ import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf 
 import { RemoteLimitError } from '../../errors.js';
 import { abortReason, isAbortError, linkAbort } from '../../internal/abort.js';
 import { API_LIMITS, MEMORY_DEFAULTS } from '../../internal/defaults.js';
-import { readBodyCapped } from './bounded-body.js';
+import { readBodyCapped, withBodyBytes } from './bounded-body.js';
+import type { PageGate } from './page-budget.js';
+import { splitPage } from './page-split.js';
 import { MAX_MEMORY_BYTES } from '../disk/local-dir.js';
 import { PATH_CONFLICT_REASON_PREFIX } from '../rules/path-conflict.js';
 
@@ -119,12 +121,14 @@ export class RemoteStore {
    * by two parts is a duplicate), one page budget (the pages a full store can fill, plus one per
    * folder), cursors never repeated within a part; a folder item that is not one top-level folder
    * is refused as malformed, one named twice as a duplicate. The first part to fail stops the others.
+   * With `gate`, every page waits for its guessed weight to fit the gate's bytes before it is asked
+   * for, and holds its body's weight until each of its items was handed on.
    */
   async listFull(
     signal: AbortSignal | undefined,
     onMemory: (m: RemoteMemoryWithContent) => Promise<void> | void,
     onRefused?: (m: RemoteMemory, reason: string) => void,
-    opts: { parallel?: number; pages?: LimitFunction } = {},
+    opts: { parallel?: number; pages?: LimitFunction; gate?: PageGate } = {},
   ): Promise<void> {
     const onItem = (m: BetaManagedAgentsMemory): Promise<void> | void => {
       const tooLarge = oversizeReason(m);
@@ -133,14 +137,21 @@ export class RemoteStore {
     };
     const budget = newBudget(FULL_PAGE_LIMIT);
     const parallel = Math.floor(opts.parallel ?? 1);
+    const gate = opts.gate;
     if (parallel <= 1) {
-      await this.#eachPage('full', FULL_PAGE_LIMIT, signal, onItem, { budget });
+      await this.#eachPage('full', FULL_PAGE_LIMIT, signal, onItem, { budget, gate });
       return;
     }
-    await this.#listSplit(opts.pages ?? pLimit(parallel), budget, signal, onItem);
+    await this.#listSplit(opts.pages ?? pLimit(parallel), budget, signal, onItem, gate);
   }
 
-  async #listSplit(limit: LimitFunction, budget: ListingBudget, signal: AbortSignal | undefined, onItem: (m: BetaManagedAgentsMemory) => Promise<void> | void): Promise<void> {
+  async #listSplit(
+    limit: LimitFunction,
+    budget: ListingBudget,
+    signal: AbortSignal | undefined,
+    onItem: (m: BetaManagedAgentsMemory) => Promise<void> | void,
+    gate: PageGate | undefined,
+  ): Promise<void> {
     const ctrl = new AbortController();
     // Every request in flight, and its body read, listens on this one signal.
     setMaxListeners(10_000, ctrl.signal);
@@ -164,29 +175,32 @@ export class RemoteStore {
       prefixes.add(prefix);
       // A folder's last page may be a partial one: each folder may take one page more.
       budget.maxPages++;
-      const part = limit(() => (failure === undefined ? this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix }) : undefined));
+      const part = limit(() => (failure === undefined ? this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix, gate }) : undefined));
       parts.push(part.catch(fail));
     };
     const depthFirst = { prefix: '/', depth: 1 } as const;
     try {
       // Both first pages at once; the depth-1 one is awaited (and its body read) either way, so no
       // request outlives the listing.
-      const whole = limit(() => this.#page('full', FULL_PAGE_LIMIT, {}, undefined, ctrl.signal));
-      const top = limit(() => this.#page('full', FULL_PAGE_LIMIT, depthFirst, undefined, ctrl.signal));
+      const whole = limit(() => this.#page('full', FULL_PAGE_LIMIT, {}, undefined, ctrl.signal, gate));
+      const top = limit(() => this.#page('full', FULL_PAGE_LIMIT, depthFirst, undefined, ctrl.signal, gate));
       top.catch(() => {});
+      // The depth-1 page when it is not used: its bytes go back to the gate.
+      const dropTop = (): Promise<void> => top.then((p) => gate?.budget.give(p.held), () => {});
       const wholePage = await whole.catch((e: unknown) => {
         fail(e);
         return undefined;
       });
       if (wholePage !== undefined && wholePage.next === undefined) {
-        await this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, first: wholePage }).catch(fail);
-        await top.catch(() => {});
+        await this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, first: wholePage, gate }).catch(fail);
+        await dropTop();
       } else if (wholePage !== undefined) {
         // More than one page: its items come again from the parts. It counts against the budget.
         budget.pages++;
-        await limit(() => this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: top })).catch(fail);
+        gate?.budget.give(wholePage.held);
+        await limit(() => this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: top, gate })).catch(fail);
       } else {
-        await top.catch(() => {});
+        await dropTop();
       }
       // Parts started later are pushed while earlier ones run: wait until none is left.
       for (let i = 0; i < parts.length; i++) await parts[i];
@@ -265,20 +279,58 @@ export class RemoteStore {
     }
   }
 
-  /** One listing page (`part` names the folder and depth), read within its size bound and checked. */
-  async #page(view: 'basic' | 'full', limit: number, part: { prefix?: string; depth?: 1 }, cursor: string | undefined, signal: AbortSignal | undefined): Promise<ListingPage> {
+  /**
+   * One listing page (`part` names the folder and depth), read within its size bound and checked.
+   * With `gate`, asked for once its guessed weight is granted; the page then holds its body's
+   * length (`held`), which the caller gives back once the page is used up.
+   */
+  async #page(
+    view: 'basic' | 'full',
+    limit: number,
+    part: { prefix?: string; depth?: 1 },
+    cursor: string | undefined,
+    signal: AbortSignal | undefined,
+    gate?: PageGate,
+  ): Promise<ListingPage> {
     const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
     const what = this.#what(view, part.prefix);
     const query = { ...(part.prefix !== undefined ? { path_prefix: part.prefix } : {}), ...(part.depth !== undefined ? { depth: part.depth } : {}) };
-    const res = await this.#client.beta.memoryStores.memories
-      .list(
-        this.storeId,
-        { view, limit, ...query, ...(cursor !== undefined ? { page: cursor } : {}) },
-        { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
-      )
-      .asResponse();
-    const body = await this.#readJson(res, pageCap, what, signal);
-    return checkPage(body, this.storeId, what);
+    let held = 0;
+    if (gate !== undefined) {
+      const guess = gate.guess(limit);
+      await gate.budget.take(guess, signal);
+      held = guess;
+    }
+    try {
+      const res = await this.#client.beta.memoryStores.memories
+        .list(
+          this.storeId,
+          { view, limit, ...query, ...(cursor !== undefined ? { page: cursor } : {}) },
+          { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
+        )
+        .asResponse();
+      // A page of contents is read as bytes and parsed item by item (see splitPage), all before
+      // any is handed on: a malformed page still fails whole.
+      const { page, length } = await this.#readBytes(res, pageCap, what, signal, (bytes) => {
+        const split = view === 'full' ? splitPage(bytes) : undefined;
+        let body = split !== undefined ? this.#parse(split.rest, what) : undefined;
+        const emptied = (body as { data?: unknown } | undefined)?.data;
+        const itemwise = split !== undefined && Array.isArray(emptied) && emptied.length === 0;
+        if (!itemwise) body = this.#parse(bytes.toString('utf8'), what);
+        const checked = checkPage(body, this.storeId, what);
+        if (itemwise) checked.data = split.items.map((t) => this.#parse(t, what));
+        return { page: checked, length: bytes.length };
+      });
+      if (gate !== undefined) {
+        gate.observe(length, page.data.length);
+        gate.budget.resize(held, length);
+        held = length;
+      }
+      return { ...page, held };
+    } catch (e) {
+      if (held > 0) gate?.budget.give(held);
+      throw e;
+    }
   }
 
   #what(view: 'basic' | 'full', prefix: string | undefined): string {
@@ -298,8 +350,9 @@ export class RemoteStore {
     limit: number,
     signal: AbortSignal | undefined,
     onItem: (m: BetaManagedAgentsMemory) => unknown,
-    part: { budget?: ListingBudget; prefix?: string; depth?: 1; onPrefix?: (path: unknown) => void; first?: ListingPage | Promise<ListingPage> } = {},
+    part: { budget?: ListingBudget; prefix?: string; depth?: 1; onPrefix?: (path: unknown) => void; first?: ListingPage | Promise<ListingPage>; gate?: PageGate | undefined } = {},
   ): Promise<void> {
+    const gate = part.gate;
     const budget = part.budget ?? newBudget(limit);
     const cursors = new Set<string>();
     const what = this.#what(view, part.prefix);
@@ -310,10 +363,13 @@ export class RemoteStore {
     setMaxListeners(10_000, ctrl.signal);
     const detach = linkAbort(signal, ctrl);
     let ahead: ListingPage | Promise<ListingPage> | undefined = part.first;
+    /** Bytes the page being handed on holds in the gate. */
+    let holding = 0;
     try {
       for (let pages = 1; ; pages++) {
         budget.pages++;
-        const { data, next } = await (ahead ?? this.#page(view, limit, part, undefined, ctrl.signal));
+        const { data, next, held } = await (ahead ?? this.#page(view, limit, part, undefined, ctrl.signal, gate));
+        holding = held;
         ahead = undefined;
         if (next !== undefined) {
           if (cursors.has(next)) throw this.#limit('repeated-cursor', `${what} returned a next_page cursor it had returned before (page ${pages}); stopped reading it`);
@@ -321,7 +377,7 @@ export class RemoteStore {
             throw this.#limit('page-count', `${what} kept paging past ${budget.maxPages} pages (${budget.memories} memories so far); stopped reading it`);
           }
           cursors.add(next);
-          const asked = this.#page(view, limit, part, next, ctrl.signal);
+          const asked = this.#page(view, limit, part, next, ctrl.signal, gate);
           // Awaited at the next turn; a rejection meanwhile is not an unhandled one.
           asked.catch(() => {});
           ahead = asked;
@@ -347,10 +403,15 @@ export class RemoteStore {
           budget.paths.add(item.path);
           await onItem(item);
         }
+        if (holding > 0) gate?.budget.give(holding);
+        holding = 0;
         if (ahead === undefined) return;
       }
     } catch (e) {
       ctrl.abort(e);
+      if (holding > 0) gate?.budget.give(holding);
+      // The page asked ahead gives its bytes back whether it arrives or fails.
+      if (ahead !== undefined) void Promise.resolve(ahead).then((p) => gate?.budget.give(p.held), () => {});
       throw e;
     } finally {
       detach();
@@ -358,10 +419,33 @@ export class RemoteStore {
   }
 
   async #readJson(res: Response, cap: number, what: string, signal: AbortSignal | undefined): Promise<unknown> {
-    const text = await readBodyCapped(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch((e: unknown) => {
+    return this.#parse(await this.#readText(res, cap, what, signal), what);
+  }
+
+  async #readText(res: Response, cap: number, what: string, signal: AbortSignal | undefined): Promise<string> {
+    return readBodyCapped(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch((e: unknown) => {
       if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
       throw e;
     });
+  }
+
+  async #readBytes<T>(res: Response, cap: number, what: string, signal: AbortSignal | undefined, use: (bytes: Buffer) => T): Promise<T> {
+    // What `use` throws (a malformed page) is passed on as is; only the read's limits are worded here.
+    const read = await withBodyBytes(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }, (bytes) => {
+      try {
+        return { ok: true as const, value: use(bytes) };
+      } catch (error) {
+        return { ok: false as const, error };
+      }
+    }).catch((e: unknown) => {
+      if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
+      throw e;
+    });
+    if (!read.ok) throw read.error;
+    return read.value;
+  }
+
+  #parse(text: string, what: string): unknown {
     try {
       return JSON.parse(text) as unknown;
     } catch {
@@ -393,10 +477,11 @@ function newBudget(limit: number): ListingBudget {
   return { memories: 0, pages: 0, maxPages: Math.ceil(MAX_LISTED_MEMORIES / limit) * 2 + 10, paths: new Set() };
 }
 
-/** One listing page as checked: its items (not checked yet) and its next cursor. */
+/** One listing page as checked: its items (not checked yet), its next cursor, and the bytes it holds in the gate. */
 interface ListingPage {
   data: unknown[];
   next: string | undefined;
+  held: number;
 }
 
 /** A `memory_prefix` path naming one top-level folder: `/name/`. */
@@ -410,7 +495,7 @@ function checkPage(body: unknown, storeId: string, what: string): ListingPage {
   }
   const next = b.next_page;
   if (next !== undefined && next !== null && typeof next !== 'string') throw malformed(storeId, `${what}: next_page is neither a string nor null`);
-  return { data: b.data, next: typeof next === 'string' && next !== '' ? next : undefined };
+  return { data: b.data, next: typeof next === 'string' && next !== '' ? next : undefined, held: 0 };
 }
 
 /** A memory object with the fields the sync relies on, or a `malformed` error. */

@@ -18,6 +18,11 @@ export const FINAL_FLUSH_MAX_MS = MEMORY_DEFAULTS.finalFlushMaxMs;
 export const MEMORY_DELETE_AFTER_DEFAULT_MS = MEMORY_DEFAULTS.deleteAfterMs;
 export const MEMORY_DELETE_AFTER_MAX_MS = MEMORY_DEFAULTS.deleteAfterMaxMs;
 
+/** Default and bounds of the memory content one mount holds at once. */
+export const MEMORY_BUFFER_DEFAULT_BYTES = MEMORY_DEFAULTS.bufferBytes;
+export const MEMORY_BUFFER_MIN_BYTES = MEMORY_DEFAULTS.bufferMinBytes;
+export const MEMORY_BUFFER_MAX_BYTES = MEMORY_DEFAULTS.bufferMaxBytes;
+
 /** zod fields of the memory options, to spread into an options schema. */
 export const memoryOptionFields = {
   /** Least ms between two syncs; `null` turns memory off. */
@@ -26,6 +31,7 @@ export const memoryOptionFields = {
   memoryDeleteAfterMs: z.number().int().min(0).max(MEMORY_DELETE_AFTER_MAX_MS).optional(),
   finalFlushMs: z.number().int().min(FINAL_FLUSH_MIN_MS).max(FINAL_FLUSH_MAX_MS).optional(),
   stateDir: z.string().min(1).optional(),
+  memoryBufferBytes: z.number().int().min(MEMORY_BUFFER_MIN_BYTES).max(MEMORY_BUFFER_MAX_BYTES).optional(),
 };
 
 /** What each memory option accepts, as error messages say it. */
@@ -36,6 +42,8 @@ export const MEMORY_OPTION_EXPECTED: Record<keyof typeof memoryOptionFields, str
   // 0 would cut off every final sync before it starts: the session's last edits would never be saved.
   finalFlushMs: `an integer number of milliseconds from ${FINAL_FLUSH_MIN_MS} to ${FINAL_FLUSH_MAX_MS} (0 would cut off every final sync)`,
   stateDir: 'a non-empty directory path',
+  // Below 1 MiB a page of the largest memories could not be held at all.
+  memoryBufferBytes: `an integer number of bytes from ${MEMORY_BUFFER_MIN_BYTES} to ${MEMORY_BUFFER_MAX_BYTES}`,
 };
 
 const memoryOptionsSchema = z.object(memoryOptionFields);
