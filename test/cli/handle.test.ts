@@ -60,11 +60,11 @@ describe('managed-agents-worker handle', () => {
     { description: 'as variables', files: false },
     { description: 'in --environment-key-file and --work-secret-file', files: true },
   ];
-  it.each(ways)('keeps the key and the secret out of the agent\'s reach when they come $description', async ({ files }) => {
+  it.each(ways)('without a sandbox, keeps the key and the secret out of the agent\'s reach when they come $description', async ({ files }) => {
     const { env, sessionId } = await claimedEnv({ script: [{ tool: 'bash', input: { command: SNOOP } }] });
     const key = env['ANTHROPIC_ENVIRONMENT_KEY']!;
     const secret = env['ANTHROPIC_WORK_SECRET']!;
-    const args = ['handle', '--workdir', dir, '--log-level', 'warn', '--max-idle', '1000'];
+    const args = ['handle', '--workdir', dir, '--log-level', 'warn', '--max-idle', '1000', '--sandbox', 'none'];
     if (files) {
       const keyFile = path.join(dir, 'environment-key');
       const secretFile = path.join(dir, 'work-secret');
@@ -85,6 +85,33 @@ describe('managed-agents-worker handle', () => {
     expect(seen).not.toContain(key);
     expect(seen).not.toContain(secret);
     expect(seen).not.toMatch(/ANTHROPIC_(ENVIRONMENT_KEY|WORK_SECRET)/);
+  });
+
+  it('in the sandbox, the agent sees neither handle nor its credential files, even inside its workdir', async () => {
+    const keyFile = path.join(dir, 'environment-key');
+    const secretFile = path.join(dir, 'work-secret');
+    const { env, sessionId } = await claimedEnv({ script: [{ tool: 'bash', input: { command: `${SNOOP}; echo ---; cat ${keyFile} ${secretFile}` } }] });
+    const key = env['ANTHROPIC_ENVIRONMENT_KEY']!;
+    const secret = env['ANTHROPIC_WORK_SECRET']!;
+    await fs.writeFile(keyFile, `${key}\n`, { mode: 0o600 });
+    await fs.writeFile(secretFile, secret, { mode: 0o600 });
+    delete env['ANTHROPIC_ENVIRONMENT_KEY'];
+    delete env['ANTHROPIC_WORK_SECRET'];
+    const cli = spawnCli(
+      ['handle', '--workdir', dir, '--log-level', 'warn', '--max-idle', '1000', '--sandbox', 'bwrap', '--environment-key-file', keyFile, '--work-secret-file', secretFile],
+      env,
+    );
+    expect((await cli.exited).code).toBe(0);
+    const seen = emu.session(sessionId).toolResults.map((r) => r.text).join('\n');
+    const [, cmdline] = seen.split('---\n');
+    // Its parent is the sandbox's tool host; the handle process is not in its world.
+    expect(cmdline).toContain('tool-host.cjs');
+    expect(seen).not.toContain('cli/main');
+    expect(seen).not.toContain(key);
+    expect(seen).not.toContain(secret);
+    expect(seen).not.toMatch(/ANTHROPIC_/);
+    // The files are still there for the operator.
+    expect(await fs.readFile(keyFile, 'utf8')).toBe(`${key}\n`);
   });
 
   it('exits 10 when the session fails: stores attached but no secret forwarded', async () => {
