@@ -93,7 +93,7 @@ module.exports = {
         'node:* modules and @anthropic-ai/sdk only (types from protocol.ts are erased).',
       severity: 'error',
       from: { path: '^src/sandbox/tool-host\\.ts$' },
-      to: { pathNot: ['^node_modules/@anthropic-ai/sdk/'], dependencyTypesNot: ['core', 'type-only'] },
+      to: { pathNot: ['(^|/)node_modules/@anthropic-ai/sdk/'], dependencyTypesNot: ['core', 'type-only'] },
     },
     {
       name: 'internal-no-rooms',

@@ -15,6 +15,7 @@ import {
   PlatformError,
   RemoteApiError,
   RemoteLimitError,
+  SandboxUnavailableError,
   StateFileError,
   WorkerError,
   WorkItemFailedError,
@@ -31,6 +32,7 @@ const rows: Array<{ description: string; make: () => WorkerError; code: string }
   { description: 'a failed work item', make: () => new WorkItemFailedError({ workId: 'w', sessionId: undefined, status: 'failed', durationMs: 0 }), code: 'MAW_WORK_FAILED' },
   { description: 'a server answer past a bound', make: () => new RemoteLimitError('body-size', 'big'), code: 'MAW_REMOTE_LIMIT' },
   { description: 'an unreadable state file', make: () => new StateFileError('bad journal'), code: 'MAW_STATE_FILE' },
+  { description: 'no sandbox can start', make: () => new SandboxUnavailableError('missing', 'bubblewrap is not on PATH'), code: 'MAW_SANDBOX' },
   { description: 'a broken rule of the library', make: () => new InternalError('unhandled case'), code: 'MAW_INTERNAL' },
 ];
 

@@ -44,8 +44,10 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
       environmentKey: emu.environmentKey,
       // `handle` as an operator's sandbox command runs it; its logs (debug and up) go to a file. The
       // shell stays as handle's parent (it has more to do after it), holding the environment exactly
-      // as the launcher passed it, whatever handle does with its own.
-      command: `'${process.execPath}' --import tsx '${CLI_MAIN}' handle --workdir '${workdir}' --max-idle 2000 --log-level debug >> '${logFile}' 2>&1; exit $?`,
+      // as the launcher passed it, whatever handle does with its own. `--sandbox none`: this test
+      // shows what the launcher hands over, so the agent must be able to look (in handle's own
+      // sandbox it sees neither handle nor the shell; test/cli/handle.test.ts covers that).
+      command: `'${process.execPath}' --import tsx '${CLI_MAIN}' handle --sandbox none --workdir '${workdir}' --max-idle 2000 --log-level debug >> '${logFile}' 2>&1; exit $?`,
       // The launcher's environment as an operator sets it: the key, the id and an unrelated secret.
       env: childEnv({
         ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
