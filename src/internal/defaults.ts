@@ -65,6 +65,10 @@ export const MEMORY_DEFAULTS = {
   deleteAfterMaxMs: 86_400_000,
   /** Bound of one memory request (time to response headers) and of reading its body. */
   requestTimeoutMs: 60_000,
+  /** Bound of the content cache in the state folder, in bytes (512 MiB); 0 turns it off. */
+  contentCacheBytes: 512 * 1024 * 1024,
+  /** Largest content cache bound accepted (1 TiB). */
+  contentCacheMaxBytes: 2 ** 40,
 } as const;
 
 /** `Launcher` options. */

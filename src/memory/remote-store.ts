@@ -136,10 +136,50 @@ export class RemoteStore {
       await this.#eachPage('full', FULL_PAGE_LIMIT, signal, onItem, { budget });
       return;
     }
-    await this.#listSplit(opts.pages ?? pLimit(parallel), budget, signal, onItem);
+    await this.#listSplit('full', opts.pages ?? pLimit(parallel), budget, signal, onItem);
   }
 
-  async #listSplit(limit: LimitFunction, budget: ListingBudget, signal: AbortSignal | undefined, onItem: (m: BetaManagedAgentsMemory) => Promise<void> | void): Promise<void> {
+  /**
+   * Every memory in the store, basic view (no content), split by top-level folder as
+   * {@link listFull} is, 100 memories a page. `decide`, when given, sees the shas of the first page
+   * of the whole store as soon as it arrives: when it answers false the listing stops there, no
+   * memory was handed on, and this resolves false (the caller lists another way).
+   */
+  async listBasicSplit(
+    signal: AbortSignal | undefined,
+    onMemory: (m: RemoteMemory) => Promise<void> | void,
+    opts: { pages: LimitFunction; decide?: (firstPageShas: string[]) => boolean },
+  ): Promise<boolean> {
+    return this.#listSplit('basic', opts.pages, newBudget(BASIC_PAGE_LIMIT), signal, (m) => onMemory(toRemote(m)), opts.decide);
+  }
+
+  /**
+   * The memories of one top-level folder (`/name/`), or the top-level memories only (`/`), full
+   * view, on one cursor. Items as {@link listFull} hands them on.
+   */
+  async listPartFull(
+    prefix: string,
+    signal: AbortSignal | undefined,
+    onMemory: (m: RemoteMemoryWithContent) => Promise<void> | void,
+    onRefused?: (m: RemoteMemory, reason: string) => void,
+  ): Promise<void> {
+    const part = prefix === '/' ? ({ prefix, depth: 1 } as const) : { prefix };
+    await this.#eachPage('full', FULL_PAGE_LIMIT, signal, (m) => {
+      const tooLarge = oversizeReason(m);
+      if (tooLarge !== undefined) return onRefused?.(toRemote(m), tooLarge);
+      return onMemory({ ...toRemote(m), content: m.content ?? '' });
+    }, { budget: newBudget(FULL_PAGE_LIMIT), ...part });
+  }
+
+  async #listSplit(
+    view: 'basic' | 'full',
+    limit: LimitFunction,
+    budget: ListingBudget,
+    signal: AbortSignal | undefined,
+    onItem: (m: BetaManagedAgentsMemory) => Promise<void> | void,
+    decide?: (firstPageShas: string[]) => boolean,
+  ): Promise<boolean> {
+    const pageLimit = view === 'full' ? FULL_PAGE_LIMIT : BASIC_PAGE_LIMIT;
     const ctrl = new AbortController();
     // Every request in flight, and its body read, listens on this one signal.
     setMaxListeners(10_000, ctrl.signal);
@@ -163,27 +203,41 @@ export class RemoteStore {
       prefixes.add(prefix);
       // A folder's last page may be a partial one: each folder may take one page more.
       budget.maxPages++;
-      const part = limit(() => (failure === undefined ? this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix }) : undefined));
+      const part = limit(() => (failure === undefined ? this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, prefix }) : undefined));
       parts.push(part.catch(fail));
     };
     const depthFirst = { prefix: '/', depth: 1 } as const;
     try {
       // Both first pages at once; the depth-1 one is awaited (and its body read) either way, so no
       // request outlives the listing.
-      const whole = limit(() => this.#page('full', FULL_PAGE_LIMIT, {}, undefined, ctrl.signal));
-      const top = limit(() => this.#page('full', FULL_PAGE_LIMIT, depthFirst, undefined, ctrl.signal));
+      const whole = limit(() => this.#page(view, pageLimit, {}, undefined, ctrl.signal));
+      const top = limit(() => this.#page(view, pageLimit, depthFirst, undefined, ctrl.signal));
       top.catch(() => {});
       const wholePage = await whole.catch((e: unknown) => {
         fail(e);
         return undefined;
       });
+      if (wholePage !== undefined && decide !== undefined && !decide(shasOf(wholePage.data))) {
+        await top.catch(() => {});
+        return false;
+      }
       if (wholePage !== undefined && wholePage.next === undefined) {
-        await this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, first: wholePage }).catch(fail);
+        await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, first: wholePage }).catch(fail);
         await top.catch(() => {});
       } else if (wholePage !== undefined) {
-        // More than one page: its items come again from the parts. It counts against the budget.
-        budget.pages++;
-        await limit(() => this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: top })).catch(fail);
+        const topPage = await top.catch((e: unknown) => {
+          fail(e);
+          return undefined;
+        });
+        if (topPage !== undefined && isOneFolder(topPage)) {
+          // One folder and nothing beside it: the split would page that folder on a cursor of its
+          // own from its start; the whole store's cursor is that same listing, one page ahead.
+          await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, first: wholePage }).catch(fail);
+        } else if (topPage !== undefined) {
+          // More than one page: its items come again from the parts. It counts against the budget.
+          budget.pages++;
+          await limit(() => this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: topPage })).catch(fail);
+        }
       } else {
         await top.catch(() => {});
       }
@@ -197,6 +251,7 @@ export class RemoteStore {
       if (signal?.aborted) throw abortReason(signal);
       throw failure.reason;
     }
+    return true;
   }
 
   /** One memory with its content. Throws (classified by the caller) on failure, and for content over the size limit. */
@@ -396,6 +451,26 @@ function newBudget(limit: number): ListingBudget {
 interface ListingPage {
   data: unknown[];
   next: string | undefined;
+}
+
+/** True for a depth-1 page that is the whole of its listing and names one folder and nothing else. */
+function isOneFolder(page: ListingPage): boolean {
+  if (page.next !== undefined || page.data.length !== 1) return false;
+  const only = page.data[0];
+  if (typeof only !== 'object' || only === null) return false;
+  const item = only as { type?: unknown; path?: unknown };
+  // A folder item that is not one top-level folder goes the split's way, which refuses it.
+  return item.type === 'memory_prefix' && typeof item.path === 'string' && TOP_LEVEL_PREFIX.test(item.path);
+}
+
+/** The `content_sha256` of each memory-like item of a raw page (unchecked: a hint only). */
+function shasOf(data: unknown[]): string[] {
+  const out: string[] = [];
+  for (const raw of data) {
+    const sha = typeof raw === 'object' && raw !== null ? (raw as { content_sha256?: unknown }).content_sha256 : undefined;
+    if (typeof sha === 'string') out.push(sha);
+  }
+  return out;
 }
 
 /** A `memory_prefix` path naming one top-level folder: `/name/`. */

@@ -7,6 +7,7 @@ import type { Clock } from '../internal/clock.js';
 import { errorSummary, snakeCaseKeys } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import type { ConflictCopies } from './conflict-copies.js';
+import type { ContentCache } from './content-cache.js';
 import { emptyReport, executeAction, executePlan, type ExecuteContext } from './executor.js';
 import { earlyUploadIndex } from './early-upload-rule.js';
 import { EarlyUploads } from './early-uploads.js';
@@ -32,6 +33,8 @@ export interface StorePassContext {
   disposed: () => boolean;
   /** Where the store's events go (listener failures are logged, never thrown). */
   emitter: EventEmitter<MemoryEventMap>;
+  /** The content cache pulls read and fill; none when it is off. */
+  contents?: ContentCache | undefined;
 }
 
 /**
@@ -192,6 +195,7 @@ export class StorePass {
       disposed: ctx.disposed,
       emit: (event, ...args) => safeEmit(ctx.emitter, log, event, ...args),
       lastPass: p.phase !== 'sync',
+      contents: ctx.contents,
     };
   }
 

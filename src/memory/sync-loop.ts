@@ -4,6 +4,7 @@ import { monotonicClock, type Clock } from '../internal/clock.js';
 import { childLogger, resolveLogger, snakeCaseKeys, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import { ConflictCopies, conflictStamp } from './conflict-copies.js';
+import { CONTENT_CACHE_DEFAULT_BYTES, ContentCache } from './content-cache.js';
 import { emptyReport } from './executor.js';
 import type { MountedSession } from './mounted.js';
 import type { SyncPhase } from './plan.js';
@@ -61,6 +62,11 @@ export interface SyncLoopOptions {
   requestTimeoutMs?: number;
   /** Runs each sync pass (tracing wraps it in a span); default: runs it as is. */
   wrapSync?: SyncWrapper;
+  /**
+   * Bytes of the content cache in the state folder pulls read and fill (see `ContentCache`).
+   * Default 536 870 912 (512 MiB); `0` turns it off.
+   */
+  contentCacheBytes?: number;
 }
 
 /** Runs one sync pass of `phase` given as `run`, and returns its report. */
@@ -129,6 +135,11 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       conflicts: this.#conflicts,
       emitter: this,
       disposed: () => this.#isDisposed(),
+      contents: ContentCache.shared({
+        stateDir: opts.stateDir ?? defaultStateDir(),
+        maxBytes: opts.contentCacheBytes ?? CONTENT_CACHE_DEFAULT_BYTES,
+        logger: this.#log,
+      }),
     };
     this.#passes = opts.mounted.stores.map((store) => new StorePass(store, opts.client, passContext, opts.requestTimeoutMs));
     this.#scheduler = new SyncScheduler({

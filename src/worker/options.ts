@@ -14,6 +14,7 @@ import type { MemoryDeleteMode } from '../memory/types.js';
 import {
   FINAL_FLUSH_DEFAULT_MS,
   MEMORY_DELETE_AFTER_DEFAULT_MS,
+  MEMORY_CONTENT_CACHE_DEFAULT_BYTES,
   MEMORY_OPTION_EXPECTED,
   MEMORY_SYNC_INTERVAL_DEFAULT_MS,
   MEMORY_SYNC_INTERVAL_MIN_MS,
@@ -89,6 +90,12 @@ export interface EnvironmentWorkerOptions {
   memoryDeleteAfterMs?: number;
   /** Ours: where the memory core keeps sync state and conflict copies. Default: the memory core's own. */
   stateDir?: string;
+  /**
+   * Ours: bytes of memory contents kept in the state folder's content cache, so the next mount of an
+   * unchanged store copies them instead of downloading them (least recently used removed past it).
+   * Default 536 870 912 (512 MiB); `0` turns the cache off.
+   */
+  memoryCacheBytes?: number;
   /** Ours: milliseconds a session waits for a mount path another running session holds, then fails. Default 60 000. */
   pathWaitMs?: number;
   /**
@@ -134,6 +141,7 @@ export interface ResolvedWorkerOptions {
   finalFlushMs: number;
   memoryDeleteAfterMs: number;
   stateDir: string | undefined;
+  memoryCacheBytes: number;
   pathWaitMs: number;
   allowedMountRoots: string[];
   mountTimeoutMs: number;
@@ -264,6 +272,7 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     finalFlushMs: o.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS,
     memoryDeleteAfterMs: o.memoryDeleteAfterMs ?? MEMORY_DELETE_AFTER_DEFAULT_MS,
     stateDir: o.stateDir,
+    memoryCacheBytes: o.memoryCacheBytes ?? MEMORY_CONTENT_CACHE_DEFAULT_BYTES,
     pathWaitMs: o.pathWaitMs ?? PATH_WAIT_DEFAULT_MS,
     allowedMountRoots: o.allowedMountRoots ?? [],
     mountTimeoutMs: o.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS,
