@@ -7,6 +7,7 @@
  *   npm run bench -- [--reps N] [--latency MS] [--only ID[,ID]] [--kinds K[,K]] [--json] [--quick]
  *                   [--base REF] [--profile DIR] [--mount-root DIR]
  *
+ * Scenarios that name their own latency (the warm and flat rows, at 50 ms) run at it whatever `--latency` says.
  * `--kinds ours[,official,floor]` runs only those children (the other columns stay empty).
  * `--base REF` replaces the official worker with ours as of git commit REF (before/after figures).
  * `--profile DIR` runs our child under `node --cpu-prof` and leaves one .cpuprofile per job in DIR.
@@ -84,7 +85,7 @@ async function lane(): Promise<void> {
     const job = jobs[next++]!;
     const t0 = Date.now();
     try {
-      const metrics = await withJob({ kind: job.kind, oursAsBase: values.base !== undefined, bundle: bundles[job.kind], latencyMs, quick, tempParent, execArgv: profileArgs(job.kind) }, (ctx) => job.scenario.run(ctx));
+      const metrics = await withJob({ kind: job.kind, oursAsBase: values.base !== undefined, bundle: bundles[job.kind], latencyMs: job.scenario.latencyMs ?? latencyMs, quick, tempParent, execArgv: profileArgs(job.kind) }, (ctx) => job.scenario.run(ctx));
       results[job.scenario.id]![job.rep]![job.kind] = metrics;
       progress(`rep ${job.rep + 1}/${reps} ${job.scenario.id} ${job.kind}: ${JSON.stringify(metrics)} (${Date.now() - t0} ms)`);
     } catch (e) {

@@ -32,6 +32,11 @@ export const ROWS: RowSpec[] = [
   { scenario: 'mount-1x2000', metric: 'floorMs', oursMetric: 'mountWallMs', label: 'mount wall 1 × 2 000 vs floor (bare client, same listings)', unit: 'ms', against: 'floor', target: 1.5 },
   { scenario: 'mount-8x250', metric: 'floorMs', oursMetric: 'mountWallMs', label: 'mount wall 8 × 250 vs floor (bare client, same listings)', unit: 'ms', against: 'floor', target: null },
   { scenario: 'queue-16x10', metric: 'wallMs', label: '16 queued sessions vs floor (bare client, same requests)', unit: 'ms', against: 'floor', target: null },
+  { scenario: 'warm-2000x10', metric: 'claimToFirstToolMs', label: 'second session of an unchanged 2 000-memory store (10 folders), same worker, 50 ms', unit: 'ms', against: 'official', target: 0.08 },
+  { scenario: 'warm-2000x10', metric: 'contentRequests', label: 'that second session: requests carrying content (full pages, retrieves)', unit: 'req', against: 'official', target: 0 },
+  { scenario: 'warm-flat-2000', metric: 'claimToFirstToolMs', label: 'second session of an unchanged flat store (1 folder × 2 000), same worker, 50 ms', unit: 'ms', against: 'official', target: 0.25 },
+  { scenario: 'mount-flat-2000', metric: 'claimToFirstToolMs', label: 'claim → first tool call, cold flat store (1 folder × 2 000), 50 ms', unit: 'ms', against: 'official', target: null },
+  { scenario: 'mount-flat-2000', metric: 'floorMs', oursMetric: 'mountWallMs', label: 'mount wall, cold flat store vs floor (one cursor, 100 pages of 20), 50 ms', unit: 'ms', against: 'floor', target: null },
   { scenario: 'queue-16x10', metric: 'cpuMs', label: '16 queued sessions: worker CPU vs floor (bare client, same requests)', unit: 'ms', against: 'floor', target: null },
 ];
 

@@ -2,7 +2,9 @@
  * The network floor of a mount: a bare SDK client fetches every memory of the given stores with
  * content and does nothing else: the stores in parallel, each one listed once at depth 1 (its
  * top-level memories and folders), then every top-level folder paged in full view on its own
- * cursor, at most `concurrency` requests in flight per store. Nothing is written or kept.
+ * cursor, at most `concurrency` requests in flight per store (or, with `oneCursor`, each store
+ * paged whole on one cursor: the least any client can do for a single folder). Nothing is written
+ * or kept.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import pLimit from 'p-limit';
@@ -22,6 +24,10 @@ export async function pageListings(config: ChildConfig, floor: Extract<FloorConf
 
   async function fetchStore(storeId: string): Promise<number> {
     let bytes = 0;
+    if (floor.oneCursor === true) {
+      await pageAll(storeId, { path_prefix: '/' }, (item) => (bytes += item.content?.length ?? 0));
+      return bytes;
+    }
     const folders: string[] = [];
     await pageAll(storeId, { path_prefix: '/', depth: 1 }, (item) => {
       if (item.type === 'memory_prefix') folders.push(item.path);

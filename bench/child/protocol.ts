@@ -23,7 +23,9 @@ export interface ChildConfig {
  * that may read them, requests in flight per store), or serve queued sessions with the fewest
  * requests a worker can make (`sessions`: that many at once).
  */
-export type FloorConfig = { kind: 'listings'; storeIds: string[]; sessionsToken: string; concurrency: number } | { kind: 'sessions'; concurrency: number };
+export type FloorConfig =
+  | { kind: 'listings'; storeIds: string[]; sessionsToken: string; concurrency: number; /** Page each store on one cursor, as the official worker does (no folder split). */ oneCursor?: boolean }
+  | { kind: 'sessions'; concurrency: number };
 
 /** CPU in ms and peak RSS in MiB, from `process.resourceUsage()`. */
 export interface Usage {
