@@ -28,7 +28,8 @@ import { ensureStateSubdir, STATE_FILE_FLAGS, syncDir } from './state-dir.js';
  * - puts run in the background, one at a time, behind the mount: a mount never waits for the
  *   cache. Puts waiting beyond {@link PENDING_PUT_BYTES} are dropped (the next mount fetches them);
  * - it holds at most `maxBytes` of content: past it, the least recently used blobs (a hit counts
- *   as a use, and is stamped on the blob's mtime so the order survives a restart) are removed;
+ *   as a use, and is stamped on the blob's mtime, to the minute, so the order survives a restart)
+ *   are removed;
  * - any failure of the cache (full disk, unreadable folder) is logged once and costs speed only:
  *   the caller fetches what the cache could not give.
  * Several processes may share one state folder: each keeps its own view of what the cache holds; a
@@ -43,6 +44,8 @@ const TMP_FOLDER = 'tmp';
 /** Bytes of puts waiting to be written at most; more are dropped. */
 export const PENDING_PUT_BYTES = 16 * 1024 * 1024;
 const SHA256_HEX = /^[0-9a-f]{64}$/u;
+/** A blob used again within this long of its last stamped use is not stamped again. */
+const USE_STAMP_GRAIN_MS = 60_000;
 const READ_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
 
 export interface ContentCacheOptions {
@@ -161,9 +164,10 @@ export class ContentCache {
           this.#drop(sha, 'its bytes do not hash to its name', log);
           return undefined;
         }
-        // The use is stamped on the blob, so the least-recently-used order survives a restart.
-        const now = Date.now() / 1000;
-        futimesSync(fd, now, now);
+        // The use is stamped on the blob, so the least-recently-used order survives a restart; to
+        // the minute, which spares a call per file when a store is mounted again soon after.
+        const nowMs = Date.now();
+        if (st.mtimeMs < nowMs - USE_STAMP_GRAIN_MS) futimesSync(fd, nowMs / 1000, nowMs / 1000);
       } finally {
         closeSync(fd);
       }
