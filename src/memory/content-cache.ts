@@ -22,11 +22,12 @@ import { ensureStateSubdir, STATE_FILE_FLAGS, syncDir } from './state-dir.js';
  *   bytes again, and a blob that differs (changed on disk, torn by a power cut) is removed and
  *   reported missing, so the caller fetches the memory: a bad blob is never handed out;
  * - a put writes a temp file (`O_EXCL | O_NOFOLLOW`, `0600`) in the cache's `tmp/` folder, fsyncs
- *   it, renames it to its name and fsyncs that folder, as the journal does: a crash at any point
- *   leaves a temp file (removed at the next scan) or a whole blob, never a half-written one under
- *   a sha's name;
- * - puts run in the background, one at a time, behind the mount: a mount never waits for the
- *   cache. Puts waiting beyond {@link PENDING_PUT_BYTES} are dropped (the next mount fetches them);
+ *   it, renames it to its name, and the folders renamed into are fsynced once the writes in
+ *   flight are done: a crash at any point leaves a temp file (removed at the next scan) or a whole
+ *   blob, never a half-written one under a sha's name (a rename a power cut undoes is a miss);
+ * - puts run in the background, two at a time, held back while a mount downloads
+ *   ({@link holding}) so they never slow it; a mount never waits for the cache. Puts waiting
+ *   beyond {@link PENDING_PUT_BYTES} are dropped (the next mount fetches them);
  * - it holds at most `maxBytes` of content: past it, the least recently used blobs (a hit counts
  *   as a use, and is stamped on the blob's mtime, to the minute, so the order survives a restart)
  *   are removed;
@@ -43,6 +44,8 @@ export const CONTENT_CACHE_FOLDER = 'content-cache';
 const TMP_FOLDER = 'tmp';
 /** Bytes of puts waiting to be written at most; more are dropped. */
 export const PENDING_PUT_BYTES = 16 * 1024 * 1024;
+/** Puts written at once. */
+const PUT_WRITERS = 2;
 const SHA256_HEX = /^[0-9a-f]{64}$/u;
 /** A blob used again within this long of its last stamped use is not stamped again. */
 const USE_STAMP_GRAIN_MS = 60_000;
@@ -71,7 +74,16 @@ export class ContentCache {
   #usable = false;
   #failed = false;
   #pendingBytes = 0;
-  #queue: Promise<void> = Promise.resolve();
+  /** Puts not written yet, oldest first. */
+  readonly #waiting = new Map<string, Buffer>();
+  #writers = 0;
+  #holds = 0;
+  #flushing = 0;
+  #drained: Promise<void> | undefined;
+  #onDrained: (() => void) | undefined;
+  /** Shard folders known to exist, and those a rename went into since their last fsync. */
+  readonly #shards = new Set<string>();
+  readonly #unsyncedShards = new Set<string>();
   readonly #tempStem = `${process.pid}-${randomBytes(6).toString('hex')}-`;
   #tempCount = 0;
 
@@ -192,41 +204,109 @@ export class ContentCache {
    * `hashed` says the caller hashed these very bytes to `sha` already.
    */
   put(sha: string, bytes: Uint8Array, hashed = false): void {
-    if (!this.#usable || this.#index.has(sha) || !SHA256_HEX.test(sha)) return;
+    if (!this.#usable || this.#index.has(sha) || this.#waiting.has(sha) || !SHA256_HEX.test(sha)) return;
     if (bytes.length > this.#maxBytes || bytes.length > MAX_MEMORY_BYTES) return;
     if (this.#pendingBytes + bytes.length > PENDING_PUT_BYTES) return;
     if (!hashed && sha256Hex(bytes) !== sha) return;
     // A copy: the caller's buffer is reused for its next file.
-    const copy = Buffer.from(bytes);
-    this.#pendingBytes += copy.length;
-    this.#queue = this.#queue.then(async () => {
-      try {
-        if (this.#usable && !this.#index.has(sha)) await this.#write(sha, copy);
-      } catch (e) {
-        this.#fail(e, 'could not write to the content cache; later mounts fetch what it misses');
-      } finally {
-        this.#pendingBytes -= copy.length;
-      }
-    });
+    this.#waiting.set(sha, Buffer.from(bytes));
+    this.#pendingBytes += bytes.length;
+    this.#pump();
   }
 
-  /** Resolves once every put queued so far is written (or dropped). */
+  /**
+   * Hold the writes back while `run` runs (a mount downloading: its own writes come first), then
+   * let them go. Puts made meanwhile wait, within {@link PENDING_PUT_BYTES}.
+   */
+  async holding<T>(run: () => Promise<T>): Promise<T> {
+    this.#holds++;
+    try {
+      return await run();
+    } finally {
+      this.#holds--;
+      this.#pump();
+    }
+  }
+
+  /** Resolves once every put made so far is written (or dropped), holds or not. */
   async flush(): Promise<void> {
-    let seen: Promise<void>;
-    do {
-      seen = this.#queue;
-      await seen;
-    } while (seen !== this.#queue);
+    this.#flushing++;
+    try {
+      this.#pump();
+      while (this.#drained !== undefined) await this.#drained;
+    } finally {
+      this.#flushing--;
+    }
+  }
+
+  /** Start the writers, up to {@link PUT_WRITERS}, unless held. */
+  #pump(): void {
+    if (this.#holds > 0 && this.#flushing === 0) return;
+    while (this.#writers < PUT_WRITERS && this.#waiting.size > 0) {
+      this.#writers++;
+      if (this.#drained === undefined) this.#drained = new Promise((resolve) => (this.#onDrained = resolve));
+      void this.#writeAll();
+    }
+  }
+
+  async #writeAll(): Promise<void> {
+    try {
+      for (;;) {
+        if (this.#holds > 0 && this.#flushing === 0) break;
+        const next = this.#waiting.entries().next();
+        if (next.done === true) break;
+        const [sha, bytes] = next.value;
+        this.#waiting.delete(sha);
+        try {
+          if (this.#usable && !this.#index.has(sha)) await this.#write(sha, bytes);
+        } catch (e) {
+          this.#fail(e, 'could not write to the content cache; later mounts fetch what it misses');
+        } finally {
+          this.#pendingBytes -= bytes.length;
+        }
+      }
+    } finally {
+      this.#writers--;
+      if (this.#writers === 0) {
+        // The renames of this run made durable: each folder they went into fsynced once.
+        const shards = [...this.#unsyncedShards];
+        this.#unsyncedShards.clear();
+        for (const shard of shards) await syncDir(shard).catch(() => {});
+        if (this.#writers === 0 && (this.#waiting.size === 0 || (this.#holds > 0 && this.#flushing === 0))) {
+          const done = this.#onDrained;
+          this.#drained = undefined;
+          this.#onDrained = undefined;
+          done?.();
+        }
+        this.#pump();
+      }
+    }
   }
 
   async #write(sha: string, bytes: Buffer): Promise<void> {
-    await this.#evictFor(bytes.length);
+    // Room is made and taken in one synchronous step, so writers side by side never overshoot.
+    const victims = this.#makeRoom(bytes.length);
+    this.#bytes += bytes.length;
+    let stored = false;
+    try {
+      for (const victim of victims) await fsp.unlink(this.#blobPath(victim)).catch(() => {});
+      await this.#store(sha, bytes);
+      stored = true;
+    } finally {
+      if (!stored) this.#bytes -= bytes.length;
+    }
+  }
+
+  async #store(sha: string, bytes: Buffer): Promise<void> {
     const shard = path.join(this.#root, sha.slice(0, 2));
-    await fsp.mkdir(shard, { mode: 0o700 }).catch((e: unknown) => {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    });
-    const shardStat = await fsp.lstat(shard);
-    if (!shardStat.isDirectory()) throw new Error(`${shard} is not a folder`);
+    if (!this.#shards.has(shard)) {
+      await fsp.mkdir(shard, { mode: 0o700 }).catch((e: unknown) => {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      });
+      const shardStat = await fsp.lstat(shard);
+      if (!shardStat.isDirectory()) throw new Error(`${shard} is not a folder`);
+      this.#shards.add(shard);
+    }
     const tmp = path.join(this.#root, TMP_FOLDER, `${this.#tempStem}${(this.#tempCount++).toString(36)}`);
     const fh = await fsp.open(tmp, STATE_FILE_FLAGS, 0o600);
     let renamed = false;
@@ -240,18 +320,19 @@ export class ContentCache {
       await fh.close().catch(() => {});
       if (!renamed) await fsp.unlink(tmp).catch(() => {});
     }
-    await syncDir(shard);
+    this.#unsyncedShards.add(shard);
     this.#index.set(sha, bytes.length);
-    this.#bytes += bytes.length;
   }
 
-  /** Remove least recently used blobs until `incoming` more bytes fit the bound. */
-  async #evictFor(incoming: number): Promise<void> {
+  /** Forget least recently used blobs until `incoming` more bytes fit the bound; returns them, to remove. */
+  #makeRoom(incoming: number): string[] {
+    const victims: string[] = [];
     for (const sha of this.#index.keys()) {
-      if (this.#bytes + incoming <= this.#maxBytes) return;
+      if (this.#bytes + incoming <= this.#maxBytes) break;
       this.#forget(sha);
-      await fsp.unlink(this.#blobPath(sha)).catch(() => {});
+      victims.push(sha);
     }
+    return victims;
   }
 
   #blobPath(sha: string): string {

@@ -22,7 +22,6 @@ import { groupCaseCollisions, relToRemotePath, remotePathToRel } from './paths.j
 import { FULL_PAGE_LIMIT, RemoteStore, type RemoteMemory, type RemoteMemoryWithContent } from './remote-store.js';
 import { fetchMisses, partOf, type Miss } from './cache-misses.js';
 import { CONTENT_CACHE_DEFAULT_BYTES, ContentCache } from './content-cache.js';
-import { MAX_MEMORY_BYTES } from './local-dir.js';
 import { PageBudget } from './page-budget.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import { defaultStateDir } from './state-dir.js';
@@ -224,7 +223,9 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const onAbort = (): void => ctrl.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const settled = await Promise.allSettled(
+      // The content cache writes what this mount downloads once the mount is done.
+      const hold = <T>(run: () => Promise<T>): Promise<T> => (this.#contents !== undefined ? this.#contents.holding(run) : run());
+      const settled = await hold(() => Promise.allSettled(
         specs.map(async (spec) => {
           try {
             return await wrapStore(spec.storeId, () =>
@@ -237,7 +238,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
             throw e;
           }
         }),
-      );
+      ));
       const failure = firstRealFailure(settled, ctrl.signal);
       if (failure !== undefined) {
         await removeAll(created, this.#journal, log);
@@ -541,10 +542,6 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     };
     const acceptFull = (m: RemoteMemoryWithContent): Promise<void> | undefined => accept(m, m.content);
     const acceptBasic = (m: RemoteMemory): Promise<void> | undefined => {
-      if (m.sizeBytes > MAX_MEMORY_BYTES) {
-        shadow(m.path, `its content is ${m.sizeBytes} bytes, over the ${MAX_MEMORY_BYTES}-byte limit a memory can have; not written (shorten it in the Console)`);
-        return undefined;
-      }
       const part = partOf(m.path);
       partSizes.set(part, (partSizes.get(part) ?? 0) + 1);
       return accept(m, undefined);
@@ -581,7 +578,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           contents !== undefined &&
           (await contents.open()) &&
           contents.count > 0 &&
-          (await remote.listBasicSplit(signal, acceptBasic, {
+          (await remote.listBasicSplit(signal, acceptBasic, refused, {
             pages,
             decide: (shas) => 2 * shas.filter((sha) => contents.has(sha)).length >= shas.length,
           }));

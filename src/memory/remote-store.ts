@@ -143,14 +143,22 @@ export class RemoteStore {
    * Every memory in the store, basic view (no content), split by top-level folder as
    * {@link listFull} is, 100 memories a page. `decide`, when given, sees the shas of the first page
    * of the whole store as soon as it arrives: when it answers false the listing stops there, no
-   * memory was handed on, and this resolves false (the caller lists another way).
+   * memory was handed on, and this resolves false (the caller lists another way). A memory whose
+   * listed size (or a content the basic view should not carry) is over the size limit goes to
+   * `onRefused`, as in {@link listFull}.
    */
   async listBasicSplit(
     signal: AbortSignal | undefined,
     onMemory: (m: RemoteMemory) => Promise<void> | void,
+    onRefused: (m: RemoteMemory, reason: string) => void,
     opts: { pages: LimitFunction; decide?: (firstPageShas: string[]) => boolean },
   ): Promise<boolean> {
-    return this.#listSplit('basic', opts.pages, newBudget(BASIC_PAGE_LIMIT), signal, (m) => onMemory(toRemote(m)), opts.decide);
+    const onItem = (m: BetaManagedAgentsMemory): Promise<void> | void => {
+      const tooLarge = oversizeReason(m) ?? listedOversizeReason(m);
+      if (tooLarge !== undefined) return onRefused(toRemote(m), tooLarge);
+      return onMemory(toRemote(m));
+    };
+    return this.#listSplit('basic', opts.pages, newBudget(BASIC_PAGE_LIMIT), signal, onItem, opts.decide);
   }
 
   /**
@@ -517,6 +525,15 @@ function malformed(storeId: string, detail: string): RemoteLimitError {
 function oversizeReason(m: BetaManagedAgentsMemory): string | undefined {
   const bytes = typeof m.content === 'string' ? Buffer.byteLength(m.content, 'utf8') : 0;
   if (bytes > MAX_MEMORY_BYTES) {
+    return `its content is ${bytes} bytes, over the ${MAX_MEMORY_BYTES}-byte limit a memory can have; not written (shorten it in the Console)`;
+  }
+  return undefined;
+}
+
+/** Why a memory's listed size is over the size limit, or undefined. */
+function listedOversizeReason(m: BetaManagedAgentsMemory): string | undefined {
+  const bytes = m.content_size_bytes;
+  if (typeof bytes === 'number' && bytes > MAX_MEMORY_BYTES) {
     return `its content is ${bytes} bytes, over the ${MAX_MEMORY_BYTES}-byte limit a memory can have; not written (shorten it in the Console)`;
   }
   return undefined;
