@@ -25,8 +25,9 @@ import { ensureStateSubdir, STATE_FILE_FLAGS, syncDir } from './state-dir.js';
  *   it, renames it to its name, and the folders renamed into are fsynced once the writes in
  *   flight are done: a crash at any point leaves a temp file (removed at the next scan) or a whole
  *   blob, never a half-written one under a sha's name (a rename a power cut undoes is a miss);
- * - puts run in the background, two at a time, held back while a mount downloads
- *   ({@link holding}) so they never slow it; a mount never waits for the cache. Puts waiting
+ * - puts run in the background, two at a time, held back while a mount downloads and for two
+ *   seconds after ({@link holding}), so they slow neither the mount nor the session's first tool
+ *   calls; a mount never waits for the cache (an unmount does, for what is left to write). Puts waiting
  *   beyond {@link PENDING_PUT_BYTES} are dropped (the next mount fetches them);
  * - it holds at most `maxBytes` of content: past it, the least recently used blobs (a hit counts
  *   as a use, and is stamped on the blob's mtime, to the minute, so the order survives a restart)
@@ -46,6 +47,8 @@ const TMP_FOLDER = 'tmp';
 export const PENDING_PUT_BYTES = 16 * 1024 * 1024;
 /** Puts written at once. */
 const PUT_WRITERS = 2;
+/** How long after a mount the writes it held back start. */
+const PUT_DELAY_MS = 2_000;
 const SHA256_HEX = /^[0-9a-f]{64}$/u;
 /** A blob used again within this long of its last stamped use is not stamped again. */
 const USE_STAMP_GRAIN_MS = 60_000;
@@ -78,6 +81,7 @@ export class ContentCache {
   readonly #waiting = new Map<string, Buffer>();
   #writers = 0;
   #holds = 0;
+  #resume: NodeJS.Timeout | undefined;
   #flushing = 0;
   #drained: Promise<void> | undefined;
   #onDrained: (() => void) | undefined;
@@ -224,7 +228,15 @@ export class ContentCache {
       return await run();
     } finally {
       this.#holds--;
-      this.#pump();
+      if (this.#holds === 0) {
+        // The first tool calls of the session come right after its mount: the writes wait a little.
+        if (this.#resume !== undefined) clearTimeout(this.#resume);
+        this.#resume = setTimeout(() => {
+          this.#resume = undefined;
+          this.#pump();
+        }, PUT_DELAY_MS);
+        this.#resume.unref?.();
+      }
     }
   }
 
@@ -239,9 +251,14 @@ export class ContentCache {
     }
   }
 
+  /** True while writes wait: a mount downloads, or ended less than {@link PUT_DELAY_MS} ago (unless flushing). */
+  get #held(): boolean {
+    return (this.#holds > 0 || this.#resume !== undefined) && this.#flushing === 0;
+  }
+
   /** Start the writers, up to {@link PUT_WRITERS}, unless held. */
   #pump(): void {
-    if (this.#holds > 0 && this.#flushing === 0) return;
+    if (this.#held) return;
     while (this.#writers < PUT_WRITERS && this.#waiting.size > 0) {
       this.#writers++;
       if (this.#drained === undefined) this.#drained = new Promise((resolve) => (this.#onDrained = resolve));
@@ -252,7 +269,7 @@ export class ContentCache {
   async #writeAll(): Promise<void> {
     try {
       for (;;) {
-        if (this.#holds > 0 && this.#flushing === 0) break;
+        if (this.#held) break;
         const next = this.#waiting.entries().next();
         if (next.done === true) break;
         const [sha, bytes] = next.value;
@@ -272,7 +289,7 @@ export class ContentCache {
         const shards = [...this.#unsyncedShards];
         this.#unsyncedShards.clear();
         for (const shard of shards) await syncDir(shard).catch(() => {});
-        if (this.#writers === 0 && (this.#waiting.size === 0 || (this.#holds > 0 && this.#flushing === 0))) {
+        if (this.#writers === 0 && (this.#waiting.size === 0 || this.#held)) {
           const done = this.#onDrained;
           this.#drained = undefined;
           this.#onDrained = undefined;
