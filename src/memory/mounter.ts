@@ -23,6 +23,7 @@ import { FULL_PAGE_LIMIT, RemoteStore, type RemoteMemory, type RemoteMemoryWithC
 import { fetchMisses, partOf, type Miss } from './cache-misses.js';
 import { CONTENT_CACHE_DEFAULT_BYTES, ContentCache } from './content-cache.js';
 import { PageBudget } from './page-budget.js';
+import { checkMemoryOptions } from './options.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import { defaultStateDir } from './state-dir.js';
 import { StatCache } from './stat-cache.js';
@@ -186,6 +187,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#progressIntervalMs = Math.max(100, opts.progressIntervalMs ?? MOUNT_PROGRESS_INTERVAL_DEFAULT_MS);
     this.#allowedRoots = normalizeAllowedRoots(opts.allowedMountRoots ?? []);
     this.#mountTimeoutMs = opts.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS;
+    if (opts.contentCacheBytes !== undefined) checkMemoryOptions({ memoryCacheBytes: opts.contentCacheBytes }, 'MemoryMounter options');
     this.#contents = ContentCache.shared({ stateDir: this.#stateDir, maxBytes: opts.contentCacheBytes ?? CONTENT_CACHE_DEFAULT_BYTES, logger: this.#log });
   }
 

@@ -115,7 +115,12 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     const intervalMs = opts.intervalMs ?? SYNC_INTERVAL_DEFAULT_MS;
     const finalFlushMs = opts.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS;
     checkMemoryOptions(
-      { memorySyncIntervalMs: intervalMs, finalFlushMs, ...(opts.deleteAfterMs !== undefined ? { memoryDeleteAfterMs: opts.deleteAfterMs } : {}) },
+      {
+        memorySyncIntervalMs: intervalMs,
+        finalFlushMs,
+        ...(opts.deleteAfterMs !== undefined ? { memoryDeleteAfterMs: opts.deleteAfterMs } : {}),
+        ...(opts.contentCacheBytes !== undefined ? { memoryCacheBytes: opts.contentCacheBytes } : {}),
+      },
       'SyncLoop options',
     );
     this.#mounted = opts.mounted;

@@ -300,3 +300,17 @@ describe('bounds and sharing', () => {
     await m.mounted.unmount();
   });
 });
+
+describe('the bound option', () => {
+  it('is refused when it is not a whole number of bytes from 0, naming the option', async () => {
+    const { client } = await openSession(h.emu, []);
+    for (const bad of [-1, 1.5, Number.NaN]) {
+      expect(() => new MemoryMounter({ client, stateDir: h.stateDir, contentCacheBytes: bad })).toThrow(/memoryCacheBytes: expected an integer number of bytes from 0 \(no cache\)/);
+    }
+    // 0 turns the cache off: nothing is created in the state folder for it.
+    const store = await h.emu.createMemoryStore({ name: 'Off', memories: { '/a.md': 'a' } });
+    const m = await mountOnce([{ memoryStoreId: store.id }], { cacheBytes: 0 });
+    await m.mounted.unmount();
+    expect(fs.existsSync(cacheRoot())).toBe(false);
+  });
+});
