@@ -51,7 +51,8 @@ const SCRATCH_BYTES = 128 * 1024;
  * for a memory whose content is copied from the content cache.
  */
 interface Download {
-  m: { id: string; sha: string; updatedAt: string };
+  /** `path` (the server's) only for a cached content: it is fetched by it when the cache fails. */
+  m: { id: string; sha: string; updatedAt: string; path?: string };
   content: string | undefined;
   rel: string;
 }
@@ -474,7 +475,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         // Read and hashed now: only bytes that hash to the listed sha are written.
         const cached = contents?.read(m.sha, log);
         if (cached === undefined) {
-          lateMisses.push({ m: { id: m.id, path: relToRemotePath(rel), sha: m.sha, sizeBytes: 0, updatedAt: m.updatedAt }, rel });
+          lateMisses.push({ m: { id: m.id, path: m.path ?? relToRemotePath(rel), sha: m.sha, sizeBytes: 0, updatedAt: m.updatedAt }, rel });
           return;
         }
         bytes = cached;
@@ -528,7 +529,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         return undefined;
       }
       // Only the content waits in the queue, not the listed item: the page can be collected.
-      return queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt }, content, rel });
+      if (content !== undefined) return queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt }, content, rel });
+      return queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt, path: m.path }, content, rel });
     };
     const accept = (m: RemoteMemory, content: string | undefined): Promise<void> | undefined => {
       if (content !== undefined) budget.saw(content.length);
