@@ -288,6 +288,24 @@ describe('bounds and sharing', () => {
     await again.mounted.unmount();
   });
 
+  it('a cache whose writes fail costs speed only: mounts stay exact, one warning, nothing cached', async () => {
+    const a = await h.emu.createMemoryStore({ name: 'First', memories: { '/x.md': 'x' } });
+    const b = await h.emu.createMemoryStore({ name: 'Second', memories: seed(10, 'unwritable') });
+    // A first mount opens the cache; then its temp folder is replaced by a file: every put fails.
+    const log = captureLogger();
+    await (await mountOnce([{ memoryStoreId: a.id }], { logger: log })).mounted.unmount();
+    await fsp.rm(path.join(cacheRoot(), 'tmp'), { recursive: true });
+    await fsp.writeFile(path.join(cacheRoot(), 'tmp'), 'in the way');
+    const m = await mountOnce([{ memoryStoreId: b.id }], { logger: log });
+    expect(m.trees[0]).toEqual(expectedTree(seed(10, 'unwritable')));
+    await m.mounted.unmount();
+    expect(log.warnings().filter((w) => w.startsWith('could not write to the content cache'))).toHaveLength(1);
+    const again = await mountOnce([{ memoryStoreId: b.id }], { logger: log });
+    expect(again.trees[0]).toEqual(expectedTree(seed(10, 'unwritable')));
+    expect(again.requests.full).toBeGreaterThan(0);
+    await again.mounted.unmount();
+  });
+
   it('a cache that cannot be used (its folder is a file) costs speed only: the mount downloads everything', async () => {
     const memories = seed(10, 'broken');
     const store = await h.emu.createMemoryStore({ name: 'Broken', memories });
