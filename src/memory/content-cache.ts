@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsc, fstatSync, futimesSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants as fsc, fstatSync, fsync, futimesSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { coerceError } from '../errors.js';
@@ -43,8 +43,12 @@ export const CONTENT_CACHE_DEFAULT_BYTES = MEMORY_DEFAULTS.contentCacheBytes;
 /** The cache's folder under the state folder. */
 export const CONTENT_CACHE_FOLDER = 'content-cache';
 const TMP_FOLDER = 'tmp';
-/** Bytes of puts waiting to be written at most; more are dropped. */
-export const PENDING_PUT_BYTES = 16 * 1024 * 1024;
+/**
+ * Bytes of puts waiting to be written at most; more are dropped. A mount holds its puts until it is
+ * done, so this is what the cache adds to a mount's memory: a store of larger contents is cached a
+ * part per session (the parts already cached are not put again).
+ */
+export const PENDING_PUT_BYTES = 4 * 1024 * 1024;
 /** Puts written at once. */
 const PUT_WRITERS = 2;
 /** How long after a mount the writes it held back start. */
@@ -325,17 +329,21 @@ export class ContentCache {
       this.#shards.add(shard);
     }
     const tmp = path.join(this.#root, TMP_FOLDER, `${this.#tempStem}${(this.#tempCount++).toString(36)}`);
-    const fh = await fsp.open(tmp, STATE_FILE_FLAGS, 0o600);
+    // The quick calls synchronous (a local create, write and rename take microseconds; each
+    // promise-based call costs the main thread far more), the fsync in the thread pool.
+    const fd = openSync(tmp, STATE_FILE_FLAGS, 0o600);
+    let open = true;
     let renamed = false;
     try {
-      await fh.writeFile(bytes);
-      await fh.sync();
-      await fh.close();
-      await fsp.rename(tmp, this.#blobPath(sha));
+      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+      await new Promise<void>((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
+      closeSync(fd);
+      open = false;
+      renameSync(tmp, this.#blobPath(sha));
       renamed = true;
     } finally {
-      await fh.close().catch(() => {});
-      if (!renamed) await fsp.unlink(tmp).catch(() => {});
+      if (open) closeQuietly(fd);
+      if (!renamed) unlinkQuietly(tmp);
     }
     this.#unsyncedShards.add(shard);
     this.#index.set(sha, bytes.length);
@@ -404,6 +412,22 @@ export class ContentCache {
       this.#index.set(f.sha, f.size);
       this.#bytes += f.size;
     }
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Closed already.
+  }
+}
+
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Gone already; a leftover is removed by the next scan.
   }
 }
 
