@@ -181,6 +181,7 @@ export const ROUTES = {
   events: 'POST /v1/sessions/:id/events',
   stream: 'GET /v1/sessions/:id/events/stream',
   listMemories: 'GET /v1/memory_stores/:id/memories',
+  retrieveMemory: 'GET /v1/memory_stores/:id/memories/:memoryId',
   createMemory: 'POST /v1/memory_stores/:id/memories',
 } as const;
 

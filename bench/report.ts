@@ -47,6 +47,11 @@ export const ROWS: RowSpec[] = [
   { scenario: 'mount-2x2000x64k', metric: 'rssGrowthMiB', label: 'peak RSS − RSS at ready, mount of 2 × 2 000 × 64 KiB (250 MiB)', unit: 'MiB', against: 'official', target: 0.5 },
   { scenario: 'mount-caps', metric: 'peakRssMiB', label: 'peak RSS, a session at the caps 8 × 2 000 × 100 KiB (--caps)', unit: 'MiB', against: 'official', kind: 'max', target: 286 },
   { scenario: 'sessions-plateau', metric: 'rssGrowthMiB', label: 'RSS growth from session 50 to the last (--sessions, default 500; 5 tool calls × 64 KiB output each)', unit: 'MiB', against: 'official', kind: 'max', target: 19 },
+  { scenario: 'warm-2000x10', metric: 'claimToFirstToolMs', label: 'second session of an unchanged 2 000-memory store (10 folders), same worker, 50 ms', unit: 'ms', against: 'official', target: 0.08 },
+  { scenario: 'warm-2000x10', metric: 'contentRequests', label: 'that second session: requests carrying content (full pages, retrieves)', unit: 'req', against: 'official', target: 0 },
+  { scenario: 'warm-flat-2000', metric: 'claimToFirstToolMs', label: 'second session of an unchanged flat store (1 folder × 2 000), same worker, 50 ms', unit: 'ms', against: 'official', target: 0.25 },
+  { scenario: 'mount-flat-2000', metric: 'claimToFirstToolMs', label: 'claim → first tool call, cold flat store (1 folder × 2 000), 50 ms', unit: 'ms', against: 'official', target: null },
+  { scenario: 'mount-flat-2000', metric: 'floorMs', oursMetric: 'mountWallMs', label: 'mount wall, cold flat store vs floor (one cursor, 100 pages of 20), 50 ms', unit: 'ms', against: 'floor', target: null },
   { scenario: 'queue-16x10', metric: 'cpuMs', label: '16 queued sessions: worker CPU vs floor (bare client, same requests)', unit: 'ms', against: 'floor', target: null },
   { scenario: 'queue-16x10-sandbox', metric: 'wallOnMs', baseMetric: 'wallOffMs', label: '16 queued sessions, sandbox on vs off (wall)', unit: 'ms', against: 'unsandboxed', target: 1.2 },
   {

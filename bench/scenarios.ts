@@ -56,19 +56,24 @@ function content(storeIndex: number, i: number, bytes: number): string {
   return head + 'abcdefghijklmnopqrstuvwxyz0123456789 '.repeat(Math.ceil(bytes / 37)).slice(0, Math.max(0, bytes - head.length));
 }
 
-async function seedStores(emu: Emulator, size: Size, prefix: string): Promise<Array<{ id: string; dir: string }>> {
+/** `/flat/note-<i>.md`: every memory in one folder. */
+function flatPath(i: number): string {
+  return `/flat/note-${String(i).padStart(5, '0')}.md`;
+}
+
+async function seedStores(emu: Emulator, size: Size, prefix: string, pathOf: (i: number) => string = memoryPath): Promise<Array<{ id: string; dir: string }>> {
   const out: Array<{ id: string; dir: string }> = [];
   for (let s = 0; s < size.stores; s++) {
     const memories: Record<string, string> = {};
-    for (let i = 0; i < size.memories; i++) memories[memoryPath(i)] = content(size.sameContents === true ? 0 : s, i, size.bytes);
+    for (let i = 0; i < size.memories; i++) memories[pathOf(i)] = content(size.sameContents === true ? 0 : s, i, size.bytes);
     const store = await emu.createMemoryStore({ name: `${prefix} ${s}`, memories });
     out.push({ id: store.id, dir: `${prefix}-${s}` });
   }
   return out;
 }
 
-function readStep(mountRoot: string, storeDir: string, i = 0): ScriptStep<Emulator> {
-  return { tool: 'read', input: { file_path: path.join(mountRoot, storeDir, memoryPath(i).slice(1)) } };
+function readStep(mountRoot: string, storeDir: string, i = 0, pathOf: (i: number) => string = memoryPath): ScriptStep<Emulator> {
+  return { tool: 'read', input: { file_path: path.join(mountRoot, storeDir, pathOf(i).slice(1)) } };
 }
 
 function toolResults(emu: Emulator, sessionId: string): RequestRecord[] {
@@ -164,6 +169,70 @@ async function mountScenario(ctx: JobContext, size: Size, prefix: string, opts: 
   const firstList = first(requestsOf(ctx.emu, ROUTES.listMemories), 'listing').startedAt;
   const streamOpen = first(requestsOf(ctx.emu, ROUTES.stream, sessionId), 'stream open').startedAt;
   return { claimToFirstToolMs: firstTool - claim, mountWallMs: streamOpen - firstList, ...usage };
+}
+
+/** Requests that carry memory contents (full-view listing pages and retrieves) in `reqs`. */
+function contentRequests(reqs: RequestRecord[]): number {
+  return reqs.filter((r) => (r.route === ROUTES.listMemories && r.query['view'] === 'full') || r.route === ROUTES.retrieveMemory).length;
+}
+
+/**
+ * Two sessions of one unchanged store, one after the other, served by the same worker process:
+ * claim → first tool call of each, and the content requests the second one made.
+ */
+async function warmScenario(ctx: JobContext, size: Size, prefix: string, pathOf: (i: number) => string): Promise<Metrics> {
+  const [store] = await seedStores(ctx.emu, size, prefix, pathOf);
+  const child = await ctx.startChild();
+  const run = async (): Promise<{ claimToFirstToolMs: number; contentRequests: number }> => {
+    const { sessionId, workId } = await ctx.emu.createSession({ resources: [{ memoryStoreId: store!.id }], script: [readStep(ctx.mountRoot, store!.dir, 0, pathOf)] });
+    await ctx.emu.waitForSession(sessionId, { timeoutMs: SESSION_TIMEOUT_MS });
+    // The item is over once it is stopped: the next session's mount path is free again.
+    const deadline = Date.now() + SESSION_TIMEOUT_MS;
+    while (requestsOf(ctx.emu, ROUTES.stop, workId).length === 0) {
+      if (Date.now() > deadline) throw new Error('bench warm: the first work item was never stopped');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const claim = first(requestsOf(ctx.emu, ROUTES.ack, workId), 'ack').startedAt;
+    const firstTool = first(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
+    const stopped = Math.max(...requestsOf(ctx.emu, ROUTES.stop, workId).map(endOf));
+    const during = ctx.emu.requests.filter((r) => r.startedAt >= claim && r.startedAt <= stopped && r.path.includes(store!.id));
+    return { claimToFirstToolMs: firstTool - claim, contentRequests: contentRequests(during) };
+  };
+  try {
+    const cold = await run();
+    const warm = await run();
+    return { coldClaimToFirstToolMs: cold.claimToFirstToolMs, claimToFirstToolMs: warm.claimToFirstToolMs, contentRequests: warm.contentRequests, coldContentRequests: cold.contentRequests };
+  } finally {
+    await child.stop();
+  }
+}
+
+/** Claim → first tool call for one store of memories all in one folder; the floor pages it on one cursor. */
+async function flatColdScenario(ctx: JobContext, size: Size): Promise<Metrics> {
+  const stores = await seedStores(ctx.emu, size, 'flat', flatPath);
+  const store = stores[0]!;
+  if (ctx.kind === 'floor') {
+    const { sessionId } = await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }] });
+    const token = ctx.emu.sessionsToken(sessionId);
+    if (token === null) throw new Error('bench: the floor session has no sessions token');
+    const child = await ctx.startChild({ floor: { kind: 'listings', storeIds: [store.id], sessionsToken: token, concurrency: 16, oneCursor: true } });
+    const expected = Math.ceil(size.memories / 20);
+    const deadline = Date.now() + SESSION_TIMEOUT_MS;
+    while (requestsOf(ctx.emu, ROUTES.listMemories).length < expected) {
+      if (Date.now() > deadline) throw new Error('bench: the floor child did not finish its listing');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await child.stop();
+    const lists = requestsOf(ctx.emu, ROUTES.listMemories);
+    return { floorMs: Math.max(...lists.map(endOf)) - first(lists, 'listing').startedAt, floorRequests: lists.length };
+  }
+  const { sessionId, workId } = await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [readStep(ctx.mountRoot, store.dir, 0, flatPath)] });
+  await runSessions(ctx, [sessionId]);
+  const claim = first(requestsOf(ctx.emu, ROUTES.ack, workId), 'ack').startedAt;
+  const firstTool = first(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
+  const lists = requestsOf(ctx.emu, ROUTES.listMemories).filter((r) => r.startedAt < firstTool);
+  const streamOpen = first(requestsOf(ctx.emu, ROUTES.stream, sessionId), 'stream open').startedAt;
+  return { claimToFirstToolMs: firstTool - claim, mountWallMs: streamOpen - first(lists, 'listing').startedAt, listRequests: lists.length };
 }
 
 /** Files the agent adds, written straight into the mounted folder between two tool calls. */
@@ -290,6 +359,24 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
       id: 'mount-8x1000x8k',
       kinds: ['official', 'ours'],
       run: (ctx) => mountScenario(ctx, q({ stores: 8, memories: 1000, bytes: 8192 }, { stores: 2, memories: 40, bytes: 8192 }), 'large'),
+    },
+    {
+      id: 'warm-2000x10',
+      kinds: ['official', 'ours'],
+      ...(quick ? {} : { latencyMs: 50 }),
+      run: (ctx) => warmScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'warm', memoryPath),
+    },
+    {
+      id: 'warm-flat-2000',
+      kinds: ['official', 'ours'],
+      ...(quick ? {} : { latencyMs: 50 }),
+      run: (ctx) => warmScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'warmflat', flatPath),
+    },
+    {
+      id: 'mount-flat-2000',
+      kinds: ['official', 'ours', 'floor'],
+      ...(quick ? {} : { latencyMs: 50 }),
+      run: (ctx) => flatColdScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 })),
     },
     {
       id: 'sync-200',

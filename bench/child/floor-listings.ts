@@ -2,9 +2,10 @@
  * The network floor of a mount: a bare SDK client fetches every memory of the given stores with
  * content and does nothing else: the stores in parallel, each one listed once at depth 1 (its
  * top-level memories and folders), then every top-level folder paged in full view on its own
- * cursor, at most `concurrency` requests in flight per store. Nothing is kept; with `writeTo`,
- * each memory is written once as it arrives, with a plain synchronous write (the folder made once):
- * the floor of a mount that must also create every file.
+ * cursor, at most `concurrency` requests in flight per store (or, with `oneCursor`, each store
+ * paged whole on one cursor: the least any client can do for a single folder). Nothing is kept;
+ * with `writeTo`, each memory is written once as it arrives, with a plain synchronous write (the
+ * folder made once): the floor of a mount that must also create every file.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -39,6 +40,10 @@ export async function pageListings(config: ChildConfig, floor: Extract<FloorConf
       }
       fs.writeFileSync(file, item.content ?? '');
     };
+    if (floor.oneCursor === true) {
+      await pageAll(storeId, { path_prefix: '/' }, take);
+      return bytes;
+    }
     const folders: string[] = [];
     await pageAll(storeId, { path_prefix: '/', depth: 1 }, (item) => {
       if (item.type === 'memory_prefix') folders.push(item.path);

@@ -33,6 +33,8 @@ export type FloorConfig =
       concurrency: number;
       /** When set, every memory listed is written once, with a plain write, under `<writeTo>/<store index>/`. */
       writeTo?: string;
+      /** Page each store on one cursor, as the official worker does (no folder split). */
+      oneCursor?: boolean;
     }
   | { kind: 'sessions'; concurrency: number };
 

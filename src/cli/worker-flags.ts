@@ -75,6 +75,11 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
       ),
     )
     .option('--state-dir <dir>', 'journal, conflict and unsaved copies (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)')
+    .addOption(
+      new Option('--memory-cache-bytes <bytes>', `bound of the memory content cache in the state folder; 0 turns it off (default ${MEMORY_DEFAULTS.contentCacheBytes})`).argParser(
+        intArg(0, MEMORY_DEFAULTS.contentCacheMaxBytes),
+      ),
+    )
     .addOption(new Option('--allowed-mount-root <dir>', 'mount memory stores only inside <dir> (repeatable; default: anywhere)').argParser(collect))
     .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <host name>-<uuid>)')
     .addOption(
@@ -165,6 +170,7 @@ export function workerOptionsFromFlags(flags: OptionValues, io: Pick<CommandIo, 
   if (flags['maxIdle'] !== undefined) opts.maxIdleMs = flags['maxIdle'] as number;
   if (flags['finalFlush'] !== undefined) opts.finalFlushMs = flags['finalFlush'] as number;
   if (flags['stateDir'] !== undefined) opts.stateDir = flags['stateDir'] as string;
+  if (flags['memoryCacheBytes'] !== undefined) opts.memoryCacheBytes = flags['memoryCacheBytes'] as number;
   const roots = flags['allowedMountRoot'] as string[] | undefined;
   if (roots !== undefined) opts.allowedMountRoots = roots.map((r) => path.resolve(io.cwd, r));
   if (flags['workerId'] !== undefined) opts.workerId = flags['workerId'] as string;

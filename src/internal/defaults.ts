@@ -69,6 +69,10 @@ export const MEMORY_DEFAULTS = {
   bufferBytes: 4 * 1024 * 1024,
   bufferMinBytes: 1024 * 1024,
   bufferMaxBytes: 1024 * 1024 * 1024,
+  /** Bound of the content cache in the state folder, in bytes (512 MiB); 0 turns it off. */
+  contentCacheBytes: 512 * 1024 * 1024,
+  /** Largest content cache bound accepted (1 TiB). */
+  contentCacheMaxBytes: 2 ** 40,
 } as const;
 
 /** `Launcher` options. */

@@ -18,7 +18,7 @@ export const FINISH_SLACK_MS = 2_000;
 /** The worker options one item's memory reads; memory is on, so the sync interval is a number. */
 export type ItemMemorySettings = Pick<
   ResolvedWorkerOptions,
-  'workdir' | 'stateDir' | 'allowedMountRoots' | 'mountTimeoutMs' | 'memorySyncDeletions' | 'memoryDeleteAfterMs' | 'finalFlushMs' | 'pathWaitMs'
+  'workdir' | 'stateDir' | 'memoryCacheBytes' | 'allowedMountRoots' | 'mountTimeoutMs' | 'memorySyncDeletions' | 'memoryDeleteAfterMs' | 'finalFlushMs' | 'pathWaitMs'
 > & { memorySyncIntervalMs: number; memoryBufferBytes?: number };
 
 export interface ItemMemoryOptions {
@@ -97,6 +97,7 @@ export class ItemMemory {
       logger: log,
       workdir: settings.workdir,
       stateDir: settings.stateDir,
+      contentCacheBytes: settings.memoryCacheBytes,
       allowedMountRoots: settings.allowedMountRoots,
       mountTimeoutMs: settings.mountTimeoutMs,
       deletions: settings.memorySyncDeletions,
@@ -115,6 +116,7 @@ export class ItemMemory {
       deleteAfterMs: settings.memoryDeleteAfterMs,
       logger: log,
       stateDir: settings.stateDir,
+      contentCacheBytes: settings.memoryCacheBytes,
       wrapSync: (phase, sync) => this.#spans.sync(phase, sync),
     });
     this.#forward(this.#loop);

@@ -48,6 +48,7 @@ export interface MemoryPort {
     logger: Logger;
     workdir: string;
     stateDir?: string | undefined;
+    contentCacheBytes?: number;
     allowedMountRoots?: readonly string[];
     mountTimeoutMs?: number;
     deletions?: MemoryDeleteMode;
@@ -64,6 +65,7 @@ export interface MemoryPort {
     deleteAfterMs?: number;
     logger: Logger;
     stateDir?: string | undefined;
+    contentCacheBytes?: number;
     wrapSync?: SyncWrapper | undefined;
   }): SyncLoopView;
 }

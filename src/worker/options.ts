@@ -16,6 +16,7 @@ import {
   FINAL_FLUSH_DEFAULT_MS,
   MEMORY_BUFFER_DEFAULT_BYTES,
   MEMORY_DELETE_AFTER_DEFAULT_MS,
+  MEMORY_CONTENT_CACHE_DEFAULT_BYTES,
   MEMORY_OPTION_EXPECTED,
   MEMORY_SYNC_INTERVAL_DEFAULT_MS,
   MEMORY_SYNC_INTERVAL_MIN_MS,
@@ -110,6 +111,12 @@ export interface EnvironmentWorkerOptions {
    * stores' size. 1 MiB..1 GiB; default 4 MiB (4 194 304).
    */
   memoryBufferBytes?: number;
+  /**
+   * Ours: bytes of memory contents kept in the state folder's content cache, so the next mount of an
+   * unchanged store copies them instead of downloading them (least recently used removed past it).
+   * Default 536 870 912 (512 MiB); `0` turns the cache off.
+   */
+  memoryCacheBytes?: number;
   /** Ours: milliseconds a session waits for a mount path another running session holds, then fails. Default 60 000. */
   pathWaitMs?: number;
   /**
@@ -157,6 +164,7 @@ export interface ResolvedWorkerOptions {
   memoryDeleteAfterMs: number;
   stateDir: string | undefined;
   memoryBufferBytes: number;
+  memoryCacheBytes: number;
   pathWaitMs: number;
   allowedMountRoots: string[];
   mountTimeoutMs: number;
@@ -300,6 +308,7 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     memoryDeleteAfterMs: o.memoryDeleteAfterMs ?? MEMORY_DELETE_AFTER_DEFAULT_MS,
     stateDir: o.stateDir,
     memoryBufferBytes: o.memoryBufferBytes ?? MEMORY_BUFFER_DEFAULT_BYTES,
+    memoryCacheBytes: o.memoryCacheBytes ?? MEMORY_CONTENT_CACHE_DEFAULT_BYTES,
     pathWaitMs: o.pathWaitMs ?? PATH_WAIT_DEFAULT_MS,
     allowedMountRoots: o.allowedMountRoots ?? [],
     mountTimeoutMs: o.mountTimeoutMs ?? MOUNT_TIMEOUT_DEFAULT_MS,

@@ -62,6 +62,7 @@ async function rig(opts: { settings?: Partial<ItemMemorySettings>; port?: Memory
       memoryDeleteAfterMs: 30_000,
       finalFlushMs: 5_000,
       pathWaitMs: 30_000,
+      memoryCacheBytes: 0,
       memorySyncIntervalMs: 5_000,
       ...opts.settings,
     },

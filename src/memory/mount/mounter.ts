@@ -18,8 +18,10 @@ import { MountedSession, MountedStore, type JournalBinding } from '../sync/mount
 import { isInsideAllowedRoots, normalizeAllowedRoots } from './mount-path-guard.js';
 import { checkOwner, currentOwner } from '../journal/owner.js';
 import type { OwnerIdentity } from '../rules/owner-verdict.js';
-import { groupCaseCollisions, remotePathToRel } from '../rules/paths.js';
-import { FULL_PAGE_LIMIT, RemoteStore, type RemoteMemoryWithContent } from '../remote/remote-store.js';
+import { groupCaseCollisions, relToRemotePath, remotePathToRel } from '../rules/paths.js';
+import { FULL_PAGE_LIMIT, RemoteStore, type RemoteMemory, type RemoteMemoryWithContent } from '../remote/remote-store.js';
+import { fetchMisses, partOf, type Miss } from '../remote/cache-misses.js';
+import { CONTENT_CACHE_DEFAULT_BYTES, ContentCache } from '../disk/content-cache.js';
 import { PageBudget, PageGate } from '../remote/page-budget.js';
 import { ByteBudget } from '../remote/byte-budget.js';
 import { checkMemoryOptions, MEMORY_BUFFER_DEFAULT_BYTES } from '../sync/options.js';
@@ -47,12 +49,19 @@ const WRITE_BATCH_FILES = 32;
 /** Bytes of the per-store buffer a download is encoded into (grown for a larger memory). */
 const SCRATCH_BYTES = 128 * 1024;
 
-/** One downloaded memory waiting to be written: what the baseline needs, and its content. */
+/**
+ * One memory waiting to be written: what the baseline needs, and its downloaded content, or none
+ * for a memory whose content is copied from the content cache.
+ */
 interface Download {
-  m: { id: string; sha: string; updatedAt: string };
-  content: string;
+  /** `path` (the server's) only for a cached content: it is fetched by it when the cache fails. */
+  m: { id: string; sha: string; updatedAt: string; path?: string; sizeBytes?: number };
+  content: string | undefined;
   rel: string;
 }
+
+/** A listed memory not written yet: with its content (full view), or without (basic view). */
+type Listed = { m: RemoteMemory; rel: string; content?: string };
 
 export { MAX_STORES_PER_SESSION } from './mount-checks.js';
 
@@ -112,6 +121,12 @@ export interface MemoryMounterOptions {
    * @internal
    */
   bufferProbe?: (budgets: { pages: ByteBudget; writes: ByteBudget }) => void;
+  /**
+   * Bytes of memory contents kept in `<stateDir>/content-cache/` (see {@link ContentCache}): a store
+   * whose listing shows cached contents is listed in the basic view and copies them instead of
+   * downloading them. Default 536 870 912 (512 MiB); `0` turns the cache off.
+   */
+  contentCacheBytes?: number;
   /** @internal */
   clock?: Clock;
   /**
@@ -168,6 +183,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #mountTimeoutMs: number;
   readonly #bufferBytes: number;
   readonly #bufferProbe: MemoryMounterOptions['bufferProbe'];
+  readonly #contents: ContentCache | undefined;
   #owner: Promise<OwnerIdentity> | undefined;
 
   constructor(opts: MemoryMounterOptions) {
@@ -191,6 +207,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     if (opts.bufferBytes !== undefined) checkMemoryOptions({ memoryBufferBytes: opts.bufferBytes }, 'MemoryMounter options');
     this.#bufferBytes = opts.bufferBytes ?? MEMORY_BUFFER_DEFAULT_BYTES;
     this.#bufferProbe = opts.bufferProbe;
+    if (opts.contentCacheBytes !== undefined) checkMemoryOptions({ memoryCacheBytes: opts.contentCacheBytes }, 'MemoryMounter options');
+    this.#contents = ContentCache.shared({ stateDir: this.#stateDir, maxBytes: opts.contentCacheBytes ?? CONTENT_CACHE_DEFAULT_BYTES, logger: this.#log });
   }
 
   /**
@@ -231,7 +249,9 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const onAbort = (): void => ctrl.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const settled = await Promise.allSettled(
+      // The content cache writes what this mount downloads once the mount is done.
+      const hold = <T>(run: () => Promise<T>): Promise<T> => (this.#contents !== undefined ? this.#contents.holding(run) : run());
+      const settled = await hold(() => Promise.allSettled(
         specs.map(async (spec) => {
           try {
             return await wrapStore(spec.storeId, () =>
@@ -244,17 +264,24 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
             throw e;
           }
         }),
-      );
+      ));
       const failure = firstRealFailure(settled, ctrl.signal);
       if (failure !== undefined) {
         await removeAll(created, this.#journal, log);
+        await this.#contents?.flush();
         // Leftovers adopted by the stores that did mount are handed back, never removed.
         for (const r of settled) if (r.status === 'fulfilled' && !created.includes(r.value.root)) await r.value.release();
         throw deadline.signal.aborted ? deadline.signal.reason : failure;
       }
       const stores: MountedStore[] = [];
       for (const r of settled) if (r.status === 'fulfilled') stores.push(r.value);
-      return new MountedSession(session.id, stores, (payload) => safeEmit(this, log, 'unmounted', payload));
+      const contents = this.#contents;
+      return new MountedSession(
+        session.id,
+        stores,
+        (payload) => safeEmit(this, log, 'unmounted', payload),
+        async () => contents?.flush(),
+      );
     } finally {
       signal.removeEventListener('abort', onAbort);
       dispose();
@@ -460,18 +487,36 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     // One buffer per store holds the bytes of the file being written (the queue writes one file at
     // a time): a download allocates nothing outside the JavaScript heap per file.
     let scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+    const contents = this.#contents;
+    // Listed as cached, but the cache could not give them when their turn came: fetched after.
+    const lateMisses: Miss[] = [];
+    let copied = 0;
     const write = async ({ m, content, rel }: Download): Promise<void> => {
       if (signal.aborted) return;
-      // A UTF-16 unit takes at most 3 UTF-8 bytes: only a content that may not fit is measured.
-      if (content.length * 3 > scratch.length) {
-        const size = Buffer.byteLength(content, 'utf8');
-        if (size > scratch.length) scratch = Buffer.allocUnsafeSlow(size);
+      let bytes: Buffer;
+      if (content === undefined) {
+        // Read and hashed now: only bytes that hash to the listed sha are written.
+        const cached = contents?.read(m.sha, log);
+        if (cached === undefined) {
+          lateMisses.push({ m: { id: m.id, path: m.path ?? relToRemotePath(rel), sha: m.sha, sizeBytes: m.sizeBytes ?? 0, updatedAt: m.updatedAt }, rel });
+          return;
+        }
+        bytes = cached;
+      } else {
+        // A UTF-16 unit takes at most 3 UTF-8 bytes: only a content that may not fit is measured.
+        if (content.length * 3 > scratch.length) {
+          const size = Buffer.byteLength(content, 'utf8');
+          if (size > scratch.length) scratch = Buffer.allocUnsafeSlow(size);
+        }
+        bytes = scratch.subarray(0, scratch.write(content, 0, 'utf8'));
       }
-      const bytes = scratch.subarray(0, scratch.write(content, 0, 'utf8'));
       try {
         const st = await writer.write(rel, bytes, backdatedMtimeMs(m.updatedAt));
-        // Hashed once, from the bytes just written: the file need not be read back.
-        const sha = sha256Hex(bytes);
+        // Hashed once, from the bytes just written: the file need not be read back (a cached
+        // content was hashed as it was read).
+        const sha = content === undefined ? m.sha : sha256Hex(bytes);
+        if (content === undefined) copied++;
+        else if (sha === m.sha) contents?.put(sha, bytes, true);
         // The listed sha string when they agree: the baseline holds it already.
         cache.record(rel, st, sha === m.sha ? m.sha : sha, true, cache.nowNs());
         if (sha !== m.sha) {
@@ -496,24 +541,46 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       batch: WRITE_BATCH_FILES,
       hooks: { begin: () => writer.beginBatch(), end: (failed) => writer.endBatch({ check: !failed }) },
       // Every store's queue counts in the mount's one write budget (content characters).
-      bytes: { budget: buffers.writes, sizeOf: (d) => d.content.length },
+      // A content copied from the cache is read at its turn, so it holds nothing while queued.
+      bytes: { budget: buffers.writes, sizeOf: (d) => d.content?.length ?? 0 },
     });
 
-    const pending: Array<{ m: RemoteMemoryWithContent; rel: string }> = [];
-    const schedule = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined =>
+    const pending: Listed[] = [];
+    // Memories listed without content and not cached, and the memories listed per top-level part.
+    const misses: Miss[] = [];
+    const partSizes = new Map<string, number>();
+    const schedule = ({ m, rel, content }: Listed): Promise<void> | undefined => {
+      if (content === undefined && contents?.has(m.sha) !== true) {
+        misses.push({ m, rel });
+        return undefined;
+      }
       // Only the content waits in the queue, not the listed item: the page can be collected.
-      queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt }, content: m.content, rel });
-    const accept = (m: RemoteMemoryWithContent): Promise<void> | undefined => {
-      budget.saw(m.content.length);
+      if (content !== undefined) return queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt }, content, rel });
+      return queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt, path: m.path, sizeBytes: m.sizeBytes }, content, rel });
+    };
+    const accept = (m: RemoteMemory, content: string | undefined): Promise<void> | undefined => {
+      if (content !== undefined) budget.saw(content.length);
       const check = remotePathToRel(m.path);
       if (!check.ok) {
         shadow(m.path, check.reason);
         return;
       }
-      if (caseInsensitive) pending.push({ m, rel: check.rel });
-      else return schedule(m, check.rel);
+      const listed: Listed = content === undefined ? { m, rel: check.rel } : { m, rel: check.rel, content };
+      if (caseInsensitive) pending.push(listed);
+      else return schedule(listed);
       return undefined;
     };
+    const acceptFull = (m: RemoteMemoryWithContent): Promise<void> | undefined => accept(m, m.content);
+    const acceptBasic = (m: RemoteMemory): Promise<void> | undefined => {
+      const part = partOf(m.path);
+      partSizes.set(part, (partSizes.get(part) ?? 0) + 1);
+      return accept(m, undefined);
+    };
+    const fetched = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined => {
+      budget.saw(m.content.length);
+      return queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt }, content: m.content, rel });
+    };
+    const refused = (m: RemoteMemory, reason: string): void => shadow(m.path, reason);
 
     // A long download says how far it got every few seconds, so a slow mount is not a silent one.
     const progress = setInterval(() => {
@@ -530,20 +597,37 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           listed.map((item) =>
             limit(async () => {
               if (signal.aborted) return;
-              await accept(await remote.retrieve(item.id, signal));
+              await acceptFull(await remote.retrieve(item.id, signal));
             }),
           ),
         );
       } else {
-        await remote.listFull(signal, accept, (m, reason) => shadow(m.path, reason), { parallel: this.#concurrency, pages, gate });
+        // With contents cached, the store is listed in the basic view when its first page shows at
+        // least one cached content in two; else (or with nothing cached) as a cold store is. Basic
+        // pages carry no content and stay out of the byte gate (their weight would skew its guess
+        // of a full page); what the misses fetch goes through it.
+        const warm =
+          contents !== undefined &&
+          (await contents.open()) &&
+          contents.count > 0 &&
+          (await remote.listBasicSplit(signal, acceptBasic, refused, {
+            pages,
+            decide: (shas) => 2 * shas.filter((sha) => contents.has(sha)).length >= shas.length,
+          }));
+        if (!warm) await remote.listFull(signal, acceptFull, refused, { parallel: this.#concurrency, pages, gate });
       }
       if (caseInsensitive) {
         const groups = groupCaseCollisions(pending.map((p) => p.rel));
         const kept = new Set(groups.kept);
         for (const s of groups.shadowed) shadow(s.path, s.reason);
-        for (const p of pending) if (kept.has(p.rel)) await schedule(p.m, p.rel);
+        for (const p of pending) if (kept.has(p.rel)) await schedule(p);
       }
+      if (misses.length > 0) await fetchMisses({ remote, misses, partSizes, signal, limit, gate, onContent: fetched, onRefused: refused });
       await queue.drained();
+      if (lateMisses.length > 0) {
+        await fetchMisses({ remote, misses: lateMisses.splice(0), signal, limit, gate, onContent: fetched, onRefused: refused });
+        await queue.drained();
+      }
     } catch (e) {
       // Let the write in flight finish before the caller removes the folder.
       queue.stop();
@@ -572,7 +656,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     });
     await store.writeJournal();
     const durationMs = this.#clock.now() - started;
-    log.info({ root: spec.root, memories, bytes: bytesWritten, duration_ms: durationMs }, 'memory store mounted');
+    log.info({ root: spec.root, memories, from_cache: copied, bytes: bytesWritten, duration_ms: durationMs }, 'memory store mounted');
     safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: bytesWritten, durationMs });
     return store;
   }

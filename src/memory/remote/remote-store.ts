@@ -142,16 +142,61 @@ export class RemoteStore {
       await this.#eachPage('full', FULL_PAGE_LIMIT, signal, onItem, { budget, gate });
       return;
     }
-    await this.#listSplit(opts.pages ?? pLimit(parallel), budget, signal, onItem, gate);
+    await this.#listSplit('full', opts.pages ?? pLimit(parallel), budget, signal, onItem, gate);
+  }
+
+  /**
+   * Every memory in the store, basic view (no content), split by top-level folder as
+   * {@link listFull} is, 100 memories a page. `decide`, when given, sees the shas of the first page
+   * of the whole store as soon as it arrives: when it answers false the listing stops there, no
+   * memory was handed on, and this resolves false (the caller lists another way). A memory whose
+   * listed size (or a content the basic view should not carry) is over the size limit goes to
+   * `onRefused`, as in {@link listFull}.
+   */
+  async listBasicSplit(
+    signal: AbortSignal | undefined,
+    onMemory: (m: RemoteMemory) => Promise<void> | void,
+    onRefused: (m: RemoteMemory, reason: string) => void,
+    opts: { pages: LimitFunction; decide?: (firstPageShas: string[]) => boolean; gate?: PageGate },
+  ): Promise<boolean> {
+    const onItem = (m: BetaManagedAgentsMemory): Promise<void> | void => {
+      const tooLarge = oversizeReason(m) ?? listedOversizeReason(m);
+      if (tooLarge !== undefined) return onRefused(toRemote(m), tooLarge);
+      return onMemory(toRemote(m));
+    };
+    return this.#listSplit('basic', opts.pages, newBudget(BASIC_PAGE_LIMIT), signal, onItem, opts.gate, opts.decide);
+  }
+
+  /**
+   * The memories of one top-level folder (`/name/`), or the top-level memories only (`/`), full
+   * view, on one cursor. Items as {@link listFull} hands them on; with `gate`, its pages are bounded
+   * in bytes as {@link listFull}'s are.
+   */
+  async listPartFull(
+    prefix: string,
+    signal: AbortSignal | undefined,
+    onMemory: (m: RemoteMemoryWithContent) => Promise<void> | void,
+    onRefused?: (m: RemoteMemory, reason: string) => void,
+    gate?: PageGate,
+  ): Promise<void> {
+    const part = prefix === '/' ? ({ prefix, depth: 1 } as const) : { prefix };
+    await this.#eachPage('full', FULL_PAGE_LIMIT, signal, (m) => {
+      const tooLarge = oversizeReason(m);
+      if (tooLarge !== undefined) return onRefused?.(toRemote(m), tooLarge);
+      return onMemory({ ...toRemote(m), content: m.content ?? '' });
+    }, { budget: newBudget(FULL_PAGE_LIMIT), ...part, gate });
   }
 
   async #listSplit(
+    view: 'basic' | 'full',
     limit: LimitFunction,
     budget: ListingBudget,
     signal: AbortSignal | undefined,
     onItem: (m: BetaManagedAgentsMemory) => Promise<void> | void,
     gate: PageGate | undefined,
-  ): Promise<void> {
+    decide?: (firstPageShas: string[]) => boolean,
+  ): Promise<boolean> {
+    const pageLimit = view === 'full' ? FULL_PAGE_LIMIT : BASIC_PAGE_LIMIT;
     const ctrl = new AbortController();
     // Every request in flight, and its body read, listens on this one signal.
     setMaxListeners(10_000, ctrl.signal);
@@ -175,15 +220,15 @@ export class RemoteStore {
       prefixes.add(prefix);
       // A folder's last page may be a partial one: each folder may take one page more.
       budget.maxPages++;
-      const part = limit(() => (failure === undefined ? this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, prefix, gate }) : undefined));
+      const part = limit(() => (failure === undefined ? this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, prefix, gate }) : undefined));
       parts.push(part.catch(fail));
     };
     const depthFirst = { prefix: '/', depth: 1 } as const;
     try {
       // Both first pages at once; the depth-1 one is awaited (and its body read) either way, so no
       // request outlives the listing.
-      const whole = limit(() => this.#page('full', FULL_PAGE_LIMIT, {}, undefined, ctrl.signal, gate));
-      const top = limit(() => this.#page('full', FULL_PAGE_LIMIT, depthFirst, undefined, ctrl.signal, gate));
+      const whole = limit(() => this.#page(view, pageLimit, {}, undefined, ctrl.signal, gate));
+      const top = limit(() => this.#page(view, pageLimit, depthFirst, undefined, ctrl.signal, gate));
       top.catch(() => {});
       // The depth-1 page when it is not used: its bytes go back to the gate.
       const dropTop = (): Promise<void> => top.then((p) => gate?.budget.give(p.held), () => {});
@@ -191,14 +236,32 @@ export class RemoteStore {
         fail(e);
         return undefined;
       });
+      if (wholePage !== undefined && decide !== undefined && !decide(shasOf(wholePage.data))) {
+        gate?.budget.give(wholePage.held);
+        await dropTop();
+        return false;
+      }
       if (wholePage !== undefined && wholePage.next === undefined) {
-        await this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, first: wholePage, gate }).catch(fail);
+        await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, first: wholePage, gate }).catch(fail);
         await dropTop();
       } else if (wholePage !== undefined) {
-        // More than one page: its items come again from the parts. It counts against the budget.
-        budget.pages++;
-        gate?.budget.give(wholePage.held);
-        await limit(() => this.#eachPage('full', FULL_PAGE_LIMIT, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: top, gate })).catch(fail);
+        const topPage = await top.catch((e: unknown) => {
+          fail(e);
+          return undefined;
+        });
+        if (topPage === undefined) {
+          gate?.budget.give(wholePage.held);
+        } else if (isOneFolder(topPage)) {
+          // One folder and nothing beside it: the split would page that folder on a cursor of its
+          // own from its start; the whole store's cursor is that same listing, one page ahead.
+          gate?.budget.give(topPage.held);
+          await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, first: wholePage, gate }).catch(fail);
+        } else {
+          // More than one page: its items come again from the parts. It counts against the budget.
+          budget.pages++;
+          gate?.budget.give(wholePage.held);
+          await limit(() => this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: topPage, gate })).catch(fail);
+        }
       } else {
         await dropTop();
       }
@@ -212,6 +275,7 @@ export class RemoteStore {
       if (signal?.aborted) throw abortReason(signal);
       throw failure.reason;
     }
+    return true;
   }
 
   /** One memory with its content. Throws (classified by the caller) on failure, and for content over the size limit. */
@@ -484,6 +548,26 @@ interface ListingPage {
   held: number;
 }
 
+/** True for a depth-1 page that is the whole of its listing and names one folder and nothing else. */
+function isOneFolder(page: ListingPage): boolean {
+  if (page.next !== undefined || page.data.length !== 1) return false;
+  const only = page.data[0];
+  if (typeof only !== 'object' || only === null) return false;
+  const item = only as { type?: unknown; path?: unknown };
+  // A folder item that is not one top-level folder goes the split's way, which refuses it.
+  return item.type === 'memory_prefix' && typeof item.path === 'string' && TOP_LEVEL_PREFIX.test(item.path);
+}
+
+/** The `content_sha256` of each memory-like item of a raw page (unchecked: a hint only). */
+function shasOf(data: unknown[]): string[] {
+  const out: string[] = [];
+  for (const raw of data) {
+    const sha = typeof raw === 'object' && raw !== null ? (raw as { content_sha256?: unknown }).content_sha256 : undefined;
+    if (typeof sha === 'string') out.push(sha);
+  }
+  return out;
+}
+
 /** A `memory_prefix` path naming one top-level folder: `/name/`. */
 const TOP_LEVEL_PREFIX = /^\/[^/]+\/$/u;
 
@@ -528,6 +612,15 @@ function malformed(storeId: string, detail: string): RemoteLimitError {
 function oversizeReason(m: BetaManagedAgentsMemory): string | undefined {
   const bytes = typeof m.content === 'string' ? Buffer.byteLength(m.content, 'utf8') : 0;
   if (bytes > MAX_MEMORY_BYTES) {
+    return `its content is ${bytes} bytes, over the ${MAX_MEMORY_BYTES}-byte limit a memory can have; not written (shorten it in the Console)`;
+  }
+  return undefined;
+}
+
+/** Why a memory's listed size is over the size limit, or undefined. */
+function listedOversizeReason(m: BetaManagedAgentsMemory): string | undefined {
+  const bytes = m.content_size_bytes;
+  if (typeof bytes === 'number' && bytes > MAX_MEMORY_BYTES) {
     return `its content is ${bytes} bytes, over the ${MAX_MEMORY_BYTES}-byte limit a memory can have; not written (shorten it in the Console)`;
   }
   return undefined;

@@ -19,6 +19,8 @@ import { applyOutcomes, type ActionOutcome } from '../rules/sync-state.js';
 import { pathEntry } from '../rules/path-record.js';
 import { emptyReport } from '../rules/sync-report.js';
 import type { MemoryEventMap, StoreSyncState, SyncReport } from '../rules/types.js';
+import type { ContentCache } from '../disk/content-cache.js';
+import { pullContent } from '../remote/pull-content.js';
 
 /**
  * Runs one store's sync plan: the I/O edge of the planner. Actions run in four phases so that a
@@ -48,6 +50,8 @@ export interface ExecuteContext {
   emit: <K extends keyof MemoryEventMap>(event: K, ...args: MemoryEventMap[K]) => void;
   /** True for the session's last passes (final sync, flush): no later sync will retry anything. */
   lastPass?: boolean;
+  /** Where pulls take a content from when it is cached, and put what they fetch. */
+  contents?: ContentCache | undefined;
 }
 
 /** What happens to a failed action next, said truthfully: a later sync, or the end-of-session rules. */
@@ -231,7 +235,7 @@ async function pull(
 
   let fetched;
   try {
-    fetched = await ctx.remote.retrieve(action.id, ctx.signal);
+    fetched = await pullContent(ctx.remote, ctx.contents, action, ctx.listed.get(action.path), ctx.signal, log);
   } catch (e) {
     if (ctx.signal.aborted || isAbortError(e)) throw e;
     if (statusOf(e) === 404) return { ok: false, failure: 'not-found' };
@@ -240,8 +244,9 @@ async function pull(
     return { ok: false, failure: 'transient' };
   }
   if (ctx.disposed() || ctx.signal.aborted) return undefined;
-  const bytes = Buffer.from(fetched.content, 'utf8');
-  const sha = sha256Hex(bytes);
+  const bytes = fetched.bytes;
+  const sha = fetched.cached ? fetched.sha : sha256Hex(bytes);
+  if (!fetched.cached && sha === fetched.sha) ctx.contents?.put(sha, bytes, true);
 
   // Keep the local bytes the store's version is about to replace, when they were never synced:
   // a planned conflict, or an edit that raced this sync.

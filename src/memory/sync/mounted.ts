@@ -197,7 +197,11 @@ export class MountedSession {
   #disposed = false;
   #unmounting: Promise<UnmountReport> | undefined;
 
-  constructor(sessionId: string, stores: MountedStore[], emit: (payload: MemoryEventMap['unmounted'][0]) => void) {
+  /** Awaited at the end of the unmount (the content cache's writes behind the mount). */
+  readonly #settle: () => Promise<void>;
+
+  constructor(sessionId: string, stores: MountedStore[], emit: (payload: MemoryEventMap['unmounted'][0]) => void, settle: () => Promise<void> = async () => {}) {
+    this.#settle = settle;
     this.sessionId = sessionId;
     this.stores = stores;
     this.roots = stores.map((s) => s.root);
@@ -234,6 +238,7 @@ export class MountedSession {
       );
       const removed = this.stores.filter((_, i) => outcomes[i]!.removed).map((s) => s.root);
       const kept = this.stores.filter((_, i) => !outcomes[i]!.removed).map((s) => s.root);
+      await this.#settle().catch(() => {});
       return { removed, kept };
     })();
     return this.#unmounting;

@@ -17,6 +17,9 @@ export const FINAL_FLUSH_MAX_MS = MEMORY_DEFAULTS.finalFlushMaxMs;
 /** Default and bounds of the time a file must be gone before its memory is deleted. */
 export const MEMORY_DELETE_AFTER_DEFAULT_MS = MEMORY_DEFAULTS.deleteAfterMs;
 export const MEMORY_DELETE_AFTER_MAX_MS = MEMORY_DEFAULTS.deleteAfterMaxMs;
+/** Default and most bytes of the content cache in the state folder. */
+export const MEMORY_CONTENT_CACHE_DEFAULT_BYTES = MEMORY_DEFAULTS.contentCacheBytes;
+export const MEMORY_CONTENT_CACHE_MAX_BYTES = MEMORY_DEFAULTS.contentCacheMaxBytes;
 
 /** Default and bounds of the memory content one mount holds at once. */
 export const MEMORY_BUFFER_DEFAULT_BYTES = MEMORY_DEFAULTS.bufferBytes;
@@ -32,6 +35,12 @@ export const memoryOptionFields = {
   finalFlushMs: z.number().int().min(FINAL_FLUSH_MIN_MS).max(FINAL_FLUSH_MAX_MS).optional(),
   stateDir: z.string().min(1).optional(),
   memoryBufferBytes: z.number().int().min(MEMORY_BUFFER_MIN_BYTES).max(MEMORY_BUFFER_MAX_BYTES).optional(),
+  /**
+   * Bytes of memory contents kept in `<stateDir>/content-cache/` so a later mount of an unchanged
+   * store copies them instead of downloading them (least recently used removed past it). Default
+   * 536 870 912 (512 MiB); `0` turns the cache off.
+   */
+  memoryCacheBytes: z.number().int().min(0).max(MEMORY_CONTENT_CACHE_MAX_BYTES).optional(),
 };
 
 /** What each memory option accepts, as error messages say it. */
@@ -44,6 +53,7 @@ export const MEMORY_OPTION_EXPECTED: Record<keyof typeof memoryOptionFields, str
   stateDir: 'a non-empty directory path',
   // Below 1 MiB a page of the largest memories could not be held at all.
   memoryBufferBytes: `an integer number of bytes from ${MEMORY_BUFFER_MIN_BYTES} to ${MEMORY_BUFFER_MAX_BYTES}`,
+  memoryCacheBytes: `an integer number of bytes from 0 (no cache) to ${MEMORY_CONTENT_CACHE_MAX_BYTES}`,
 };
 
 const memoryOptionsSchema = z.object(memoryOptionFields);

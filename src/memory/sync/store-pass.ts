@@ -10,6 +10,7 @@ import type { ConflictCopies } from '../disk/conflict-copies.js';
 import { executeAction, executePlan, type ExecuteContext } from './executor.js';
 import { addReport, changedSomething, emptyReport } from '../rules/sync-report.js';
 import { earlyUploadIndex } from '../rules/early-upload-rule.js';
+import type { ContentCache } from '../disk/content-cache.js';
 import { EarlyUploads } from './early-uploads.js';
 import { folderVerdict, type FolderFacts } from '../rules/folder-verdict.js';
 import { scanLocal } from '../disk/local-scan.js';
@@ -34,6 +35,8 @@ export interface StorePassContext {
   disposed: () => boolean;
   /** Where the store's events go (listener failures are logged, never thrown). */
   emitter: EventEmitter<MemoryEventMap>;
+  /** The content cache pulls read and fill; none when it is off. */
+  contents?: ContentCache | undefined;
 }
 
 /**
@@ -194,6 +197,7 @@ export class StorePass {
       disposed: ctx.disposed,
       emit: (event, ...args) => safeEmit(ctx.emitter, log, event, ...args),
       lastPass: p.phase !== 'sync',
+      contents: ctx.contents,
     };
   }
 

@@ -5,6 +5,7 @@ import { childLogger, resolveLogger, snakeCaseKeys, type Logger } from '../../in
 import { safeEmit } from '../../internal/safe-emit.js';
 import { ConflictCopies, conflictStamp } from '../disk/conflict-copies.js';
 import { addReport, emptyReport } from '../rules/sync-report.js';
+import { CONTENT_CACHE_DEFAULT_BYTES, ContentCache } from '../disk/content-cache.js';
 import type { MountedSession } from './mounted.js';
 import type { SyncPhase } from '../rules/plan.js';
 import { defaultStateDir } from '../disk/state-dir.js';
@@ -61,6 +62,11 @@ export interface SyncLoopOptions {
   requestTimeoutMs?: number;
   /** Runs each sync pass (tracing wraps it in a span); default: runs it as is. */
   wrapSync?: SyncWrapper;
+  /**
+   * Bytes of the content cache in the state folder pulls read and fill (see `ContentCache`).
+   * Default 536 870 912 (512 MiB); `0` turns it off.
+   */
+  contentCacheBytes?: number;
 }
 
 /** Runs one sync pass of `phase` given as `run`, and returns its report. */
@@ -109,7 +115,12 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     const intervalMs = opts.intervalMs ?? SYNC_INTERVAL_DEFAULT_MS;
     const finalFlushMs = opts.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS;
     checkMemoryOptions(
-      { memorySyncIntervalMs: intervalMs, finalFlushMs, ...(opts.deleteAfterMs !== undefined ? { memoryDeleteAfterMs: opts.deleteAfterMs } : {}) },
+      {
+        memorySyncIntervalMs: intervalMs,
+        finalFlushMs,
+        ...(opts.deleteAfterMs !== undefined ? { memoryDeleteAfterMs: opts.deleteAfterMs } : {}),
+        ...(opts.contentCacheBytes !== undefined ? { memoryCacheBytes: opts.contentCacheBytes } : {}),
+      },
       'SyncLoop options',
     );
     this.#mounted = opts.mounted;
@@ -129,6 +140,11 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       conflicts: this.#conflicts,
       emitter: this,
       disposed: () => this.#isDisposed(),
+      contents: ContentCache.shared({
+        stateDir: opts.stateDir ?? defaultStateDir(),
+        maxBytes: opts.contentCacheBytes ?? CONTENT_CACHE_DEFAULT_BYTES,
+        logger: this.#log,
+      }),
     };
     this.#passes = opts.mounted.stores.map((store) => new StorePass(store, opts.client, passContext, opts.requestTimeoutMs));
     this.#scheduler = new SyncScheduler({
