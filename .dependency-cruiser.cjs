@@ -54,8 +54,7 @@ module.exports = {
     },
     {
       name: 'memory-rules-only-rules',
-      comment:
-        'src/memory/rules/ imports only rules/ (and src/errors.ts, src/internal/assert-never.ts): no package, no other room.',
+      comment: 'src/memory/rules/ imports only rules/ (and src/errors.ts, src/internal/assert-never.ts): no package, no other room.',
       severity: 'error',
       from: { path: '^src/memory/rules/' },
       to: { pathNot: ['^src/memory/rules/', '^src/errors\\.ts$', '^src/internal/assert-never\\.ts$'] },

@@ -33,7 +33,12 @@ export interface JobContext {
   quick: boolean;
   /** Folder of the job's own (tmpfs by default), for files a scenario needs. */
   tmp: string;
-  startChild(opts?: { concurrency?: number; floor?: FloorConfig; execArgv?: string[]; sandbox?: 'auto' | 'bwrap' | 'none' }): Promise<ChildHandle>;
+  startChild(opts?: {
+    concurrency?: number;
+    floor?: FloorConfig;
+    execArgv?: string[];
+    sandbox?: 'auto' | 'bwrap' | 'none';
+  }): Promise<ChildHandle>;
 }
 
 export interface JobOptions {
@@ -131,7 +136,9 @@ async function spawnChild(bundle: string, config: ChildConfig, execArgv: string[
     for (const w of waiters.values()) w({ type: 'stopped', usage: { cpuMs: NaN, maxRssMiB: NaN }, error: e.message });
     waiters.clear();
   };
-  child.on('exit', (code, signal) => fail(new Error(`bench child ${path.basename(bundle)} exited (code ${code}, signal ${signal}); stderr:\n${stderr}`)));
+  child.on('exit', (code, signal) =>
+    fail(new Error(`bench child ${path.basename(bundle)} exited (code ${code}, signal ${signal}); stderr:\n${stderr}`)),
+  );
   child.on('message', (m: ChildMessage) => {
     const key = m.type === 'usage' ? m.id : m.type;
     const w = waiters.get(key);

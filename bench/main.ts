@@ -78,7 +78,8 @@ for (let rep = 0; rep < reps; rep++) {
   for (const scenario of chosen) {
     results[scenario.id] ??= [];
     results[scenario.id]![rep] = {};
-    for (const kind of [...pair, 'floor' as const]) if (scenario.kinds.includes(kind) && (kinds === undefined || kinds.includes(kind))) jobs.push({ rep, scenario, kind });
+    for (const kind of [...pair, 'floor' as const])
+      if (scenario.kinds.includes(kind) && (kinds === undefined || kinds.includes(kind))) jobs.push({ rep, scenario, kind });
   }
 }
 
@@ -97,7 +98,15 @@ async function lane(): Promise<void> {
     const t0 = Date.now();
     try {
       const metrics = await withJob(
-        { kind: job.kind, oursAsBase: values.base !== undefined, bundle: bundles[job.kind], latencyMs: job.scenario.latencyMs ?? latencyMs, quick, tempParent, execArgv: profileArgs(job.kind) },
+        {
+          kind: job.kind,
+          oursAsBase: values.base !== undefined,
+          bundle: bundles[job.kind],
+          latencyMs: job.scenario.latencyMs ?? latencyMs,
+          quick,
+          tempParent,
+          execArgv: profileArgs(job.kind),
+        },
         (ctx) => job.scenario.run(ctx),
       );
       results[job.scenario.id]![job.rep]![job.kind] = metrics;
@@ -115,9 +124,13 @@ const rows = buildRows(results);
 const cpus = os.cpus();
 const machine = `${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, Node ${process.version}`;
 if (values.json) {
-  process.stdout.write(`${JSON.stringify({ machine, reps, latencyMs, quick, tempParent, base: values.base ?? null, failures, durationMs: Date.now() - startedAt, rows, results }, null, 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ machine, reps, latencyMs, quick, tempParent, base: values.base ?? null, failures, durationMs: Date.now() - startedAt, rows, results }, null, 2)}\n`,
+  );
 } else {
   const header = values.base !== undefined ? `(official column: ours as of ${values.base})\n` : '';
-  process.stdout.write(`${header}${formatTable(rows)}\n\n${machine}; ${reps} repetition(s), emulator latency ${latencyMs} ms, folders under ${tempParent}; ${Math.round((Date.now() - startedAt) / 1000)} s\n`);
+  process.stdout.write(
+    `${header}${formatTable(rows)}\n\n${machine}; ${reps} repetition(s), emulator latency ${latencyMs} ms, folders under ${tempParent}; ${Math.round((Date.now() - startedAt) / 1000)} s\n`,
+  );
 }
 if (failures.length > 0) process.exitCode = 1;

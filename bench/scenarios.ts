@@ -61,7 +61,12 @@ function flatPath(i: number): string {
   return `/flat/note-${String(i).padStart(5, '0')}.md`;
 }
 
-async function seedStores(emu: Emulator, size: Size, prefix: string, pathOf: (i: number) => string = memoryPath): Promise<Array<{ id: string; dir: string }>> {
+async function seedStores(
+  emu: Emulator,
+  size: Size,
+  prefix: string,
+  pathOf: (i: number) => string = memoryPath,
+): Promise<Array<{ id: string; dir: string }>> {
   const out: Array<{ id: string; dir: string }> = [];
   for (let s = 0; s < size.stores; s++) {
     const memories: Record<string, string> = {};
@@ -126,7 +131,9 @@ async function runSessions(
  */
 async function plainWriteFloor(ctx: JobContext, storeIds: string[], token: string): Promise<number> {
   const mark = ctx.emu.requests.length;
-  const child = await ctx.startChild({ floor: { kind: 'listings', storeIds, sessionsToken: token, concurrency: 16, writeTo: path.join(ctx.tmp, 'floor-write') } });
+  const child = await ctx.startChild({
+    floor: { kind: 'listings', storeIds, sessionsToken: token, concurrency: 16, writeTo: path.join(ctx.tmp, 'floor-write') },
+  });
   const deadline = Date.now() + SESSION_TIMEOUT_MS;
   let doneAt: number | undefined;
   while ((doneAt = (await child.usage()).doneAtMs) === undefined) {
@@ -139,7 +146,12 @@ async function plainWriteFloor(ctx: JobContext, storeIds: string[], token: strin
 }
 
 /** Claim → first tool result, and first listing → event stream opened, for a one-session mount. */
-async function mountScenario(ctx: JobContext, size: Size, prefix: string, opts: { timeoutMs?: number; plainWriteFloor?: boolean } = {}): Promise<Metrics> {
+async function mountScenario(
+  ctx: JobContext,
+  size: Size,
+  prefix: string,
+  opts: { timeoutMs?: number; plainWriteFloor?: boolean } = {},
+): Promise<Metrics> {
   const stores = await seedStores(ctx.emu, size, prefix);
   const storeIds = stores.map((s) => s.id);
   if (ctx.kind === 'floor') {
@@ -184,7 +196,10 @@ async function warmScenario(ctx: JobContext, size: Size, prefix: string, pathOf:
   const [store] = await seedStores(ctx.emu, size, prefix, pathOf);
   const child = await ctx.startChild();
   const run = async (): Promise<{ claimToFirstToolMs: number; contentRequests: number }> => {
-    const { sessionId, workId } = await ctx.emu.createSession({ resources: [{ memoryStoreId: store!.id }], script: [readStep(ctx.mountRoot, store!.dir, 0, pathOf)] });
+    const { sessionId, workId } = await ctx.emu.createSession({
+      resources: [{ memoryStoreId: store!.id }],
+      script: [readStep(ctx.mountRoot, store!.dir, 0, pathOf)],
+    });
     await ctx.emu.waitForSession(sessionId, { timeoutMs: SESSION_TIMEOUT_MS });
     // The item is over once it is stopped: the next session's mount path is free again.
     const deadline = Date.now() + SESSION_TIMEOUT_MS;
@@ -201,7 +216,12 @@ async function warmScenario(ctx: JobContext, size: Size, prefix: string, pathOf:
   try {
     const cold = await run();
     const warm = await run();
-    return { coldClaimToFirstToolMs: cold.claimToFirstToolMs, claimToFirstToolMs: warm.claimToFirstToolMs, contentRequests: warm.contentRequests, coldContentRequests: cold.contentRequests };
+    return {
+      coldClaimToFirstToolMs: cold.claimToFirstToolMs,
+      claimToFirstToolMs: warm.claimToFirstToolMs,
+      contentRequests: warm.contentRequests,
+      coldContentRequests: cold.contentRequests,
+    };
   } finally {
     await child.stop();
   }
@@ -215,7 +235,9 @@ async function flatColdScenario(ctx: JobContext, size: Size): Promise<Metrics> {
     const { sessionId } = await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }] });
     const token = ctx.emu.sessionsToken(sessionId);
     if (token === null) throw new Error('bench: the floor session has no sessions token');
-    const child = await ctx.startChild({ floor: { kind: 'listings', storeIds: [store.id], sessionsToken: token, concurrency: 16, oneCursor: true } });
+    const child = await ctx.startChild({
+      floor: { kind: 'listings', storeIds: [store.id], sessionsToken: token, concurrency: 16, oneCursor: true },
+    });
     const expected = Math.ceil(size.memories / 20);
     const deadline = Date.now() + SESSION_TIMEOUT_MS;
     while (requestsOf(ctx.emu, ROUTES.listMemories).length < expected) {
@@ -226,7 +248,10 @@ async function flatColdScenario(ctx: JobContext, size: Size): Promise<Metrics> {
     const lists = requestsOf(ctx.emu, ROUTES.listMemories);
     return { floorMs: Math.max(...lists.map(endOf)) - first(lists, 'listing').startedAt, floorRequests: lists.length };
   }
-  const { sessionId, workId } = await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [readStep(ctx.mountRoot, store.dir, 0, flatPath)] });
+  const { sessionId, workId } = await ctx.emu.createSession({
+    resources: [{ memoryStoreId: store.id }],
+    script: [readStep(ctx.mountRoot, store.dir, 0, flatPath)],
+  });
   await runSessions(ctx, [sessionId]);
   const claim = first(requestsOf(ctx.emu, ROUTES.ack, workId), 'ack').startedAt;
   const firstTool = first(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
@@ -296,7 +321,10 @@ async function pssPerSandboxMiB(workerPid: number): Promise<number> {
 async function plateauScenario(ctx: JobContext, total: number, calls: number): Promise<Metrics> {
   // 64 KiB of output per call, made by bash itself: it needs no file, so it runs the same in a sandbox.
   const line = '0123456789abcdef'.repeat(4).slice(0, 63);
-  const script = Array.from({ length: calls }, (): ScriptStep<Emulator> => ({ tool: 'bash', input: { command: `yes ${line} | head -c 65536` } }));
+  const script = Array.from({ length: calls }, (): ScriptStep<Emulator> => ({
+    tool: 'bash',
+    input: { command: `yes ${line} | head -c 65536` },
+  }));
   const batch = async (n: number): Promise<void> => {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) ids.push((await ctx.emu.createSession({ script })).sessionId);
@@ -323,7 +351,10 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
     {
       id: 'mount-8x250',
       kinds: ['official', 'ours', 'floor'],
-      run: (ctx) => mountScenario(ctx, q({ stores: 8, memories: 250, bytes: 1024 }, { stores: 2, memories: 40, bytes: 1024 }), 'eight', { plainWriteFloor: true }),
+      run: (ctx) =>
+        mountScenario(ctx, q({ stores: 8, memories: 250, bytes: 1024 }, { stores: 2, memories: 40, bytes: 1024 }), 'eight', {
+          plainWriteFloor: true,
+        }),
     },
     {
       id: 'mount-8x250-50ms',
@@ -334,21 +365,30 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
     {
       id: 'mount-1x2000',
       kinds: ['official', 'ours', 'floor'],
-      run: (ctx) => mountScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'single', { plainWriteFloor: true }),
+      run: (ctx) =>
+        mountScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'single', {
+          plainWriteFloor: true,
+        }),
     },
     {
       id: 'mount-2x2000x64k',
       kinds: ['official', 'ours'],
-      run: (ctx) => mountScenario(ctx, q({ stores: 2, memories: 2000, bytes: 64 * 1024 }, { stores: 2, memories: 40, bytes: 64 * 1024 }), 'heavy'),
+      run: (ctx) =>
+        mountScenario(ctx, q({ stores: 2, memories: 2000, bytes: 64 * 1024 }, { stores: 2, memories: 40, bytes: 64 * 1024 }), 'heavy'),
     },
     {
       id: 'mount-caps',
       kinds: ['official', 'ours'],
       optIn: 'caps',
       run: (ctx) =>
-        mountScenario(ctx, q({ stores: 8, memories: 2000, bytes: 100 * 1024, sameContents: true }, { stores: 2, memories: 40, bytes: 100 * 1024 }), 'caps', {
-          timeoutMs: 900_000,
-        }),
+        mountScenario(
+          ctx,
+          q({ stores: 8, memories: 2000, bytes: 100 * 1024, sameContents: true }, { stores: 2, memories: 40, bytes: 100 * 1024 }),
+          'caps',
+          {
+            timeoutMs: 900_000,
+          },
+        ),
     },
     {
       id: 'sessions-plateau',
@@ -364,13 +404,15 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
       id: 'warm-2000x10',
       kinds: ['official', 'ours'],
       ...(quick ? {} : { latencyMs: 50 }),
-      run: (ctx) => warmScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'warm', memoryPath),
+      run: (ctx) =>
+        warmScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'warm', memoryPath),
     },
     {
       id: 'warm-flat-2000',
       kinds: ['official', 'ours'],
       ...(quick ? {} : { latencyMs: 50 }),
-      run: (ctx) => warmScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'warmflat', flatPath),
+      run: (ctx) =>
+        warmScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'warmflat', flatPath),
     },
     {
       id: 'mount-flat-2000',
@@ -388,7 +430,12 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
         const dir = path.join(ctx.mountRoot, store!.dir);
         const { sessionId } = await ctx.emu.createSession({
           resources: [{ memoryStoreId: store!.id }],
-          script: [readStep(ctx.mountRoot, store!.dir), writeFilesStep(dir, count, 1024), { sleepMs: PAST_INTERVAL_MS }, readStep(ctx.mountRoot, store!.dir)],
+          script: [
+            readStep(ctx.mountRoot, store!.dir),
+            writeFilesStep(dir, count, 1024),
+            { sleepMs: PAST_INTERVAL_MS },
+            readStep(ctx.mountRoot, store!.dir),
+          ],
         });
         const { cpuMs } = await runSessions(ctx, [sessionId]);
         const creates = requestsOf(ctx.emu, ROUTES.createMemory).filter((r) => r.status === 200);
@@ -428,7 +475,11 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
           ids.push((await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script })).sessionId);
         }
         // Ours and the floor serve all sessions at once; the official worker serves one at a time.
-        const { cpuMs } = await runSessions(ctx, ids, ctx.kind === 'floor' ? { floor: { kind: 'sessions', concurrency: 16 } } : { concurrency: ctx.runsOurs ? 16 : 1 });
+        const { cpuMs } = await runSessions(
+          ctx,
+          ids,
+          ctx.kind === 'floor' ? { floor: { kind: 'sessions', concurrency: 16 } } : { concurrency: ctx.runsOurs ? 16 : 1 },
+        );
         const acks = requestsOf(ctx.emu, ROUTES.ack);
         const stops = requestsOf(ctx.emu, ROUTES.stop);
         if (stops.length < sessions) throw new Error(`bench queue: ${stops.length} of ${sessions} work items stopped`);
@@ -454,7 +505,8 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
           for (const [i, store] of stores.entries()) {
             const script: ScriptStep<Emulator>[] = Array.from({ length: calls }, (_, k) => readStep(ctx.mountRoot, store.dir, k % 5));
             // Halfway through the first session, with the others running too: the sandboxes' memory.
-            if (i === 0 && mode === 'bwrap') script.splice(Math.floor(calls / 2), 0, { console: async () => void (pssMiB = await pssPerSandboxMiB(childPid)) });
+            if (i === 0 && mode === 'bwrap')
+              script.splice(Math.floor(calls / 2), 0, { console: async () => void (pssMiB = await pssPerSandboxMiB(childPid)) });
             const s = await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script });
             ids.push(s.sessionId);
             workIds.push(s.workId);
@@ -506,10 +558,16 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
           await child.stop();
         }
         const [from, to] = marks as [number, number];
-        const memoryRequests = ctx.emu.requests.filter((r) => r.path.startsWith('/v1/memory_stores/') && r.startedAt >= from && r.startedAt <= to);
+        const memoryRequests = ctx.emu.requests.filter(
+          (r) => r.path.startsWith('/v1/memory_stores/') && r.startedAt >= from && r.startedAt <= to,
+        );
         const syncs = memoryRequests.filter((r) => r.route === ROUTES.listMemories && r.query['page'] === undefined).length;
         // No sync between the marks leaves the row without a figure (n/a) rather than a made-up one.
-        return { syncs, requestsPerSync: syncs > 0 ? memoryRequests.length / syncs : NaN, cpuMsPerSync: syncs > 0 ? (cpu[1]! - cpu[0]!) / syncs : NaN };
+        return {
+          syncs,
+          requestsPerSync: syncs > 0 ? memoryRequests.length / syncs : NaN,
+          cpuMsPerSync: syncs > 0 ? (cpu[1]! - cpu[0]!) / syncs : NaN,
+        };
       },
     },
   ];

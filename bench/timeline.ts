@@ -24,23 +24,39 @@ const { values, positionals } = parseArgs({
 });
 const id = positionals[0];
 const scenario = scenarios(values.quick === true).find((s) => s.id === id);
-if (scenario === undefined) throw new Error(`usage: bench:timeline ID; ID is one of ${scenarios(false).map((s) => s.id).join(', ')}`);
+if (scenario === undefined)
+  throw new Error(
+    `usage: bench:timeline ID; ID is one of ${scenarios(false)
+      .map((s) => s.id)
+      .join(', ')}`,
+  );
 const kind: ChildKind = values.base !== undefined ? 'official' : (values.kind as ChildKind);
 const bundles = await buildChildren(values.base !== undefined ? { baseRef: values.base } : {});
 const execArgv = values.profile !== undefined ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
 
 let log: RequestRecord[] = [];
 const tempParent = values['mount-root'] ?? defaultTempParent();
-const metrics = await withJob({ kind, oursAsBase: values.base !== undefined, bundle: bundles[kind], latencyMs: Number(values.latency), quick: values.quick === true, tempParent, execArgv }, async (ctx) => {
-  const m = await scenario.run(ctx);
-  log = [...ctx.emu.requests].sort((a, b) => a.startedAt - b.startedAt);
-  return m;
-});
+const metrics = await withJob(
+  {
+    kind,
+    oursAsBase: values.base !== undefined,
+    bundle: bundles[kind],
+    latencyMs: Number(values.latency),
+    quick: values.quick === true,
+    tempParent,
+    execArgv,
+  },
+  async (ctx) => {
+    const m = await scenario.run(ctx);
+    log = [...ctx.emu.requests].sort((a, b) => a.startedAt - b.startedAt);
+    return m;
+  },
+);
 
 const t0 = log[0]?.startedAt ?? 0;
 const label = (r: RequestRecord): string => `${r.route} ${r.status}`;
 const lines: string[] = [];
-for (let i = 0; i < log.length; ) {
+for (let i = 0; i < log.length;) {
   let j = i + 1;
   while (j < log.length && label(log[j]!) === label(log[i]!)) j++;
   const run = log.slice(i, j);

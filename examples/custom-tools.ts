@@ -31,7 +31,12 @@ function sessionTools(ctx: AgentToolContext) {
   const lookupOrder = betaTool({
     name: 'lookup_order',
     description: 'Look up the status of an order by its id (e.g. A-100).',
-    inputSchema: { type: 'object', properties: { order_id: { type: 'string', pattern: '^[A-Z]-\\d{3}$' } }, required: ['order_id'], additionalProperties: false },
+    inputSchema: {
+      type: 'object',
+      properties: { order_id: { type: 'string', pattern: '^[A-Z]-\\d{3}$' } },
+      required: ['order_id'],
+      additionalProperties: false,
+    },
     run: async ({ order_id }) => {
       calls += 1;
       await fs.appendFile(auditLog, `${new Date().toISOString()} lookup_order ${order_id} (call ${calls} of this session)\n`);

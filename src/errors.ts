@@ -104,11 +104,7 @@ export class MemoryMountError extends WorkerError {
   readonly storeId: string | undefined;
   readonly path: string | undefined;
 
-  constructor(
-    message: string,
-    fields: { storeId?: string | undefined; path?: string | undefined } = {},
-    options?: { cause?: unknown },
-  ) {
+  constructor(message: string, fields: { storeId?: string | undefined; path?: string | undefined } = {}, options?: { cause?: unknown }) {
     super('MAW_MEMORY_MOUNT', message, options);
     this.storeId = fields.storeId;
     this.path = fields.path;
@@ -142,10 +138,7 @@ export class MissingInputError extends WorkerError {
   readonly envVar: string | undefined;
 
   constructor(field: string, envVar?: string, context = 'handleItem') {
-    super(
-      'MAW_MISSING_INPUT',
-      `${context}: ${field} is required; pass it` + (envVar ? ` or set ${envVar}` : ''),
-    );
+    super('MAW_MISSING_INPUT', `${context}: ${field} is required; pass it` + (envVar ? ` or set ${envVar}` : ''));
     this.field = field;
     this.envVar = envVar;
   }

@@ -27,12 +27,24 @@ const rows: Array<{ description: string; make: () => WorkerError; code: string }
   { description: 'a failed API call', make: () => new RemoteApiError('down', { retryable: true }), code: 'MAW_REMOTE_API' },
   { description: 'a lost lease', make: () => new LeaseLostError('work_1'), code: 'MAW_LEASE_LOST' },
   { description: 'a refused mount', make: () => new MemoryMountError('no'), code: 'MAW_MEMORY_MOUNT' },
-  { description: 'stores without a sessions token', make: () => new MemoryUnavailableError('work_1', 'sesn_1'), code: 'MAW_MEMORY_UNAVAILABLE' },
+  {
+    description: 'stores without a sessions token',
+    make: () => new MemoryUnavailableError('work_1', 'sesn_1'),
+    code: 'MAW_MEMORY_UNAVAILABLE',
+  },
   { description: 'a missing input', make: () => new MissingInputError('workId'), code: 'MAW_MISSING_INPUT' },
-  { description: 'a failed work item', make: () => new WorkItemFailedError({ workId: 'w', sessionId: undefined, status: 'failed', durationMs: 0 }), code: 'MAW_WORK_FAILED' },
+  {
+    description: 'a failed work item',
+    make: () => new WorkItemFailedError({ workId: 'w', sessionId: undefined, status: 'failed', durationMs: 0 }),
+    code: 'MAW_WORK_FAILED',
+  },
   { description: 'a server answer past a bound', make: () => new RemoteLimitError('body-size', 'big'), code: 'MAW_REMOTE_LIMIT' },
   { description: 'an unreadable state file', make: () => new StateFileError('bad journal'), code: 'MAW_STATE_FILE' },
-  { description: 'no sandbox can start', make: () => new SandboxUnavailableError('missing', 'bubblewrap is not on PATH'), code: 'MAW_SANDBOX' },
+  {
+    description: 'no sandbox can start',
+    make: () => new SandboxUnavailableError('missing', 'bubblewrap is not on PATH'),
+    code: 'MAW_SANDBOX',
+  },
   { description: 'a broken rule of the library', make: () => new InternalError('unhandled case'), code: 'MAW_INTERNAL' },
 ];
 

@@ -16,7 +16,11 @@ import type { ChildConfig, FloorConfig } from './protocol.js';
 export async function pageListings(config: ChildConfig, floor: Extract<FloorConfig, { kind: 'listings' }>): Promise<void> {
   const client = new Anthropic({ apiKey: null, authToken: floor.sessionsToken, baseURL: config.baseURL, logLevel: 'off' });
 
-  async function pageAll(storeId: string, query: { path_prefix: string; depth?: number }, onItem: (item: { type: string; path: string; content?: string | null }) => void): Promise<void> {
+  async function pageAll(
+    storeId: string,
+    query: { path_prefix: string; depth?: number },
+    onItem: (item: { type: string; path: string; content?: string | null }) => void,
+  ): Promise<void> {
     let page = await client.beta.memoryStores.memories.list(storeId, { view: 'full', limit: 20, ...query });
     for (;;) {
       for (const item of page.data) onItem(item);

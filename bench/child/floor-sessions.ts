@@ -14,7 +14,9 @@ const POLL_BLOCK_MS = 999;
 
 /** The sessions token inside a work item's secret (base64 or base64url JSON). */
 function sessionsToken(secret: string | null | undefined): string {
-  const token = secret ? (JSON.parse(Buffer.from(secret, 'base64').toString('utf8')) as { sessions_token?: unknown }).sessions_token : undefined;
+  const token = secret
+    ? (JSON.parse(Buffer.from(secret, 'base64').toString('utf8')) as { sessions_token?: unknown }).sessions_token
+    : undefined;
   if (typeof token !== 'string' || token === '') throw new Error('bench floor: a work item came without a sessions token in its secret');
   return token;
 }
@@ -25,7 +27,11 @@ async function pageAll(client: Anthropic, storeId: string, query: { view: 'full'
   }
 }
 
-export async function serveSessions(config: ChildConfig, floor: Extract<FloorConfig, { kind: 'sessions' }>, signal: AbortSignal): Promise<void> {
+export async function serveSessions(
+  config: ChildConfig,
+  floor: Extract<FloorConfig, { kind: 'sessions' }>,
+  signal: AbortSignal,
+): Promise<void> {
   const envClient = new Anthropic({ apiKey: null, authToken: config.environmentKey, baseURL: config.baseURL, logLevel: 'off' });
 
   async function serveItem(work: Anthropic.Beta.Environments.BetaSelfHostedWork): Promise<void> {

@@ -58,9 +58,7 @@ export interface Usage {
 export type ParentMessage = { type: 'usage'; id: number; gc?: boolean } | { type: 'stop' };
 
 export type ChildMessage =
-  | { type: 'ready'; usage: Usage }
-  | { type: 'usage'; id: number; usage: Usage }
-  | { type: 'stopped'; usage: Usage; error?: string };
+  { type: 'ready'; usage: Usage } | { type: 'usage'; id: number; usage: Usage } | { type: 'stopped'; usage: Usage; error?: string };
 
 let doneAtMs: number | undefined;
 

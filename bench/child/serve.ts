@@ -22,7 +22,13 @@ export function serve(run: (signal: AbortSignal) => Promise<unknown>): void {
   const sampler = setInterval(() => {
     const m = process.memoryUsage();
     if (atPeak === undefined || m.rss / MIB > atPeak.rss) {
-      atPeak = { rss: m.rss / MIB, heapTotal: m.heapTotal / MIB, heapUsed: m.heapUsed / MIB, external: m.external / MIB, arrayBuffers: m.arrayBuffers / MIB };
+      atPeak = {
+        rss: m.rss / MIB,
+        heapTotal: m.heapTotal / MIB,
+        heapUsed: m.heapUsed / MIB,
+        external: m.external / MIB,
+        arrayBuffers: m.arrayBuffers / MIB,
+      };
     }
   }, PEAK_SAMPLE_MS);
   sampler.unref();
@@ -42,7 +48,11 @@ export function serve(run: (signal: AbortSignal) => Promise<unknown>): void {
       stop.abort();
       void running.then(() => {
         clearInterval(sampler);
-        send({ type: 'stopped', usage: { ...usageNow(), ...(atPeak !== undefined ? { atPeak } : {}) }, ...(failure !== undefined ? { error: failure } : {}) });
+        send({
+          type: 'stopped',
+          usage: { ...usageNow(), ...(atPeak !== undefined ? { atPeak } : {}) },
+          ...(failure !== undefined ? { error: failure } : {}),
+        });
         process.disconnect?.();
         setTimeout(() => process.exit(0), 50).unref();
       });

@@ -99,7 +99,9 @@ export function judgeSoak(o: SoakObservation): SoakVerdict {
     else if (o.copies.has(edit.content)) counts.keptAsCopy++;
     else {
       counts.lost++;
-      violations.push(`edit lost: ${tagOf(edit.content)} at ${memoryPath} of store ${edit.storeId} (session ${edit.sessionId}) is neither in the store nor kept as a copy`);
+      violations.push(
+        `edit lost: ${tagOf(edit.content)} at ${memoryPath} of store ${edit.storeId} (session ${edit.sessionId}) is neither in the store nor kept as a copy`,
+      );
     }
   }
 

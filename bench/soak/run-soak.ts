@@ -128,24 +128,27 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     // after a redelivery from a second run inside one item.
     const toolRunOwners = new Map<string, number[]>();
     let itemRuns = 0;
-    worker = new EnvironmentWorker({
-      client: new Anthropic({ apiKey: emu.apiKey, baseURL: emu.baseURL, timeout: 15_000, maxRetries: 2, logLevel: 'off' }),
-      environmentId: emu.environmentId,
-      environmentKey: emu.environmentKey,
-      workdir,
-      stateDir,
-      concurrency: opts.concurrency,
-      memorySyncIntervalMs: 5_000,
-      finalFlushMs: 8_000,
-      logger,
-      ...(opts.sandbox !== undefined ? { sandbox: opts.sandbox } : {}),
-    }, {
-      // Counts every real run of the session's own tools (sandboxed when the sandbox is on).
-      wrapTools: (tools) => {
-        const run = ++itemRuns;
-        return tools.map((t) => countRuns(t, toolRuns, toolRunOwners, run));
+    worker = new EnvironmentWorker(
+      {
+        client: new Anthropic({ apiKey: emu.apiKey, baseURL: emu.baseURL, timeout: 15_000, maxRetries: 2, logLevel: 'off' }),
+        environmentId: emu.environmentId,
+        environmentKey: emu.environmentKey,
+        workdir,
+        stateDir,
+        concurrency: opts.concurrency,
+        memorySyncIntervalMs: 5_000,
+        finalFlushMs: 8_000,
+        logger,
+        ...(opts.sandbox !== undefined ? { sandbox: opts.sandbox } : {}),
       },
-    });
+      {
+        // Counts every real run of the session's own tools (sandboxed when the sandbox is on).
+        wrapTools: (tools) => {
+          const run = ++itemRuns;
+          return tools.map((t) => countRuns(t, toolRuns, toolRunOwners, run));
+        },
+      },
+    );
 
     // What the agent had on disk when each item's run ended: read right before the folders go.
     const edits: EditOnDisk[] = [];
@@ -161,7 +164,9 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       entry.read = true;
       for (const root of entry.roots) {
         const store = storeOf.get(root);
-        if (store) for (const [rel, content] of taggedFiles(root, AGENT_TAG)) edits.push({ storeId: store.storeId, path: rel, content, sessionId: entry.sessionId });
+        if (store)
+          for (const [rel, content] of taggedFiles(root, AGENT_TAG))
+            edits.push({ storeId: store.storeId, path: rel, content, sessionId: entry.sessionId });
       }
     };
     worker.on('synced', (e) => {
@@ -252,7 +257,16 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
         if (emu.workItems().filter((w) => w.sessionId === d.sessionId).length > 1) deletesKeptRedelivered++;
       }
     }
-    const stats = collectStats(emu, worker, sessions.length, endedByFailure, faults, copyFiles.length, itemFailures, performance.now() - started);
+    const stats = collectStats(
+      emu,
+      worker,
+      sessions.length,
+      endedByFailure,
+      faults,
+      copyFiles.length,
+      itemFailures,
+      performance.now() - started,
+    );
     stats.agentDeletes = deletesByAgent.length;
     stats.agentDeletesNotApplied = deletesKept;
     stats.agentDeletesNotAppliedRedelivered = deletesKeptRedelivered;
@@ -390,9 +404,18 @@ async function waitForSessions(emu: Emulator, sessions: SoakSession[], opts: Soa
       // Say what the stragglers wait for.
       lastReportAt = performance.now();
       const waiting = sessions
-        .filter((s) => emu.session(s.sessionId).status !== 'terminated' || items.some((w) => w.sessionId === s.sessionId && w.state !== 'stopped'))
+        .filter(
+          (s) =>
+            emu.session(s.sessionId).status !== 'terminated' || items.some((w) => w.sessionId === s.sessionId && w.state !== 'stopped'),
+        )
         .slice(0, 5)
-        .map((s) => `${s.sessionId}: ${emu.session(s.sessionId).scriptProgress}; items ${items.filter((w) => w.sessionId === s.sessionId).map((w) => w.state).join(',')}`);
+        .map(
+          (s) =>
+            `${s.sessionId}: ${emu.session(s.sessionId).scriptProgress}; items ${items
+              .filter((w) => w.sessionId === s.sessionId)
+              .map((w) => w.state)
+              .join(',')}`,
+        );
       opts.progress(`${done}/${sessions.length} sessions ended (${elapsedS} s); waiting for ${waiting.join(' | ')}`);
     }
     if (open === 0 || performance.now() > deadline) return archived.size;
@@ -455,7 +478,12 @@ function collectStats(
   const m = worker.metrics();
   let toolCalls = 0;
   let postedTwice = 0;
-  const seenSessions = new Set(emu.workItems().map((w) => w.sessionId).filter((s): s is string => typeof s === 'string'));
+  const seenSessions = new Set(
+    emu
+      .workItems()
+      .map((w) => w.sessionId)
+      .filter((s): s is string => typeof s === 'string'),
+  );
   for (const id of seenSessions) {
     const results = emu.session(id).toolResults;
     const ids = results.map((r) => r.toolUseId);

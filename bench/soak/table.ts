@@ -6,9 +6,21 @@ export function formatSoakTable(stats: SoakStats, verdict: SoakVerdict): string 
   const pct = (n: number, of: number): string => (of === 0 ? '-' : `${((100 * n) / of).toFixed(1)} %`);
   const c = verdict.counts;
   const rows: Array<[string, string, string]> = [
-    ['injected', 'memory requests failed 5xx/429', `${stats.memoryFailed} of ${stats.memoryRequests} (${pct(stats.memoryFailed, stats.memoryRequests)})`],
-    ['injected', 'work requests failed 5xx/429', `${stats.workFailed} of ${stats.workRequests} (${pct(stats.workFailed, stats.workRequests)})`],
-    ['injected', 'lost responses', `${stats.lostResponses} (${pct(stats.lostResponses, stats.memoryRequests + stats.workRequests)} of memory+work)`],
+    [
+      'injected',
+      'memory requests failed 5xx/429',
+      `${stats.memoryFailed} of ${stats.memoryRequests} (${pct(stats.memoryFailed, stats.memoryRequests)})`,
+    ],
+    [
+      'injected',
+      'work requests failed 5xx/429',
+      `${stats.workFailed} of ${stats.workRequests} (${pct(stats.workFailed, stats.workRequests)})`,
+    ],
+    [
+      'injected',
+      'lost responses',
+      `${stats.lostResponses} (${pct(stats.lostResponses, stats.memoryRequests + stats.workRequests)} of memory+work)`,
+    ],
     ['injected', 'event streams cut', String(stats.streamDrops)],
     ['injected', 'leases lost (heartbeat 412)', String(stats.leaseLossesInjected)],
     ['injected', 'requests hung', String(stats.hangs)],
@@ -24,7 +36,11 @@ export function formatSoakTable(stats: SoakStats, verdict: SoakVerdict): string 
     ['check', '  in the store', String(c.onStore)],
     ['check', '  reached the store, then replaced', String(c.replacedOnStore)],
     ['check', '  kept as a copy', String(c.keptAsCopy)],
-    ['check', 'agent deletes still in the store at the end', `${stats.agentDeletesNotApplied} of ${stats.agentDeletes} (${stats.agentDeletesNotAppliedRedelivered} in sessions delivered again)`],
+    [
+      'check',
+      'agent deletes still in the store at the end',
+      `${stats.agentDeletesNotApplied} of ${stats.agentDeletes} (${stats.agentDeletesNotAppliedRedelivered} in sessions delivered again)`,
+    ],
     ['invariant', 'edits lost', String(c.lost)],
     ['invariant', 'memories duplicated or misplaced', String(c.duplicated)],
     ['invariant', 'tool calls run twice', String(c.toolCallsRunTwice)],
@@ -34,6 +50,10 @@ export function formatSoakTable(stats: SoakStats, verdict: SoakVerdict): string 
     ['invariant', 'sessions that never ended', String(c.unfinished)],
   ];
   const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length), ['kind', 'count', 'value'][i]!.length));
-  const line = (r: readonly string[]): string => r.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (r: readonly string[]): string =>
+    r
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(['kind', 'what', 'count']), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }

@@ -73,7 +73,11 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
             const status = res.statusCode ?? 0;
             const headers = new Headers();
             for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-            const response = new BufferedResponse(NULL_BODY_STATUSES.has(status) ? null : Buffer.concat(chunks, bytes), { status, statusText: res.statusMessage ?? '', headers });
+            const response = new BufferedResponse(NULL_BODY_STATUSES.has(status) ? null : Buffer.concat(chunks, bytes), {
+              status,
+              statusText: res.statusMessage ?? '',
+              headers,
+            });
             settled = true;
             // A real Response (its class extends the platform's), typed through a narrower base.
             resolve(response as unknown as Response);
@@ -103,7 +107,10 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
  */
 // Typed as its plain fields only: the platform types declare the body methods as properties, which
 // a subclass cannot override with methods.
-const ResponseBase = Response as unknown as new (body: null, init: ResponseInit) => { readonly status: number; readonly statusText: string; readonly headers: Headers };
+const ResponseBase = Response as unknown as new (
+  body: null,
+  init: ResponseInit,
+) => { readonly status: number; readonly statusText: string; readonly headers: Headers };
 
 class BufferedResponse extends ResponseBase {
   readonly #bytes: Buffer | null;

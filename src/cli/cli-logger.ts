@@ -10,7 +10,10 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** The environment variable that sets the log level when `--log-level` is not given. */
 export const LOG_LEVEL_VARIABLE = 'MAW_LOG_LEVEL';
 
-export const LOG_ENVIRONMENT_ROW = [LOG_LEVEL_VARIABLE, `log level when --log-level is not given (${LOG_LEVELS.join(', ')}; default info)`] as const;
+export const LOG_ENVIRONMENT_ROW = [
+  LOG_LEVEL_VARIABLE,
+  `log level when --log-level is not given (${LOG_LEVELS.join(', ')}; default info)`,
+] as const;
 
 /** `--log-level` and `--pretty`, shared by every command that logs. */
 export function addLogFlags(cmd: CommanderCommand): void {
@@ -46,7 +49,11 @@ async function createCliLogger(flags: OptionValues, io: Pick<CommandIo, 'env' | 
   const json = (): Logger => createLogger({ level }, io.logStream ?? pino.destination({ fd: 2, sync: true }));
   if (flags['pretty'] === true) {
     const pretty = await loadPinoPretty();
-    if (pretty) return createLogger({ level }, pretty({ destination: io.logStream ?? 2, sync: true, colorize: io.logStream === undefined && process.stderr.isTTY }));
+    if (pretty)
+      return createLogger(
+        { level },
+        pretty({ destination: io.logStream ?? 2, sync: true, colorize: io.logStream === undefined && process.stderr.isTTY }),
+      );
     const logger = json();
     logger.warn('--pretty needs pino-pretty (npm install pino-pretty); logging JSON lines instead');
     return logger;

@@ -14,13 +14,19 @@ export const WORK_SECRET_VARIABLE = 'ANTHROPIC_WORK_SECRET';
  */
 export function addEnvironmentKeyFlags(cmd: CommanderCommand): void {
   cmd
-    .option('--environment-key-file <path>', `file holding the environment key; /dev/stdin reads it from a pipe (default: ${ENVIRONMENT_KEY_VARIABLE})`)
+    .option(
+      '--environment-key-file <path>',
+      `file holding the environment key; /dev/stdin reads it from a pipe (default: ${ENVIRONMENT_KEY_VARIABLE})`,
+    )
     .addOption(new Option('--environment-key <key>').hideHelp());
 }
 
 /** `--work-secret-file`, for `handle`: the work item's secret from a file instead of `ANTHROPIC_WORK_SECRET`. */
 export function addWorkSecretFlag(cmd: CommanderCommand): void {
-  cmd.option('--work-secret-file <path>', `file holding the work item's secret; /dev/stdin reads it from a pipe (default: ${WORK_SECRET_VARIABLE})`);
+  cmd.option(
+    '--work-secret-file <path>',
+    `file holding the work item's secret; /dev/stdin reads it from a pipe (default: ${WORK_SECRET_VARIABLE})`,
+  );
 }
 
 /** The environment key from `--environment-key-file`, else `ANTHROPIC_ENVIRONMENT_KEY`; `undefined` when neither is set. */

@@ -24,7 +24,9 @@ export function customHeadersFrom(env: NodeJS.ProcessEnv): Record<string, string
     const colon = line.indexOf(':');
     const name = colon > 0 ? line.slice(0, colon).trim() : '';
     if (!HEADER_NAME.test(name)) {
-      throw new ConfigError(`${CUSTOM_HEADERS_VARIABLE} line ${index + 1}: expected "Name: value" with a header name before the colon; write one header per line`);
+      throw new ConfigError(
+        `${CUSTOM_HEADERS_VARIABLE} line ${index + 1}: expected "Name: value" with a header name before the colon; write one header per line`,
+      );
     }
     headers[name] = line.slice(colon + 1).trim();
   });

@@ -43,9 +43,7 @@ export const COMMON_EXIT_ROWS = {
 } as const satisfies Record<string, ExitCodeRow>;
 
 /** The exit code `handle` reports for each way a session can end. */
-export function exitCodeForOutcome(
-  status: 'completed' | 'skipped' | 'failed' | 'lease_lost' | 'stopped_by_server' | 'aborted',
-): ExitCode {
+export function exitCodeForOutcome(status: 'completed' | 'skipped' | 'failed' | 'lease_lost' | 'stopped_by_server' | 'aborted'): ExitCode {
   switch (status) {
     case 'completed':
     case 'skipped':

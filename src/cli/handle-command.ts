@@ -38,7 +38,9 @@ on stdout. SIGTERM/SIGINT: end the session gracefully (final sync, flush, stop t
     COMMON_EXIT_ROWS.secondTerm,
   ],
   flags(cmd) {
-    cmd.option('--work-id <id>', 'work item to serve (default: ANTHROPIC_WORK_ID)').option('--session-id <id>', 'its session (default: ANTHROPIC_SESSION_ID)');
+    cmd
+      .option('--work-id <id>', 'work item to serve (default: ANTHROPIC_WORK_ID)')
+      .option('--session-id <id>', 'its session (default: ANTHROPIC_SESSION_ID)');
     addWorkSecretFlag(cmd);
     addWorkerFlags(cmd);
   },
@@ -78,7 +80,15 @@ on stdout. SIGTERM/SIGINT: end the session gracefully (final sync, flush, stop t
           throw e;
         });
       await worker.close();
-      io.stdout(JSON.stringify({ workId: outcome.workId, sessionId: outcome.sessionId, status: outcome.status, durationMs: outcome.durationMs, error: outcome.error?.message }) + '\n');
+      io.stdout(
+        JSON.stringify({
+          workId: outcome.workId,
+          sessionId: outcome.sessionId,
+          status: outcome.status,
+          durationMs: outcome.durationMs,
+          error: outcome.error?.message,
+        }) + '\n',
+      );
       return exitCodeForOutcome(outcome.status);
     } catch (e) {
       await worker.close();

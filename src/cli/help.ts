@@ -18,7 +18,11 @@ export function addHelpSections(cmd: CommanderCommand, sections: readonly HelpSe
         .filter((s) => s.rows.length > 0)
         .flatMap((s) => {
           const width = Math.max(...s.rows.map(([term]) => helper.displayWidth(term)));
-          return helper.formatItemList(s.heading, s.rows.map(([term, text]) => helper.formatItem(term, width, text, helper)), helper);
+          return helper.formatItemList(
+            s.heading,
+            s.rows.map(([term, text]) => helper.formatItem(term, width, text, helper)),
+            helper,
+          );
         });
       return extra.length === 0 ? base : `${base}\n${extra.join('\n')}`;
     },

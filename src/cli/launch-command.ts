@@ -46,14 +46,16 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
     cmd
       .requiredOption('--on-work <command>', 'the sandbox command, run with /bin/sh -c once per item (required)')
       .addOption(
-        new Option('--concurrency <n>', `sandboxes at once, 1..${LAUNCHER_DEFAULTS.concurrencyMax} (default ${LAUNCHER_DEFAULTS.concurrency})`).argParser(
-          intArg(1, LAUNCHER_DEFAULTS.concurrencyMax),
-        ),
+        new Option(
+          '--concurrency <n>',
+          `sandboxes at once, 1..${LAUNCHER_DEFAULTS.concurrencyMax} (default ${LAUNCHER_DEFAULTS.concurrency})`,
+        ).argParser(intArg(1, LAUNCHER_DEFAULTS.concurrencyMax)),
       )
       .addOption(
-        new Option('--kill-after <ms>', `after a shutdown signal, SIGKILL sandboxes still running (default ${LAUNCHER_DEFAULTS.killAfterMs})`).argParser(
-          intArg(0, LAUNCHER_DEFAULTS.killAfterMaxMs),
-        ),
+        new Option(
+          '--kill-after <ms>',
+          `after a shutdown signal, SIGKILL sandboxes still running (default ${LAUNCHER_DEFAULTS.killAfterMs})`,
+        ).argParser(intArg(0, LAUNCHER_DEFAULTS.killAfterMaxMs)),
       )
       .addOption(new Option('--pass-env <name>', 'also pass this variable to <command> (repeatable), e.g. DOCKER_HOST').argParser(collect))
       .option('--worker-id <id>', 'Anthropic-Worker-ID on polls');
@@ -93,7 +95,10 @@ SIGTERM/SIGINT: stop claiming, forward SIGTERM to every sandbox command, wait fo
     }
     const removeSignals = handleShutdownSignals(
       (signal) => {
-        logger.info({ signal, sandboxes: launcher.running }, 'shutting down: no new work; waiting for running sandboxes (send the signal again to exit at once)');
+        logger.info(
+          { signal, sandboxes: launcher.running },
+          'shutting down: no new work; waiting for running sandboxes (send the signal again to exit at once)',
+        );
         void launcher.close();
       },
       (code) => process.exit(code),

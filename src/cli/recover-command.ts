@@ -35,7 +35,10 @@ environment key. Without it, the next session of each store adopts its leftover 
   ],
   flags(cmd) {
     cmd
-      .option('--state-dir <dir>', "the worker's state folder (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)")
+      .option(
+        '--state-dir <dir>',
+        "the worker's state folder (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)",
+      )
       .option('--dry-run', 'print what would be done; upload, copy and remove nothing')
       .option('--api-key-file <path>', 'file holding the API key; /dev/stdin reads it from a pipe (default: ANTHROPIC_API_KEY)')
       .option('--base-url <url>', 'API base URL (default: ANTHROPIC_BASE_URL, else https://api.anthropic.com)');
@@ -54,7 +57,11 @@ environment key. Without it, the next session of each store adopts its leftover 
     }
     const logger = await cliLogger(flags, io);
     const client = apiKey
-      ? new Anthropic({ apiKey, baseURL: firstSet(flags['baseUrl'] as string | undefined, io.env['ANTHROPIC_BASE_URL']) ?? null, ...headersOption(customHeadersFrom(io.env)) })
+      ? new Anthropic({
+          apiKey,
+          baseURL: firstSet(flags['baseUrl'] as string | undefined, io.env['ANTHROPIC_BASE_URL']) ?? null,
+          ...headersOption(customHeadersFrom(io.env)),
+        })
       : undefined;
     const lines = await recoverLeftovers({
       client,

@@ -29,11 +29,16 @@ their final sync and flush (bounded), stop their items, exit 0. A second signal 
   flags(cmd) {
     cmd
       .addOption(
-        new Option('--concurrency <n>', `sessions served at once, 1..${WORKER_DEFAULTS.concurrencyMax} (default ${WORKER_DEFAULTS.concurrency})`).argParser(
-          intArg(1, WORKER_DEFAULTS.concurrencyMax),
+        new Option(
+          '--concurrency <n>',
+          `sessions served at once, 1..${WORKER_DEFAULTS.concurrencyMax} (default ${WORKER_DEFAULTS.concurrency})`,
+        ).argParser(intArg(1, WORKER_DEFAULTS.concurrencyMax)),
+      )
+      .addOption(
+        new Option('--metrics-port <port>', 'serve /healthz, /readyz and /metrics on this port (default: off)').argParser(
+          intArg(0, 65_535),
         ),
       )
-      .addOption(new Option('--metrics-port <port>', 'serve /healthz, /readyz and /metrics on this port (default: off)').argParser(intArg(0, 65_535)))
       .option('--metrics-host <host>', 'interface for the metrics port (default 0.0.0.0)');
     addWorkerFlags(cmd);
   },
@@ -56,7 +61,10 @@ their final sync and flush (bounded), stop their items, exit 0. A second signal 
     let metrics: MetricsServer | undefined;
     const removeSignals = handleShutdownSignals(
       (signal) => {
-        logger.info({ signal }, 'shutting down: no new work; running sessions finish their final sync (send the signal again to exit at once)');
+        logger.info(
+          { signal },
+          'shutting down: no new work; running sessions finish their final sync (send the signal again to exit at once)',
+        );
         void worker.close();
       },
       (code) => process.exit(code),

@@ -26,7 +26,8 @@ export function takeCredentials(env: NodeJS.ProcessEnv): { snapshot: NodeJS.Proc
   for (const name of Object.keys(env)) {
     if (isAnthropicCredential(name)) delete env[name];
   }
-  const scrub: EnvironScrub = env === process.env ? scrubProcEnviron(isAnthropicCredential) : { status: 'unsupported', reason: 'not the process environment' };
+  const scrub: EnvironScrub =
+    env === process.env ? scrubProcEnviron(isAnthropicCredential) : { status: 'unsupported', reason: 'not the process environment' };
   return { snapshot, scrub };
 }
 
@@ -54,11 +55,15 @@ export function readSecretFile(flag: string, file: string): string {
   }
   const value = text.replace(/\r?\n$/, '');
   if (value === '' || value.length > 4096 || /\s/.test(value)) {
-    throw new ConfigError(`--${flag} ${file}: expected one credential on one line, without spaces; write the credential alone into the file`);
+    throw new ConfigError(
+      `--${flag} ${file}: expected one credential on one line, without spaces; write the credential alone into the file`,
+    );
   }
   return value;
 }
 
 function cannotRead(flag: string, file: string, reason: string): ConfigError {
-  return new ConfigError(`--${flag} ${file}: cannot read the file (${reason}); write the credential alone into a file readable by this user`);
+  return new ConfigError(
+    `--${flag} ${file}: cannot read the file (${reason}); write the credential alone into a file readable by this user`,
+  );
 }

@@ -43,26 +43,25 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
       new Option(
         '--memory-sync-interval <ms>',
         `memory sync interval in ms, >= ${syncIntervalMinMs} (default ${MEMORY_DEFAULTS.syncIntervalMs}); "off" runs sessions without their memory stores`,
-      ).argParser(
-        parseMemorySyncInterval,
-      ),
+      ).argParser(parseMemorySyncInterval),
     )
     .addOption(
-      new Option('--memory-sync-deletions <mode>', `deletions of memories whose file is gone (default ${WORKER_DEFAULTS.memorySyncDeletions})`).choices([
-        'enabled',
-        'log_only',
-        'disabled',
-      ]),
+      new Option(
+        '--memory-sync-deletions <mode>',
+        `deletions of memories whose file is gone (default ${WORKER_DEFAULTS.memorySyncDeletions})`,
+      ).choices(['enabled', 'log_only', 'disabled']),
     )
     .addOption(
-      new Option('--memory-delete-after <ms>', `a file must be gone this long before its memory is deleted (default ${MEMORY_DEFAULTS.deleteAfterMs})`).argParser(
-        intArg(0, MEMORY_DEFAULTS.deleteAfterMaxMs),
-      ),
+      new Option(
+        '--memory-delete-after <ms>',
+        `a file must be gone this long before its memory is deleted (default ${MEMORY_DEFAULTS.deleteAfterMs})`,
+      ).argParser(intArg(0, MEMORY_DEFAULTS.deleteAfterMaxMs)),
     )
     .addOption(
-      new Option('--memory-buffer-bytes <bytes>', `memory content one mount holds at once, all its stores together (default ${MEMORY_DEFAULTS.bufferBytes})`).argParser(
-        intArg(MEMORY_DEFAULTS.bufferMinBytes, MEMORY_DEFAULTS.bufferMaxBytes),
-      ),
+      new Option(
+        '--memory-buffer-bytes <bytes>',
+        `memory content one mount holds at once, all its stores together (default ${MEMORY_DEFAULTS.bufferBytes})`,
+      ).argParser(intArg(MEMORY_DEFAULTS.bufferMinBytes, MEMORY_DEFAULTS.bufferMaxBytes)),
     )
     .addOption(
       new Option('--max-idle <ms>', `stop a session idle this long after its turn ended (default ${WORKER_DEFAULTS.maxIdleMs})`).argParser(
@@ -70,29 +69,37 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
       ),
     )
     .addOption(
-      new Option('--final-flush <ms>', `bound of the end-of-session final sync and flush (default ${MEMORY_DEFAULTS.finalFlushMs})`).argParser(
-        intArg(MEMORY_DEFAULTS.finalFlushMinMs, MEMORY_DEFAULTS.finalFlushMaxMs),
-      ),
+      new Option(
+        '--final-flush <ms>',
+        `bound of the end-of-session final sync and flush (default ${MEMORY_DEFAULTS.finalFlushMs})`,
+      ).argParser(intArg(MEMORY_DEFAULTS.finalFlushMinMs, MEMORY_DEFAULTS.finalFlushMaxMs)),
     )
-    .option('--state-dir <dir>', 'journal, conflict and unsaved copies (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)')
+    .option(
+      '--state-dir <dir>',
+      'journal, conflict and unsaved copies (default: $XDG_STATE_HOME/managed-agents-worker, else ~/.local/state/managed-agents-worker)',
+    )
     .addOption(
-      new Option('--memory-cache-bytes <bytes>', `bound of the memory content cache in the state folder; 0 turns it off (default ${MEMORY_DEFAULTS.contentCacheBytes})`).argParser(
-        intArg(0, MEMORY_DEFAULTS.contentCacheMaxBytes),
-      ),
+      new Option(
+        '--memory-cache-bytes <bytes>',
+        `bound of the memory content cache in the state folder; 0 turns it off (default ${MEMORY_DEFAULTS.contentCacheBytes})`,
+      ).argParser(intArg(0, MEMORY_DEFAULTS.contentCacheMaxBytes)),
     )
-    .addOption(new Option('--allowed-mount-root <dir>', 'mount memory stores only inside <dir> (repeatable; default: anywhere)').argParser(collect))
+    .addOption(
+      new Option('--allowed-mount-root <dir>', 'mount memory stores only inside <dir> (repeatable; default: anywhere)').argParser(collect),
+    )
     .option('--worker-id <id>', 'Anthropic-Worker-ID (default: <host name>-<uuid>)')
     .addOption(
-      new Option('--sandbox <mode>', "where each session's tools run: a bubblewrap sandbox per session (auto: when it works here; bwrap: or refuse to start) or none (default auto)").choices([
-        'auto',
-        'bwrap',
-        'none',
-      ]),
+      new Option(
+        '--sandbox <mode>',
+        "where each session's tools run: a bubblewrap sandbox per session (auto: when it works here; bwrap: or refuse to start) or none (default auto)",
+      ).choices(['auto', 'bwrap', 'none']),
     )
     .addOption(new Option('--sandbox-network <mode>', 'network of the sandboxes: host or none (default host)').choices(['host', 'none']))
     .addOption(new Option('--sandbox-ro <path>', 'make <path> visible read-only in every sandbox (repeatable)').argParser(collect))
     .addOption(new Option('--sandbox-rw <path>', 'make <path> visible read-write in every sandbox (repeatable)').argParser(collect))
-    .addOption(new Option('--sandbox-env <name>', 'pass the variable <name> into every sandbox (repeatable; never ANTHROPIC_*)').argParser(collect));
+    .addOption(
+      new Option('--sandbox-env <name>', 'pass the variable <name> into every sandbox (repeatable; never ANTHROPIC_*)').argParser(collect),
+    );
   addLogFlags(cmd);
 }
 
@@ -132,7 +139,12 @@ export const WORKER_ENVIRONMENT: ReadonlyArray<readonly [string, string]> = [
  * the process environment by then).
  */
 export function cliClient(inputs: Pick<ApiInputs, 'baseURL' | 'defaultHeaders'>, credential: string | undefined): Anthropic {
-  return new Anthropic({ apiKey: null, authToken: credential ?? null, baseURL: inputs.baseURL ?? null, ...headersOption(inputs.defaultHeaders) });
+  return new Anthropic({
+    apiKey: null,
+    authToken: credential ?? null,
+    baseURL: inputs.baseURL ?? null,
+    ...headersOption(inputs.defaultHeaders),
+  });
 }
 
 export interface ApiInputs {
@@ -164,7 +176,8 @@ export function workerOptionsFromFlags(flags: OptionValues, io: Pick<CommandIo, 
   if (environmentKey !== undefined) opts.environmentKey = environmentKey;
   const interval = flags['memorySyncInterval'] as number | 'off' | undefined;
   if (interval !== undefined) opts.memorySyncIntervalMs = interval === 'off' ? null : interval;
-  if (flags['memorySyncDeletions'] !== undefined) opts.memorySyncDeletions = flags['memorySyncDeletions'] as 'enabled' | 'log_only' | 'disabled';
+  if (flags['memorySyncDeletions'] !== undefined)
+    opts.memorySyncDeletions = flags['memorySyncDeletions'] as 'enabled' | 'log_only' | 'disabled';
   if (flags['memoryDeleteAfter'] !== undefined) opts.memoryDeleteAfterMs = flags['memoryDeleteAfter'] as number;
   if (flags['memoryBufferBytes'] !== undefined) opts.memoryBufferBytes = flags['memoryBufferBytes'] as number;
   if (flags['maxIdle'] !== undefined) opts.maxIdleMs = flags['maxIdle'] as number;

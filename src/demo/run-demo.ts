@@ -75,7 +75,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     });
     const t0 = performance.now();
     const stamp = (): string => `${((performance.now() - t0) / 1000).toFixed(1).padStart(5)}s`;
-    const tally = tallyWorkerEvents(worker, (id) => names.get(id) ?? id, (text) => out(`${stamp()}  ${text}\n`));
+    const tally = tallyWorkerEvents(
+      worker,
+      (id) => names.get(id) ?? id,
+      (text) => out(`${stamp()}  ${text}\n`),
+    );
     // The item ends either way: a session that ran (sessionEnded) or an item that failed before it could.
     const ended = new Promise<void>((resolve) => {
       worker!.once('sessionEnded', () => resolve());

@@ -49,7 +49,11 @@ const COLUMNS: Array<[string, (r: StoreSummaryRow) => string]> = [
 
 export function formatSummaryTable(rows: readonly StoreSummaryRow[]): string {
   const widths = COLUMNS.map(([title, cell]) => Math.max(title.length, ...rows.map((r) => cell(r).length)));
-  const fmt = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const fmt = (cells: string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   const lines = [fmt(COLUMNS.map(([t]) => t)), fmt(widths.map((w) => '-'.repeat(w)))];
   for (const r of rows) lines.push(fmt(COLUMNS.map(([, cell]) => cell(r))));
   return lines.join('\n') + '\n';

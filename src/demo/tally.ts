@@ -37,7 +37,20 @@ export function emptyDemoTally(): DemoTally {
 }
 
 export function emptyStoreTally(): StoreTally {
-  return { root: undefined, downloaded: 0, uploaded: 0, conflicts: 0, remoteDeletes: 0, localDeletes: 0, refusedEvents: 0, syncs: 0, finalMs: undefined, flushMs: undefined, flushCutOffs: 0, unmounted: undefined };
+  return {
+    root: undefined,
+    downloaded: 0,
+    uploaded: 0,
+    conflicts: 0,
+    remoteDeletes: 0,
+    localDeletes: 0,
+    refusedEvents: 0,
+    syncs: 0,
+    finalMs: undefined,
+    flushMs: undefined,
+    flushCutOffs: 0,
+    unmounted: undefined,
+  };
 }
 
 type Emitter = { on<K extends keyof WorkerEventMap>(name: K, listener: (...args: WorkerEventMap[K]) => void): unknown };
@@ -94,7 +107,9 @@ export function tallyWorkerEvents(worker: Emitter, nameOf: (storeId: string) => 
     // Session-wide reports repeat the per-store lines, except the flush, which is only reported whole.
     if (e.storeId === undefined && e.phase !== 'flush') return;
     const who = e.storeId !== undefined ? nameOf(e.storeId) : 'all stores';
-    line(`${e.phase.padEnd(9)} ${who}: up ${r.uploads}, down ${r.downloads}, conflicts ${r.conflicts}, deletes ${r.deletes}, refused ${r.refusals} (${Math.round(r.durationMs)} ms)`);
+    line(
+      `${e.phase.padEnd(9)} ${who}: up ${r.uploads}, down ${r.downloads}, conflicts ${r.conflicts}, deletes ${r.deletes}, refused ${r.refusals} (${Math.round(r.durationMs)} ms)`,
+    );
   });
   worker.on('flushCutOff', (e) => {
     tally.flushCutOffs += 1;

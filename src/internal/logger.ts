@@ -34,11 +34,14 @@ export const REDACT_PATHS: readonly string[] = [
  */
 export function resolveLogger(logger?: Logger): Logger {
   if (logger) return logger;
-  return pino({
-    name: 'managed-agents-worker',
-    level: process.env['MAW_LOG_LEVEL'] ?? 'warn',
-    redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
-  }, pino.destination(2));
+  return pino(
+    {
+      name: 'managed-agents-worker',
+      level: process.env['MAW_LOG_LEVEL'] ?? 'warn',
+      redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
+    },
+    pino.destination(2),
+  );
 }
 
 /** Build a pino logger with our redaction settings on top of the given options and destination. */

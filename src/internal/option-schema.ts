@@ -33,7 +33,10 @@ export function parseOptions<S extends z.ZodType>(
   const render = (key: string): string => {
     const v = input[key];
     if (spec.secretKeys?.has(key) || typeof v !== 'string') return describeValue(v, spec.secretKeys?.has(key) ?? false);
-    return describeValue(secrets.reduce((text, secret) => text.split(secret).join('<redacted>'), v), false);
+    return describeValue(
+      secrets.reduce((text, secret) => text.split(secret).join('<redacted>'), v),
+      false,
+    );
   };
   const issues: string[] = [];
   const seen = new Set<string>();

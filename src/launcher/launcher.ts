@@ -145,7 +145,9 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
     const log = this.#log.child({ work_id: work.id, session_id: sessionId });
     if (sessionId === undefined) {
       log.info({ type: work.data.type }, 'acknowledged a work item that is not a session; stopping it, no sandbox needed');
-      const stop = stopUnservedWork(this.#envClient, { workId: work.id, environmentId: work.environmentId }, log).finally(() => this.#stops.delete(stop));
+      const stop = stopUnservedWork(this.#envClient, { workId: work.id, environmentId: work.environmentId }, log).finally(() =>
+        this.#stops.delete(stop),
+      );
       this.#stops.add(stop);
       return;
     }
@@ -171,7 +173,11 @@ export class Launcher extends EventEmitter<LauncherEventMap> {
         const exit: SandboxExit = { workId: work.id, sessionId, code, signal: sig, durationMs: monotonicClock.now() - started };
         if (err) log.error({ err }, 'sandbox command could not start; the item is reclaimed once its lease expires');
         else if (code === 0) log.info({ code, duration_ms: exit.durationMs }, 'sandbox exited');
-        else log.warn({ code, signal: sig, duration_ms: exit.durationMs }, 'sandbox exited with a failure; the sandbox owns the item, the launcher does not stop it');
+        else
+          log.warn(
+            { code, signal: sig, duration_ms: exit.durationMs },
+            'sandbox exited with a failure; the sandbox owns the item, the launcher does not stop it',
+          );
         this.#children.delete(launchId);
         this.emit('exited', exit);
         this.#slotFreed?.();

@@ -100,7 +100,8 @@ const schema = z
       ctx.addIssue({
         code: 'custom',
         path: ['command'],
-        message: 'the command holds the environment key, which would show in ps; remove it (a sandbox that needs the key gets it as ANTHROPIC_ENVIRONMENT_KEY)',
+        message:
+          'the command holds the environment key, which would show in ps; remove it (a sandbox that needs the key gets it as ANTHROPIC_ENVIRONMENT_KEY)',
       });
     }
   });

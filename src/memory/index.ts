@@ -20,11 +20,4 @@ export {
   type FinishReport,
 } from './sync/sync-loop.js';
 export { defaultStateDir } from './disk/state-dir.js';
-export type {
-  BaselineEntry,
-  MemoryAccess,
-  MemoryDeleteMode,
-  MemoryEventMap,
-  StoreSyncState,
-  SyncReport,
-} from './rules/types.js';
+export type { BaselineEntry, MemoryAccess, MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from './rules/types.js';

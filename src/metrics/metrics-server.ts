@@ -26,7 +26,11 @@ export interface Readiness {
 }
 
 /** Readiness rule of `/readyz`, pure: not closing, and a recent successful poll or a running session. */
-export function readiness(w: Pick<ObservedWorker, 'closing' | 'activeSessions' | 'lastPollOkAt'>, nowMs: number, readyWithinMs: number): Readiness {
+export function readiness(
+  w: Pick<ObservedWorker, 'closing' | 'activeSessions' | 'lastPollOkAt'>,
+  nowMs: number,
+  readyWithinMs: number,
+): Readiness {
   if (w.closing) return { ready: false, reason: 'worker is shutting down' };
   if (w.activeSessions > 0) return { ready: true, reason: `${w.activeSessions} session(s) running` };
   if (w.lastPollOkAt === undefined) return { ready: false, reason: 'no successful poll yet' };

@@ -86,8 +86,7 @@ const schema = z
 
 const EXPECTED: Record<keyof MetricsServerOptions, string> = {
   worker: 'an EnvironmentWorker (an EventEmitter with activeSessions, closing and lastPollOkAt)',
-  workQueue:
-    '{ client, environmentId, environmentKey?, maxAgeMs? (integer >= 1000), timeoutMs? (integer >= 1) } and no other key',
+  workQueue: '{ client, environmentId, environmentKey?, maxAgeMs? (integer >= 1000), timeoutMs? (integer >= 1) } and no other key',
   port: 'an integer from 0 to 65535',
   host: 'a non-empty host name or address',
   readyWithinMs: 'a positive integer number of milliseconds',

@@ -34,9 +34,18 @@ export function createPrometheusMetrics(worker: ObservedWorker, options: Prometh
   const registers = [registry];
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: p });
 
-  const claimed = new Counter({ name: `${p}items_claimed_total`, help: 'Work items claimed (polled and acknowledged, or handed to handleItem).', registers });
+  const claimed = new Counter({
+    name: `${p}items_claimed_total`,
+    help: 'Work items claimed (polled and acknowledged, or handed to handleItem).',
+    registers,
+  });
   const failed = new Counter({ name: `${p}items_failed_total`, help: 'Work items that failed.', registers });
-  const finished = new Counter({ name: `${p}items_finished_total`, help: 'Sessions ended, by outcome status.', labelNames: ['status'], registers });
+  const finished = new Counter({
+    name: `${p}items_finished_total`,
+    help: 'Sessions ended, by outcome status.',
+    labelNames: ['status'],
+    registers,
+  });
   new Gauge({
     name: `${p}sessions_active`,
     help: 'Sessions running now.',
@@ -53,16 +62,50 @@ export function createPrometheusMetrics(worker: ObservedWorker, options: Prometh
       this.set(worker.closing ? 1 : 0);
     },
   });
-  const leaseLosses = new Counter({ name: `${p}lease_losses_total`, help: 'Leases lost (412) or assumed lost (no heartbeat answer within the TTL).', labelNames: ['reason'], registers });
+  const leaseLosses = new Counter({
+    name: `${p}lease_losses_total`,
+    help: 'Leases lost (412) or assumed lost (no heartbeat answer within the TTL).',
+    labelNames: ['reason'],
+    registers,
+  });
   const pollFailures = new Counter({ name: `${p}poll_failures_total`, help: 'Polls that failed (retried with backoff).', registers });
-  const syncDuration = new Histogram({ name: `${p}memory_sync_duration_seconds`, help: 'Duration of memory syncs, by phase (sync, final, flush).', labelNames: ['phase'], buckets: SYNC_BUCKETS_S, registers });
-  const ready = new Histogram({ name: `${p}session_ready_seconds`, help: 'Claim to first tool call possible (stores mounted).', buckets: READY_BUCKETS_S, registers });
+  const syncDuration = new Histogram({
+    name: `${p}memory_sync_duration_seconds`,
+    help: 'Duration of memory syncs, by phase (sync, final, flush).',
+    labelNames: ['phase'],
+    buckets: SYNC_BUCKETS_S,
+    registers,
+  });
+  const ready = new Histogram({
+    name: `${p}session_ready_seconds`,
+    help: 'Claim to first tool call possible (stores mounted).',
+    buckets: READY_BUCKETS_S,
+    registers,
+  });
   const uploads = new Counter({ name: `${p}memory_uploads_total`, help: 'Memories uploaded (created or updated).', registers });
   const downloads = new Counter({ name: `${p}memory_downloads_total`, help: 'Memories written to disk from the store.', registers });
-  const conflicts = new Counter({ name: `${p}memory_conflicts_total`, help: 'Files changed on both sides; the store version won.', registers });
-  const deletes = new Counter({ name: `${p}memory_deletes_total`, help: 'Memories deleted, by side (local file or remote memory).', labelNames: ['side'], registers });
-  const refusals = new Counter({ name: `${p}memory_refusals_total`, help: 'Uploads refused for good (too large, invalid path) until the file changes.', registers });
-  const cutOffs = new Counter({ name: `${p}memory_flush_cutoffs_total`, help: 'Final syncs or flushes cut off at their time bound, by phase.', labelNames: ['phase'], registers });
+  const conflicts = new Counter({
+    name: `${p}memory_conflicts_total`,
+    help: 'Files changed on both sides; the store version won.',
+    registers,
+  });
+  const deletes = new Counter({
+    name: `${p}memory_deletes_total`,
+    help: 'Memories deleted, by side (local file or remote memory).',
+    labelNames: ['side'],
+    registers,
+  });
+  const refusals = new Counter({
+    name: `${p}memory_refusals_total`,
+    help: 'Uploads refused for good (too large, invalid path) until the file changes.',
+    registers,
+  });
+  const cutOffs = new Counter({
+    name: `${p}memory_flush_cutoffs_total`,
+    help: 'Final syncs or flushes cut off at their time bound, by phase.',
+    labelNames: ['phase'],
+    registers,
+  });
 
   const listeners: { [K in keyof WorkerEventMap]?: (...args: WorkerEventMap[K]) => void } = {
     workClaimed: () => claimed.inc(),
@@ -80,7 +123,10 @@ export function createPrometheusMetrics(worker: ObservedWorker, options: Prometh
     flushCutOff: (e) => cutOffs.inc({ phase: e.phase }),
   };
   const entries = Object.entries(listeners) as Array<[keyof WorkerEventMap, (...a: unknown[]) => void]>;
-  const emitter = worker as unknown as { on(n: string, l: (...a: unknown[]) => void): void; off(n: string, l: (...a: unknown[]) => void): void };
+  const emitter = worker as unknown as {
+    on(n: string, l: (...a: unknown[]) => void): void;
+    off(n: string, l: (...a: unknown[]) => void): void;
+  };
   for (const [name, listener] of entries) emitter.on(name, listener);
 
   return {

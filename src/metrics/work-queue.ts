@@ -92,7 +92,11 @@ export class WorkQueueReader {
       const err = toRemoteApiError(e, `reading the work queue stats of environment ${this.environmentId}`);
       this.#failures++;
       if (this.#failing) log.debug({ err, environment_id: this.environmentId }, 'work queue stats still unreadable');
-      else log.warn({ error: errorSummary(err), environment_id: this.environmentId }, 'reading the work queue stats failed; the queue gauges have no sample until it works');
+      else
+        log.warn(
+          { error: errorSummary(err), environment_id: this.environmentId },
+          'reading the work queue stats failed; the queue gauges have no sample until it works',
+        );
       this.#failing = true;
       throw err;
     }
@@ -136,7 +140,11 @@ export function registerWorkQueueMetrics(registry: Registry, prefix: string, rea
       },
     });
   };
-  gauge('work_queue_depth', 'Work items queued in the environment and not yet handed to a worker (the autoscaling signal).', (s) => s.depth);
+  gauge(
+    'work_queue_depth',
+    'Work items queued in the environment and not yet handed to a worker (the autoscaling signal).',
+    (s) => s.depth,
+  );
   gauge('work_queue_pending', 'Work items handed to a worker by a poll and not yet acknowledged.', (s) => s.pending);
   gauge('work_queue_oldest_age_seconds', 'Age of the oldest queued or pending work item; 0 when there is none.', (s) =>
     s.oldestQueuedAt === null ? 0 : Math.max(0, (now() - Date.parse(s.oldestQueuedAt)) / 1000),

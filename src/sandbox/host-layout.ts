@@ -99,7 +99,10 @@ function packageRoot(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
   const found = findPackage(here, PACKAGE_NAME);
   if (found === undefined) {
-    throw new SandboxUnavailableError('host_entry_missing', `cannot find the ${PACKAGE_NAME} package folder above ${here}; set sandbox: 'none'`);
+    throw new SandboxUnavailableError(
+      'host_entry_missing',
+      `cannot find the ${PACKAGE_NAME} package folder above ${here}; set sandbox: 'none'`,
+    );
   }
   return found;
 }
@@ -110,9 +113,13 @@ function sdkPackageRoot(hostEntry: string): string {
   try {
     main = createRequire(hostEntry).resolve(SDK_NAME);
   } catch (e) {
-    throw new SandboxUnavailableError('host_entry_missing', `the sandbox tool host cannot load ${SDK_NAME} from ${hostEntry}: install it beside ${PACKAGE_NAME}`, {
-      cause: e,
-    });
+    throw new SandboxUnavailableError(
+      'host_entry_missing',
+      `the sandbox tool host cannot load ${SDK_NAME} from ${hostEntry}: install it beside ${PACKAGE_NAME}`,
+      {
+        cause: e,
+      },
+    );
   }
   const found = findPackage(path.dirname(main), SDK_NAME);
   if (found === undefined) throw new SandboxUnavailableError('host_entry_missing', `cannot find the folder of ${SDK_NAME} above ${main}`);

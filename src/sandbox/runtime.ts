@@ -59,7 +59,12 @@ async function runProbe(platform: string, bwrapPath: string | undefined): Promis
   }
   const bwrap = bwrapPath ?? findOnPath('bwrap');
   if (bwrap === undefined || !isExecutable(bwrap)) {
-    return { ok: false, reason: 'missing', problem: `bubblewrap (bwrap) ${bwrap === undefined ? 'is not on PATH' : `at ${bwrap} is not executable`}`, fix: BWRAP_INSTALL_FIX };
+    return {
+      ok: false,
+      reason: 'missing',
+      problem: `bubblewrap (bwrap) ${bwrap === undefined ? 'is not on PATH' : `at ${bwrap} is not executable`}`,
+      fix: BWRAP_INSTALL_FIX,
+    };
   }
   let layout: HostLayout;
   try {
@@ -153,7 +158,11 @@ function runBounded(cmd: string, args: string[], timeoutMs: number): Promise<{ o
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       if (code === 0) resolve({ ok: true });
-      else resolve({ ok: false, problem: `${signal ? `killed by ${signal}` : `exit code ${code}`}${stderr.trim() ? `: ${stderr.trim()}` : ''}` });
+      else
+        resolve({
+          ok: false,
+          problem: `${signal ? `killed by ${signal}` : `exit code ${code}`}${stderr.trim() ? `: ${stderr.trim()}` : ''}`,
+        });
     });
   });
 }

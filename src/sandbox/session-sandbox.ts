@@ -62,7 +62,8 @@ export class SessionSandbox {
     const definitions = betaAgentToolset20260401({ workdir: this.#spec.workdir });
     return definitions.map((definition) => {
       const { close: _close, run: _run, ...described } = definition;
-      const run = (input: unknown, context?: BetaToolRunContext): Promise<string | ToolResultBlocks> => this.#run(definition.name, input, context);
+      const run = (input: unknown, context?: BetaToolRunContext): Promise<string | ToolResultBlocks> =>
+        this.#run(definition.name, input, context);
       return { ...described, run } as BetaRunnableTool;
     });
   }
@@ -106,7 +107,13 @@ export class SessionSandbox {
     this.#host = new ToolHostProcess({
       bwrap: this.#runtime.bwrap,
       args: bwrapArgs(view),
-      init: { t: 'init', workdir: spec.workdir, allowedRoots: [...spec.allowedRoots], readOnlyRoots: [...spec.readOnlyRoots], maxFileBytes: spec.maxFileBytes },
+      init: {
+        t: 'init',
+        workdir: spec.workdir,
+        allowedRoots: [...spec.allowedRoots],
+        readOnlyRoots: [...spec.readOnlyRoots],
+        maxFileBytes: spec.maxFileBytes,
+      },
       log: this.#log,
     });
     return this.#host;

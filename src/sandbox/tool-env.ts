@@ -4,7 +4,19 @@
  * never an `ANTHROPIC_*` one, with `HOME` at the session's workdir and `TMPDIR` at the private
  * `/tmp`. Nothing else of the worker's environment (keys, tokens, cloud credentials) goes in.
  */
-export const SANDBOX_ALLOWED_ENV = ['PATH', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES', 'LC_COLLATE', 'LC_NUMERIC', 'LC_TIME', 'TZ', 'TERM'] as const;
+export const SANDBOX_ALLOWED_ENV = [
+  'PATH',
+  'LANG',
+  'LANGUAGE',
+  'LC_ALL',
+  'LC_CTYPE',
+  'LC_MESSAGES',
+  'LC_COLLATE',
+  'LC_NUMERIC',
+  'LC_TIME',
+  'TZ',
+  'TERM',
+] as const;
 
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
 

@@ -67,7 +67,10 @@ export class ToolHostProcess {
     });
     let ready: (problem: string | undefined) => void = () => {};
     this.#ready = new Promise((resolve) => (ready = resolve));
-    const startTimer = setTimeout(() => this.#fail(`the tool host did not start within ${HOST_START_TIMEOUT_MS} ms`), HOST_START_TIMEOUT_MS);
+    const startTimer = setTimeout(
+      () => this.#fail(`the tool host did not start within ${HOST_START_TIMEOUT_MS} ms`),
+      HOST_START_TIMEOUT_MS,
+    );
     this.#onReady = (problem) => {
       clearTimeout(startTimer);
       ready(problem);

@@ -31,8 +31,12 @@ ModuleClass._load = function leanLoad(request, parent, isMain) {
 };
 
 const sdk = createRequire(__filename);
-const { betaAgentToolset20260401 } = sdk('@anthropic-ai/sdk/tools/agent-toolset/node') as typeof import('@anthropic-ai/sdk/tools/agent-toolset/node');
-const { runRunnableTool } = sdk('@anthropic-ai/sdk/lib/tools/BetaRunnableTool') as typeof import('@anthropic-ai/sdk/lib/tools/BetaRunnableTool');
+const { betaAgentToolset20260401 } = sdk(
+  '@anthropic-ai/sdk/tools/agent-toolset/node',
+) as typeof import('@anthropic-ai/sdk/tools/agent-toolset/node');
+const { runRunnableTool } = sdk(
+  '@anthropic-ai/sdk/lib/tools/BetaRunnableTool',
+) as typeof import('@anthropic-ai/sdk/lib/tools/BetaRunnableTool');
 
 let tools: Map<string, BetaRunnableTool> | undefined;
 const running = new Map<number, AbortController>();

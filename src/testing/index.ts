@@ -24,4 +24,15 @@ export type { SessionEvent, SessionStatus, ToolResultRecord, MemoryAccess, Agent
 export type { SkillFiles, SkillVersionObject } from './emulator/model/skill.js';
 export type { WorkState, HeartbeatObject, WorkObject } from './emulator/model/work-queue.js';
 export type { ApiErrorType } from './emulator/errors.js';
-export { signWebhook, generateWebhookSecret, sessionWebhookEvent, postWebhooksTo, type SignedWebhook, type SignOptions, type WebhookEventPayload, type WebhookDelivery, type WebhookPoster, type SessionCreatedSource } from './webhook-signing.js';
+export {
+  signWebhook,
+  generateWebhookSecret,
+  sessionWebhookEvent,
+  postWebhooksTo,
+  type SignedWebhook,
+  type SignOptions,
+  type WebhookEventPayload,
+  type WebhookDelivery,
+  type WebhookPoster,
+  type SessionCreatedSource,
+} from './webhook-signing.js';

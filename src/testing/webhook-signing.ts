@@ -35,7 +35,8 @@ export function signWebhook(payload: unknown, secret: string, options: SignOptio
   const id = options.id ?? (typeof payloadId === 'string' ? payloadId : `msg_${randomUUID().replaceAll('-', '')}`);
   const timestamp = String(options.timestampSeconds ?? Math.floor(Date.now() / 1000));
   const key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
-  if (key.length === 0) throw new ConfigError('signWebhook: the secret decodes to an empty key; pass a whsec_<base64> secret (generateWebhookSecret())');
+  if (key.length === 0)
+    throw new ConfigError('signWebhook: the secret decodes to an empty key; pass a whsec_<base64> secret (generateWebhookSecret())');
   const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
   return {
     body,

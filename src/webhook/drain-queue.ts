@@ -41,7 +41,12 @@ export async function claimOne(
       { signal: pollCut.signal },
     );
   } catch (e) {
-    throw cutOffError(e, pollCut.signal, opts.signal, `polling environment ${environmentId} for work got no answer within ${pollCutOffMs} ms`);
+    throw cutOffError(
+      e,
+      pollCut.signal,
+      opts.signal,
+      `polling environment ${environmentId} for work got no answer within ${pollCutOffMs} ms`,
+    );
   } finally {
     pollCut.dispose();
   }
@@ -51,7 +56,12 @@ export async function claimOne(
   try {
     await envClient.beta.environments.work.ack(item.id, { environment_id: item.environment_id }, { signal: ackCut.signal });
   } catch (e) {
-    throw cutOffError(e, ackCut.signal, undefined, `acknowledging work item ${item.id} of environment ${environmentId} got no answer within ${ackCutOffMs} ms`);
+    throw cutOffError(
+      e,
+      ackCut.signal,
+      undefined,
+      `acknowledging work item ${item.id} of environment ${environmentId} got no answer within ${ackCutOffMs} ms`,
+    );
   } finally {
     ackCut.dispose();
   }

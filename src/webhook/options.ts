@@ -117,7 +117,11 @@ export function resolveWebhookHandlerOptions(input: unknown): ResolvedWebhookHan
     owner: 'createWebhookHandler',
     expected: EXPECTED,
     secretKeys: new Set(['environmentKey', 'webhookSecret']),
-    variables: { webhookSecret: 'ANTHROPIC_WEBHOOK_SIGNING_KEY', environmentId: 'ANTHROPIC_ENVIRONMENT_ID', environmentKey: 'ANTHROPIC_ENVIRONMENT_KEY' },
+    variables: {
+      webhookSecret: 'ANTHROPIC_WEBHOOK_SIGNING_KEY',
+      environmentId: 'ANTHROPIC_ENVIRONMENT_ID',
+      environmentKey: 'ANTHROPIC_ENVIRONMENT_KEY',
+    },
   });
   return {
     worker: o.worker,

@@ -135,7 +135,10 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
         }
         failures += 1;
         if (failures > 3) {
-          log.warn({ error: errorSummary(coerceError(err)), environment_id: o.environmentId }, 'claiming work failed 4 times; items stay queued until the next delivery');
+          log.warn(
+            { error: errorSummary(coerceError(err)), environment_id: o.environmentId },
+            'claiming work failed 4 times; items stay queued until the next delivery',
+          );
           return 'gave_up';
         }
         log.warn({ error: errorSummary(coerceError(err)), attempt: failures }, 'claiming work failed; retrying');
@@ -185,7 +188,10 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     try {
       event = o.client.beta.webhooks.unwrap(req.body, { headers, key: o.webhookSecret }) as typeof event;
     } catch (err) {
-      log.warn({ webhook_id: headers['webhook-id'], reason: coerceError(err).message }, 'webhook delivery refused: bad or missing signature');
+      log.warn(
+        { webhook_id: headers['webhook-id'], reason: coerceError(err).message },
+        'webhook delivery refused: bad or missing signature',
+      );
       return json(401, { error: 'invalid signature' });
     }
     const type = event.data?.type;
@@ -221,7 +227,10 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     readBody(req, res, o.maxBodyBytes)
       .then((read) => {
         if (read.status === 'too_large') {
-          log.warn({ max_body_bytes: o.maxBodyBytes, bytes_read: read.bytesRead }, 'webhook request refused: body over maxBodyBytes; connection closed');
+          log.warn(
+            { max_body_bytes: o.maxBodyBytes, bytes_read: read.bytesRead },
+            'webhook request refused: body over maxBodyBytes; connection closed',
+          );
           return;
         }
         if (read.status === 'ok') return handle({ headers: req.headers, body: read.body.toString('utf8') }).then(respond);

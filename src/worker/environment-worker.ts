@@ -153,10 +153,17 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     const { environmentId, environmentKey } = this.#opts;
     if (environmentId === undefined || environmentKey === undefined) {
       const missing = [
-        ...(environmentId === undefined ? ['environmentId: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_ID set?)'] : []),
-        ...(environmentKey === undefined ? ['environmentKey: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_KEY set?)'] : []),
+        ...(environmentId === undefined
+          ? ['environmentId: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_ID set?)']
+          : []),
+        ...(environmentKey === undefined
+          ? ['environmentKey: expected a non-empty string, got undefined (is ANTHROPIC_ENVIRONMENT_KEY set?)']
+          : []),
       ];
-      throw new ConfigError(`run() needs environmentId and environmentKey to poll for work; pass them to the EnvironmentWorker constructor:\n  ${missing.join('\n  ')}`, missing);
+      throw new ConfigError(
+        `run() needs environmentId and environmentKey to poll for work; pass them to the EnvironmentWorker constructor:\n  ${missing.join('\n  ')}`,
+        missing,
+      );
     }
     if (this.#running) throw new ConfigError('run() is already running on this worker; call it once');
     this.#running = true;

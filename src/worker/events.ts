@@ -61,4 +61,3 @@ export interface WorkerEventMap {
   flushCutOff: WithIds<'flushCutOff'>;
   unmounted: WithIds<'unmounted'>;
 }
-

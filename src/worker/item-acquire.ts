@@ -46,7 +46,11 @@ export function acquire(
   }
   const credential = secret.sessionsToken ?? ctx.environmentKey;
   if (credential === undefined) {
-    const error = new MissingInputError('environmentKey', 'ANTHROPIC_ENVIRONMENT_KEY', `work item ${work.id} (its secret yields no sessions token)`);
+    const error = new MissingInputError(
+      'environmentKey',
+      'ANTHROPIC_ENVIRONMENT_KEY',
+      `work item ${work.id} (its secret yields no sessions token)`,
+    );
     log.error({ error: errorSummary(error) }, 'no credential for this work item; it cannot be heartbeated or stopped');
     return { error };
   }

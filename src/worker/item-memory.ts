@@ -18,7 +18,15 @@ export const FINISH_SLACK_MS = 2_000;
 /** The worker options one item's memory reads; memory is on, so the sync interval is a number. */
 export type ItemMemorySettings = Pick<
   ResolvedWorkerOptions,
-  'workdir' | 'stateDir' | 'memoryCacheBytes' | 'allowedMountRoots' | 'mountTimeoutMs' | 'memorySyncDeletions' | 'memoryDeleteAfterMs' | 'finalFlushMs' | 'pathWaitMs'
+  | 'workdir'
+  | 'stateDir'
+  | 'memoryCacheBytes'
+  | 'allowedMountRoots'
+  | 'mountTimeoutMs'
+  | 'memorySyncDeletions'
+  | 'memoryDeleteAfterMs'
+  | 'finalFlushMs'
+  | 'pathWaitMs'
 > & { memorySyncIntervalMs: number; memoryBufferBytes?: number };
 
 export interface ItemMemoryOptions {
@@ -82,10 +90,14 @@ export class ItemMemory {
   /** Take every mount path of the session's stores, waiting while another session holds one. */
   async lockPaths(signal: AbortSignal): Promise<void> {
     const { settings, session, workId } = this.#o;
-    this.#releasePaths = await this.#o.pathLocks.acquire(mountPathsOf(storeResources(session), settings.workdir), { sessionId: session.id, workId }, {
-      waitMs: settings.pathWaitMs,
-      signal,
-    });
+    this.#releasePaths = await this.#o.pathLocks.acquire(
+      mountPathsOf(storeResources(session), settings.workdir),
+      { sessionId: session.id, workId },
+      {
+        waitMs: settings.pathWaitMs,
+        signal,
+      },
+    );
   }
 
   /** Mount the session's stores, then start their sync loop. */

@@ -112,7 +112,10 @@ export async function prepare(
     // Not a debug line: the agent will find no folder where its instructions say a store is.
     const names = stores.map((r) => `${r.name ? `"${r.name}" ` : ''}(${r.memory_store_id}${r.mount_path ? ` at ${r.mount_path}` : ''})`);
     log.warn(
-      { stores: names, fix: 'drop memorySyncIntervalMs: null (CLI: drop --memory-sync-interval off) to mount them, or detach the stores from the session' },
+      {
+        stores: names,
+        fix: 'drop memorySyncIntervalMs: null (CLI: drop --memory-sync-interval off) to mount them, or detach the stores from the session',
+      },
       `memory is off (memorySyncIntervalMs: null): session ${sessionId} runs without its ${stores.length} memory store(s) ${names.join(', ')}; the agent will not find their folders`,
     );
   }
@@ -120,6 +123,11 @@ export async function prepare(
   return { kind: 'ready', sessionId, toolContext, memory: held.memory };
 }
 
-function fetchSession(client: Anthropic, sessionId: string, requestOptions: object, signal: AbortSignal): Promise<BetaManagedAgentsSession> {
+function fetchSession(
+  client: Anthropic,
+  sessionId: string,
+  requestOptions: object,
+  signal: AbortSignal,
+): Promise<BetaManagedAgentsSession> {
   return client.beta.sessions.retrieve(sessionId, {}, { ...requestOptions, signal });
 }

@@ -79,7 +79,13 @@ async function itemLifecycle(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySp
   const { work } = run;
   const clock = deps.clock ?? monotonicClock;
   const reporter = new ItemReporter(work, { ...deps, clock });
-  const acquired = acquire(work, { options: deps.options, environmentKey: run.environmentKey, signal: run.signal, log: reporter.log, clock });
+  const acquired = acquire(work, {
+    options: deps.options,
+    environmentKey: run.environmentKey,
+    signal: run.signal,
+    log: reporter.log,
+    clock,
+  });
   if ('error' in acquired) return reporter.notAcquired(acquired.error);
   const { postClient, control, lease, retryWindow } = acquired;
 
@@ -92,7 +98,11 @@ async function itemLifecycle(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySp
   try {
     const prepared = await prepare(work, { deps, acquired, reporter, spans, step }, held);
     if (prepared.kind === 'ready') {
-      await serve({ ...deps, client: postClient, signal: control.signal, retryWindow, reporter, step, clock, claimedAt: run.claimedAt }, prepared, held);
+      await serve(
+        { ...deps, client: postClient, signal: control.signal, retryWindow, reporter, step, clock, claimedAt: run.claimedAt },
+        prepared,
+        held,
+      );
     } else {
       phases = prepared.kind;
     }
@@ -100,7 +110,14 @@ async function itemLifecycle(deps: ItemRunnerDeps, run: ItemRun, spans: MemorySp
     error = step.failure(e);
   } finally {
     // Decided before the tear-down: what happens during it (a lease lost while flushing) does not change it.
-    end = decideItemEnd({ workId: work.id, phases, error, endCause: control.endCause, leaseReason: lease.reason, leaseRejection: lease.rejection });
+    end = decideItemEnd({
+      workId: work.id,
+      phases,
+      error,
+      endCause: control.endCause,
+      leaseReason: lease.reason,
+      leaseRejection: lease.rejection,
+    });
     flush = await tearDown(work, { held, memoryEnd: end.memoryEnd, acquired, reporter });
   }
   return reporter.ended({ status: end.status, error: end.error, sessionStarted: held.sessionStarted, flush });

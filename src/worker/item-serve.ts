@@ -58,7 +58,8 @@ export async function serve(ctx: ServeContext, prepared: PreparedSession, held: 
   try {
     sandbox?.warmUp();
     const tools: BetaRunnableTool[] =
-      sandbox?.tools() ?? (typeof opts.tools === 'function' ? opts.tools(toolContext) : (opts.tools ?? betaAgentToolset20260401(toolContext)));
+      sandbox?.tools() ??
+      (typeof opts.tools === 'function' ? opts.tools(toolContext) : (opts.tools ?? betaAgentToolset20260401(toolContext)));
     await runTools(ctx, prepared, held, ctx.wrapTools ? ctx.wrapTools(tools) : tools);
   } finally {
     // Every process the agent started in the sandbox ends here, before the final sync reads its folders.
@@ -70,7 +71,11 @@ async function runTools(ctx: ServeContext, prepared: PreparedSession, held: Item
   const { options: opts, reporter } = ctx;
   const { log } = reporter;
   const { sessionId, memory } = prepared;
-  const guard = new ToolGuard({ hooks: memory?.toolHooks, logger: log, ...(ctx.toolRecord ? { outcomes: ctx.toolRecord.forSession(sessionId) } : {}) });
+  const guard = new ToolGuard({
+    hooks: memory?.toolHooks,
+    logger: log,
+    ...(ctx.toolRecord ? { outcomes: ctx.toolRecord.forSession(sessionId) } : {}),
+  });
   const runner = new SessionToolRunner(sessionId, {
     client: ctx.client,
     tools: guard.wrapAll(tools),

@@ -24,6 +24,8 @@ export class ItemStep {
    * the step (status, request id and retryable kept); our own errors stay as they are.
    */
   failure(e: unknown): Error {
-    return isApiError(e) && !(e instanceof WorkerError) ? toRemoteApiError(e, `work item ${this.#workId}: ${this.#current}`) : coerceError(e);
+    return isApiError(e) && !(e instanceof WorkerError)
+      ? toRemoteApiError(e, `work item ${this.#workId}: ${this.#current}`)
+      : coerceError(e);
   }
 }

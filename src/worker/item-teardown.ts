@@ -42,7 +42,11 @@ export async function tearDown(
 async function forceStop(client: Anthropic, work: ClaimedWork, requestOptions: object, log: Logger): Promise<boolean> {
   const cut = combineSignals([], STOP_CUT_OFF_MS);
   try {
-    await client.beta.environments.work.stop(work.id, { environment_id: work.environmentId, force: true }, { ...requestOptions, signal: cut.signal });
+    await client.beta.environments.work.stop(
+      work.id,
+      { environment_id: work.environmentId, force: true },
+      { ...requestOptions, signal: cut.signal },
+    );
     return true;
   } catch (e) {
     if (statusOf(e) === 409) return true;

@@ -240,7 +240,10 @@ export class Lease {
       }
       const silentMs = this.#clock.now() - this.#lastSuccessAt;
       if (silentMs > this.#ttlMs) {
-        this.#log.error({ silent_ms: silentMs, ttl_ms: this.#ttlMs, error: errorSummary(e) }, 'no successful heartbeat within the lease TTL; assuming the lease lost');
+        this.#log.error(
+          { silent_ms: silentMs, ttl_ms: this.#ttlMs, error: errorSummary(e) },
+          'no successful heartbeat within the lease TTL; assuming the lease lost',
+        );
         this.#end('assumed_lost');
         return false;
       }

@@ -30,7 +30,10 @@ export interface MountedSessionView {
 }
 
 export interface MounterView extends EventEmitter<MemoryEventMap> {
-  mount(session: BetaManagedAgentsSession, opts?: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper }): Promise<MountedSessionView>;
+  mount(
+    session: BetaManagedAgentsSession,
+    opts?: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper },
+  ): Promise<MountedSessionView>;
 }
 
 export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHooks {

@@ -163,7 +163,8 @@ export class MemorySpans {
     mount.totals.memories += e.memories;
     mount.totals.bytes += e.bytes;
     const span = mount.stores.get(e.storeId);
-    if (span) guardTracing(() => span.setAttributes({ 'memory.mount_path': e.root, 'memory.memories': e.memories, 'memory.bytes': e.bytes }));
+    if (span)
+      guardTracing(() => span.setAttributes({ 'memory.mount_path': e.root, 'memory.memories': e.memories, 'memory.bytes': e.bytes }));
   }
 
   #onCutOff(e: MemoryEventMap['flushCutOff'][0]): void {

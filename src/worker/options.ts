@@ -5,12 +5,24 @@ import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableT
 import type { BetaToolRunnerRequestOptions } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner';
 import type { AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { ConfigError, PlatformError } from '../errors.js';
-import { describeValue as describeReceived, isObject, looksLikeClient, looksLikeLogger, missingVariableHint } from '../internal/option-schema.js';
+import {
+  describeValue as describeReceived,
+  isObject,
+  looksLikeClient,
+  looksLikeLogger,
+  missingVariableHint,
+} from '../internal/option-schema.js';
 import { isTimerClock, monotonicClock, type TimerClock } from '../internal/clock.js';
 import { WORKER_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryDeleteMode } from '../memory/rules/types.js';
-import { resolveSandboxOption, SANDBOX_OPTION_EXPECTED, sandboxOptionSchema, type ResolvedSandboxOptions, type SandboxOption } from '../sandbox/options.js';
+import {
+  resolveSandboxOption,
+  SANDBOX_OPTION_EXPECTED,
+  sandboxOptionSchema,
+  type ResolvedSandboxOptions,
+  type SandboxOption,
+} from '../sandbox/options.js';
 
 import {
   FINAL_FLUSH_DEFAULT_MS,
@@ -276,13 +288,18 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
       const key = String(issue.path[0] ?? 'options');
       if (seen.has(key)) continue;
       seen.add(key);
-      issues.push(`${key}: expected ${EXPECTED[key] ?? INTERNAL_EXPECTED[key] ?? issue.message}, got ${describeValue(key, rest[key])}${missingVariableHint(rest[key], VARIABLES[key])}`);
+      issues.push(
+        `${key}: expected ${EXPECTED[key] ?? INTERNAL_EXPECTED[key] ?? issue.message}, got ${describeValue(key, rest[key])}${missingVariableHint(rest[key], VARIABLES[key])}`,
+      );
     }
   }
   // Passed, but undefined: the app meant to give it (usually from an unset variable). Refused here,
   // before the app binds a port or calls run(); leave the option out for a handleItem-only worker.
   for (const key of Object.keys(VARIABLES)) {
-    if (key in rest && rest[key] === undefined) issues.push(`${key}: expected a non-empty string, got undefined (is ${VARIABLES[key]} set?); leave it out only for a worker used through handleItem()`);
+    if (key in rest && rest[key] === undefined)
+      issues.push(
+        `${key}: expected a non-empty string, got undefined (is ${VARIABLES[key]} set?); leave it out only for a worker used through handleItem()`,
+      );
   }
   if (issues.length > 0 || !parsed.success) {
     throw new ConfigError(`invalid EnvironmentWorker options:\n  ${issues.join('\n  ')}`, issues);

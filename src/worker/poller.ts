@@ -45,7 +45,8 @@ export interface WorkQueueApi {
 /** The work-queue calls over a client scoped to the environment key, with the caller's request options merged in. */
 export function workQueueApi(client: Anthropic, requestOptions: BetaToolRunnerRequestOptions = {}): WorkQueueApi {
   return {
-    poll: (environmentId, params, options) => client.beta.environments.work.poll(environmentId, params, { ...requestOptions, signal: options.signal }),
+    poll: (environmentId, params, options) =>
+      client.beta.environments.work.poll(environmentId, params, { ...requestOptions, signal: options.signal }),
     ack: (workId, params, options) => client.beta.environments.work.ack(workId, params, { ...requestOptions, signal: options.signal }),
   };
 }

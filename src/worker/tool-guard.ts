@@ -234,7 +234,10 @@ export class ToolGuard {
       const previous = this.#outcomes.get(id);
       if (previous) {
         this.#replays++;
-        this.#log.warn({ tool_use_id: id, tool: toolLabel(tool) }, 'tool call replayed; answering with the recorded result instead of running it again');
+        this.#log.warn(
+          { tool_use_id: id, tool: toolLabel(tool) },
+          'tool call replayed; answering with the recorded result instead of running it again',
+        );
         return unwrap(await previous);
       }
       const outcome = this.#execute(tool, args, context).then(

@@ -29,7 +29,10 @@ export async function copySdk(options: { version?: string } = {}): Promise<SdkCo
     recursive: true,
     filter: (src) => !src.endsWith('.map') && path.relative(SDK_DIR, src).split(path.sep)[0] !== 'src',
   });
-  const manifest = JSON.parse(await fs.readFile(path.join(dir, 'package.json'), 'utf8')) as { version: string; dependencies?: Record<string, string> };
+  const manifest = JSON.parse(await fs.readFile(path.join(dir, 'package.json'), 'utf8')) as {
+    version: string;
+    dependencies?: Record<string, string>;
+  };
   if (options.version !== undefined) {
     manifest.version = options.version;
     await fs.writeFile(path.join(dir, 'package.json'), JSON.stringify(manifest, null, 2));

@@ -44,8 +44,18 @@ describe('errors thrown by a second SDK copy', () => {
     { description: '409 race is transient', make: () => otherApiError(409), expected: 'transient', status: 409 },
     { description: '429 rate limit is transient', make: () => otherApiError(429), expected: 'transient', status: 429 },
     { description: '503 is transient', make: () => otherApiError(503), expected: 'transient', status: 503 },
-    { description: 'a network failure is transient', make: () => new other.APIConnectionError({ message: 'reset' }), expected: 'transient', status: undefined },
-    { description: 'a client timeout is transient', make: () => new other.APIConnectionTimeoutError(), expected: 'transient', status: undefined },
+    {
+      description: 'a network failure is transient',
+      make: () => new other.APIConnectionError({ message: 'reset' }),
+      expected: 'transient',
+      status: undefined,
+    },
+    {
+      description: 'a client timeout is transient',
+      make: () => new other.APIConnectionTimeoutError(),
+      expected: 'transient',
+      status: undefined,
+    },
     { description: 'our own abort is aborted', make: () => new other.APIUserAbortError(), expected: 'aborted', status: undefined },
   ];
   it.each(rows)('$description', ({ make, expected, status }) => {

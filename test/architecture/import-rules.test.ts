@@ -18,7 +18,9 @@ interface Run {
 
 async function cruise(cwd: string): Promise<Run> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [CRUISER, 'src', '--config', '.dependency-cruiser.cjs'], { cwd });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [CRUISER, 'src', '--config', '.dependency-cruiser.cjs'], {
+      cwd,
+    });
     return { code: 0, output: stdout + stderr };
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string };
@@ -37,7 +39,8 @@ describe('the import rules', () => {
   beforeAll(async () => {
     copy = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-import-rules-'));
     await fs.cp(path.join(REPO, 'src'), path.join(copy, 'src'), { recursive: true });
-    for (const file of ['.dependency-cruiser.cjs', 'tsconfig.json', 'package.json']) await fs.copyFile(path.join(REPO, file), path.join(copy, file));
+    for (const file of ['.dependency-cruiser.cjs', 'tsconfig.json', 'package.json'])
+      await fs.copyFile(path.join(REPO, file), path.join(copy, file));
     // Packages resolve as in the checkout (an unresolvable import is itself a broken rule).
     await fs.symlink(path.join(REPO, 'node_modules'), path.join(copy, 'node_modules'), 'dir');
   });
@@ -102,7 +105,12 @@ describe('the import rules', () => {
 
   it.each([
     { case: 'inside a room', file: 'src/memory/rules/marker.ts', line: "import './paths.js';", through: 'src/memory/rules/paths.ts' },
-    { case: 'across src/ through a type-only import', file: 'src/internal/clock.ts', line: "import type {} from './abort.js';", through: 'src/internal/abort.ts' },
+    {
+      case: 'across src/ through a type-only import',
+      file: 'src/internal/clock.ts',
+      line: "import type {} from './abort.js';",
+      through: 'src/internal/abort.ts',
+    },
   ])('fail on an import cycle $case, naming the rule and the cycle', async ({ file, line, through }) => {
     const run = await cruiseWith({ [file]: line });
     expect(run.code).not.toBe(0);

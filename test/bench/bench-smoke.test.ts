@@ -15,18 +15,26 @@ const repo = path.resolve(import.meta.dirname, '..', '..');
 
 describe('npm run bench -- --quick', () => {
   it('prints every row of the table with numbers for the official worker (or floor), ours and their ratio', async () => {
-    const { stdout } = await run(process.execPath, [path.join(repo, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'bench/main.ts', '--quick', '--json'], {
-      cwd: repo,
-      maxBuffer: 16 * 1024 * 1024,
-      timeout: 170_000,
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [path.join(repo, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'bench/main.ts', '--quick', '--json'],
+      {
+        cwd: repo,
+        maxBuffer: 16 * 1024 * 1024,
+        timeout: 170_000,
+      },
+    );
     const report = JSON.parse(stdout) as { rows: Row[]; quick: boolean; reps: number };
     expect(report.quick).toBe(true);
     expect(report.rows.map((r) => r.label)).toEqual(ROWS.map((r) => r.label));
     for (const row of report.rows) {
       // A growth figure (RSS from one point to a later one) may be 0 or below: it is judged on its own.
       if (row.kind === 'max' && row.label.includes('growth')) {
-        expect({ label: row.label, ours: Number.isFinite(row.ours), judged: Number.isFinite(row.judged) }).toEqual({ label: row.label, ours: true, judged: true });
+        expect({ label: row.label, ours: Number.isFinite(row.ours), judged: Number.isFinite(row.judged) }).toEqual({
+          label: row.label,
+          ours: true,
+          judged: true,
+        });
         continue;
       }
       // A row whose target is 0 (requests the warm session must not make) has 0 on our side.

@@ -26,33 +26,67 @@ describe('buildRows', () => {
   it('takes medians per side and the median per-repetition ratio with its spread', () => {
     const rows = buildRows({
       'mount-8x250': [
-        { official: { claimToFirstToolMs: 1000, mountWallMs: 0 }, ours: { claimToFirstToolMs: 200, mountWallMs: 300 }, floor: { floorMs: 200 } },
-        { official: { claimToFirstToolMs: 2000, mountWallMs: 0 }, ours: { claimToFirstToolMs: 300, mountWallMs: 200 }, floor: { floorMs: 200 } },
-        { official: { claimToFirstToolMs: 1500, mountWallMs: 0 }, ours: { claimToFirstToolMs: 600, mountWallMs: 400 }, floor: { floorMs: 200 } },
+        {
+          official: { claimToFirstToolMs: 1000, mountWallMs: 0 },
+          ours: { claimToFirstToolMs: 200, mountWallMs: 300 },
+          floor: { floorMs: 200 },
+        },
+        {
+          official: { claimToFirstToolMs: 2000, mountWallMs: 0 },
+          ours: { claimToFirstToolMs: 300, mountWallMs: 200 },
+          floor: { floorMs: 200 },
+        },
+        {
+          official: { claimToFirstToolMs: 1500, mountWallMs: 0 },
+          ours: { claimToFirstToolMs: 600, mountWallMs: 400 },
+          floor: { floorMs: 200 },
+        },
       ],
     });
     expect(mountRow(rows)).toMatchObject({ base: 1500, ours: 300, ratio: 0.2, ratioMin: 0.15, ratioMax: 0.4, target: 0.25, met: true });
     expect(floorRow(rows)).toMatchObject({ against: 'floor', base: 200, ours: 300, ratio: 1.5, target: null, met: null });
   });
 
-  it('compares the queue of sessions with the floor on the same figure: wall and CPU of ours over the bare client\'s', () => {
+  it("compares the queue of sessions with the floor on the same figure: wall and CPU of ours over the bare client's", () => {
     const rows = buildRows({
       'queue-16x10': [
         { official: { wallMs: 4000, cpuMs: 2000 }, ours: { wallMs: 1000, cpuMs: 1500 }, floor: { wallMs: 500, cpuMs: 750 } },
         { official: { wallMs: 4200, cpuMs: 2100 }, ours: { wallMs: 1200, cpuMs: 1200 }, floor: { wallMs: 400, cpuMs: 800 } },
       ],
     });
-    expect(rows.find((r) => r.label.startsWith('16 queued sessions vs floor'))).toMatchObject({ against: 'floor', base: 450, ours: 1100, ratio: 2.5, target: 1.5, met: false });
-    expect(rows.find((r) => r.label.startsWith('16 queued sessions: worker CPU vs floor'))).toMatchObject({ against: 'floor', base: 775, ours: 1350, ratio: 1.75, met: null });
+    expect(rows.find((r) => r.label.startsWith('16 queued sessions vs floor'))).toMatchObject({
+      against: 'floor',
+      base: 450,
+      ours: 1100,
+      ratio: 2.5,
+      target: 1.5,
+      met: false,
+    });
+    expect(rows.find((r) => r.label.startsWith('16 queued sessions: worker CPU vs floor'))).toMatchObject({
+      against: 'floor',
+      base: 775,
+      ours: 1350,
+      ratio: 1.75,
+      met: null,
+    });
     expect(rows.find((r) => r.label.startsWith('16 queued sessions × 10'))).toMatchObject({ against: 'official', base: 4100, ours: 1100 });
   });
 
   it('holds a `max` row to ours alone and a `plus` row to ours minus the official', () => {
     const rows = buildRows({
-      'sessions-plateau': [{ official: { rssGrowthMiB: 40 }, ours: { rssGrowthMiB: 12 } }, { official: { rssGrowthMiB: 50 }, ours: { rssGrowthMiB: 25 } }, { official: { rssGrowthMiB: 45 }, ours: { rssGrowthMiB: 15 } }],
+      'sessions-plateau': [
+        { official: { rssGrowthMiB: 40 }, ours: { rssGrowthMiB: 12 } },
+        { official: { rssGrowthMiB: 50 }, ours: { rssGrowthMiB: 25 } },
+        { official: { rssGrowthMiB: 45 }, ours: { rssGrowthMiB: 15 } },
+      ],
       'mount-8x250': [{ official: { readyRssMiB: 67 }, ours: { readyRssMiB: 80 } }],
     });
-    expect(rows.find((r) => r.label.startsWith('RSS growth from session 50'))).toMatchObject({ kind: 'max', judged: 15, target: 19, met: true });
+    expect(rows.find((r) => r.label.startsWith('RSS growth from session 50'))).toMatchObject({
+      kind: 'max',
+      judged: 15,
+      target: 19,
+      met: true,
+    });
     expect(rows.find((r) => r.label.startsWith('RSS at ready'))).toMatchObject({ kind: 'plus', judged: 13, target: 8, met: false });
     expect(formatTable(rows)).toContain('≤ official + 8.0 MiB');
   });
@@ -65,7 +99,12 @@ describe('buildRows', () => {
   it('gives every row, with n/a for the scenarios that did not run', () => {
     const rows = buildRows({});
     expect(rows.map((r) => r.label)).toEqual(ROWS.map((r) => r.label));
-    expect(formatTable(rows).split('\n').slice(2).every((line) => line.includes('n/a') && !line.includes('NaN'))).toBe(true);
+    expect(
+      formatTable(rows)
+        .split('\n')
+        .slice(2)
+        .every((line) => line.includes('n/a') && !line.includes('NaN')),
+    ).toBe(true);
     expect(rows.every((r) => r.met === null)).toBe(true);
   });
 });

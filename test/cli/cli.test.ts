@@ -36,7 +36,10 @@ function io(env: NodeJS.ProcessEnv = {}): CliIo & { out: string; err: string; lo
 
 /** The logger's lines, parsed. */
 function logLines(o: { log: string }): Array<{ level: number; msg: string; issues?: string[] }> {
-  return o.log.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { level: number; msg: string; issues?: string[] });
+  return o.log
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { level: number; msg: string; issues?: string[] });
 }
 
 /** The exit codes a help text lists, in order. */
@@ -68,7 +71,11 @@ describe('the CLI surface', () => {
 
   const exitCodes = [
     { description: 'run', name: 'run', codes: [0, 1, 2, 3, 4, 130, 143] },
-    { description: 'handle (never 4: a refused credential fails the session, 10)', name: 'handle', codes: [0, 1, 2, 3, 10, 11, 12, 130, 143] },
+    {
+      description: 'handle (never 4: a refused credential fails the session, 10)',
+      name: 'handle',
+      codes: [0, 1, 2, 3, 10, 11, 12, 130, 143],
+    },
     { description: 'launch', name: 'launch', codes: [0, 1, 2, 3, 4, 130, 143] },
     { description: 'doctor', name: 'doctor', codes: [0, 1, 2, 3, 5] },
     { description: 'recover', name: 'recover', codes: [0, 1, 2, 3] },
@@ -145,20 +152,26 @@ describe('the CLI surface', () => {
     expect(o.err).toContain('Commands:');
   });
 
-  it.each(['run', 'handle', 'launch', 'doctor'])('refuses the key as a flag of %s (exit 2), pointing at --environment-key-file', async (name) => {
-    const o = io();
-    const argv = [name, '--environment-key', 'sk-on-the-command-line', ...(name === 'launch' ? ['--on-work', 'true'] : [])];
-    expect(await runCli(argv, o, commands())).toBe(EXIT.USAGE);
-    expect(o.err + o.log).toContain('--environment-key-file');
-    expect(o.err + o.log).not.toContain('sk-on-the-command-line');
-  });
+  it.each(['run', 'handle', 'launch', 'doctor'])(
+    'refuses the key as a flag of %s (exit 2), pointing at --environment-key-file',
+    async (name) => {
+      const o = io();
+      const argv = [name, '--environment-key', 'sk-on-the-command-line', ...(name === 'launch' ? ['--on-work', 'true'] : [])];
+      expect(await runCli(argv, o, commands())).toBe(EXIT.USAGE);
+      expect(o.err + o.log).toContain('--environment-key-file');
+      expect(o.err + o.log).not.toContain('sk-on-the-command-line');
+    },
+  );
 
   const missing = [
     {
       description: 'run with neither environment id nor key',
       argv: ['run'],
       env: {},
-      lines: ['environment id: set --environment-id or ANTHROPIC_ENVIRONMENT_ID', 'environment key: set --environment-key-file or ANTHROPIC_ENVIRONMENT_KEY'],
+      lines: [
+        'environment id: set --environment-id or ANTHROPIC_ENVIRONMENT_ID',
+        'environment key: set --environment-key-file or ANTHROPIC_ENVIRONMENT_KEY',
+      ],
     },
     {
       description: 'run without an environment key',
@@ -184,17 +197,20 @@ describe('the CLI surface', () => {
       ],
     },
   ];
-  it.each(missing)('names every missing input in one plain-text message, as a usage error, and exits 3: $description', async ({ argv, env, lines }) => {
-    const o = io(env);
-    expect(await runCli([...argv, '--base-url', 'http://127.0.0.1:9'], o, commands())).toBe(EXIT.CONFIG);
-    // Refused before the command starts: text on stderr (no JSON log line), every input named.
-    const text = o.err.split('\n').filter((l) => l !== '');
-    expect(text[0]).toMatch(new RegExp(`^managed-agents-worker: ${argv[0]}: (a required input is|\\d required inputs are) missing$`));
-    expect(text.slice(1)).toEqual(lines.map((l) => `  ${l}`));
-    expect(logLines(o).filter((l) => l.level >= 50)).toEqual([]);
-    expect(o.err + o.log).not.toContain('EnvironmentWorker constructor');
-    expect(o.err + o.log).not.toContain('secret-key-value');
-  });
+  it.each(missing)(
+    'names every missing input in one plain-text message, as a usage error, and exits 3: $description',
+    async ({ argv, env, lines }) => {
+      const o = io(env);
+      expect(await runCli([...argv, '--base-url', 'http://127.0.0.1:9'], o, commands())).toBe(EXIT.CONFIG);
+      // Refused before the command starts: text on stderr (no JSON log line), every input named.
+      const text = o.err.split('\n').filter((l) => l !== '');
+      expect(text[0]).toMatch(new RegExp(`^managed-agents-worker: ${argv[0]}: (a required input is|\\d required inputs are) missing$`));
+      expect(text.slice(1)).toEqual(lines.map((l) => `  ${l}`));
+      expect(logLines(o).filter((l) => l.level >= 50)).toEqual([]);
+      expect(o.err + o.log).not.toContain('EnvironmentWorker constructor');
+      expect(o.err + o.log).not.toContain('secret-key-value');
+    },
+  );
 
   it('maps every session outcome of handle to its documented exit code', () => {
     expect(
@@ -233,7 +249,11 @@ describe('handleShutdownSignals', () => {
     const target = new EventEmitter() as EventEmitter & SignalTarget;
     const drains: string[] = [];
     const exits: number[] = [];
-    const remove = handleShutdownSignals((s) => drains.push(s), (c) => exits.push(c), target);
+    const remove = handleShutdownSignals(
+      (s) => drains.push(s),
+      (c) => exits.push(c),
+      target,
+    );
     target.emit(signal);
     expect(drains).toEqual([signal]);
     expect(exits).toEqual([]);

@@ -25,7 +25,11 @@ describe('customHeadersFrom', () => {
       headers: { A: '1', 'B-C': 'http://x:8080/y' },
     },
     { description: 'an empty value is kept', value: 'X-Empty:', headers: { 'X-Empty': '' } },
-    { description: 'a line without a colon is refused by its number', value: 'A: 1\nBearer secret-value', error: /line 2: expected "Name: value"/ },
+    {
+      description: 'a line without a colon is refused by its number',
+      value: 'A: 1\nBearer secret-value',
+      error: /line 2: expected "Name: value"/,
+    },
     { description: 'a name with a space is refused', value: 'Bad Name: secret-value', error: /line 1/ },
     { description: 'a line starting with a colon is refused', value: ': secret-value', error: /line 1/ },
   ];
@@ -80,7 +84,14 @@ describe('the CLI and ANTHROPIC_CUSTOM_HEADERS', () => {
       ANTHROPIC_ENVIRONMENT_KEY: 'sk-env-key',
       ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`,
     };
-    const io: CliIo & { out: string; err: string } = { out: '', err: '', env, cwd: dir, stdout: (t) => void (io.out += t), stderr: (t) => void (io.err += t) };
+    const io: CliIo & { out: string; err: string } = {
+      out: '',
+      err: '',
+      env,
+      cwd: dir,
+      stdout: (t) => void (io.out += t),
+      stderr: (t) => void (io.err += t),
+    };
     await runCli(['doctor', '--json', '--mount-parent', dir], io, [doctorCommand()]);
     expect(seen.length).toBeGreaterThan(0);
     expect(seen[0]!['x-gateway-auth']).toBe('Bearer gw-123');

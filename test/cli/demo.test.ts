@@ -11,7 +11,14 @@ import type { DemoOptions } from '../../src/demo/run-demo.js';
 import { childEnv, spawnCli } from './spawn-cli.js';
 
 function io(): CliIo & { out: string; err: string } {
-  const o = { out: '', err: '', env: {}, cwd: process.cwd(), stdout: (t: string) => void (o.out += t), stderr: (t: string) => void (o.err += t) };
+  const o = {
+    out: '',
+    err: '',
+    env: {},
+    cwd: process.cwd(),
+    stdout: (t: string) => void (o.out += t),
+    stderr: (t: string) => void (o.err += t),
+  };
   return o;
 }
 
@@ -37,7 +44,9 @@ describe('the demo command', () => {
   it('passes --keep to the runner', async () => {
     let keep: boolean | undefined;
     const o = io();
-    expect(await runCli(['demo', '--keep'], o, [createDemoCommand(async (options) => ((keep = options.keep), { ok: true }))])).toBe(EXIT.OK);
+    expect(await runCli(['demo', '--keep'], o, [createDemoCommand(async (options) => ((keep = options.keep), { ok: true }))])).toBe(
+      EXIT.OK,
+    );
     expect(keep).toBe(true);
   });
 
@@ -54,7 +63,9 @@ describe('the demo command', () => {
     const out = cli.stdout();
     expect({ code, stderr: cli.stderr() }).toEqual({ code: 0, stderr: '' });
     expect(out).toMatch(/^mount root: \S+/m);
-    expect(out).toMatch(/^store\s+access\s+downloaded\s+uploaded\s+conflicts \(store won\)\s+deletes\s+refused writes\s+final flush\s+folder removed$/m);
+    expect(out).toMatch(
+      /^store\s+access\s+downloaded\s+uploaded\s+conflicts \(store won\)\s+deletes\s+refused writes\s+final flush\s+folder removed$/m,
+    );
     expect(out).toMatch(/^User Preferences\s+read_write\s+\d+\s+[1-9]\d*\s+[1-9]\d*\s+[1-9]\d*\s+0\s+\d+ ms\s+yes$/m);
     expect(out).toMatch(/^Company Handbook\s+read_only\s+2\s+0\s+0\s+0\s+[1-9]\d*\s+\d+ ms\s+yes$/m);
     expect(out).not.toContain('FAIL');

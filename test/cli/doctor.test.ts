@@ -26,7 +26,14 @@ import type { Command } from '../../src/cli/command.js';
 import type { CliIo } from '../../src/cli/io.js';
 
 function captureIo(env: NodeJS.ProcessEnv = {}): CliIo & { out: string; err: string } {
-  const io = { out: '', err: '', env, cwd: process.cwd(), stdout: (t: string) => void (io.out += t), stderr: (t: string) => void (io.err += t) };
+  const io = {
+    out: '',
+    err: '',
+    env,
+    cwd: process.cwd(),
+    stdout: (t: string) => void (io.out += t),
+    stderr: (t: string) => void (io.err += t),
+  };
   return io;
 }
 
@@ -51,9 +58,24 @@ describe('single checks', () => {
     { description: 'linux is a POSIX host', result: () => checkPosix('linux'), status: 'pass' },
     { description: 'windows is refused with a pointer to WSL2', result: () => checkPosix('win32'), status: 'fail', fixIncludes: 'WSL2' },
     { description: 'a writable parent passes', result: () => checkMountParent('/mnt/memory', 'ok'), status: 'pass' },
-    { description: 'a missing parent fails with the mkdir/chown fix', result: () => checkMountParent('/mnt/memory', 'missing'), status: 'fail', fixIncludes: 'sudo mkdir -p /mnt/memory' },
-    { description: 'an unwritable parent fails with the chown fix', result: () => checkMountParent('/mnt/memory', 'not_writable'), status: 'fail', fixIncludes: 'chown' },
-    { description: 'a file in place of the parent fails', result: () => checkMountParent('/mnt/memory', 'not_directory'), status: 'fail', fixIncludes: 'Remove it' },
+    {
+      description: 'a missing parent fails with the mkdir/chown fix',
+      result: () => checkMountParent('/mnt/memory', 'missing'),
+      status: 'fail',
+      fixIncludes: 'sudo mkdir -p /mnt/memory',
+    },
+    {
+      description: 'an unwritable parent fails with the chown fix',
+      result: () => checkMountParent('/mnt/memory', 'not_writable'),
+      status: 'fail',
+      fixIncludes: 'chown',
+    },
+    {
+      description: 'a file in place of the parent fails',
+      result: () => checkMountParent('/mnt/memory', 'not_directory'),
+      status: 'fail',
+      fixIncludes: 'Remove it',
+    },
     { description: 'a missing /bin/bash fails', result: () => checkBash(false), status: 'fail', fixIncludes: 'bash' },
     { description: 'a working bubblewrap passes', result: () => checkSandbox({ ok: true, bwrap: '/usr/bin/bwrap' }), status: 'pass' },
     {
@@ -64,18 +86,42 @@ describe('single checks', () => {
     },
     {
       description: 'a probe sandbox that does not start warns with its fix',
-      result: () => checkSandbox({ ok: false, reason: 'probe_failed', problem: 'a probe sandbox did not start', fix: 'allow unprivileged user namespaces' }),
+      result: () =>
+        checkSandbox({
+          ok: false,
+          reason: 'probe_failed',
+          problem: 'a probe sandbox did not start',
+          fix: 'allow unprivileged user namespaces',
+        }),
       status: 'warn',
       fixIncludes: 'Allow unprivileged user namespaces',
     },
     { description: 'Node 18 fails', result: () => checkNode('v18.20.0'), status: 'fail', fixIncludes: 'Node 22' },
     { description: 'Node 20 warns about the glob tool', result: () => checkNode('v20.19.0'), status: 'warn', fixIncludes: 'glob' },
     { description: 'Node 22 passes', result: () => checkNode('v22.1.0'), status: 'pass' },
-    { description: 'missing variables fail and are named', result: () => checkEnv({ environmentId: undefined, environmentKey: 'k' }), status: 'fail', fixIncludes: 'Export' },
+    {
+      description: 'missing variables fail and are named',
+      result: () => checkEnv({ environmentId: undefined, environmentKey: 'k' }),
+      status: 'fail',
+      fixIncludes: 'Export',
+    },
     { description: 'both variables set passes', result: () => checkEnv({ environmentId: 'env_1', environmentKey: 'k' }), status: 'pass' },
-    { description: 'missing variables are skipped offline', result: () => checkEnv({ environmentId: undefined, environmentKey: 'k', offline: true }), status: 'skip' },
-    { description: 'set variables pass offline too', result: () => checkEnv({ environmentId: 'env_1', environmentKey: 'k', offline: true }), status: 'pass' },
-    { description: 'a clock 2 minutes ahead warns about webhook signatures', result: () => checkClock(new Date(0).toUTCString(), 120_000), status: 'warn', fixIncludes: 'NTP' },
+    {
+      description: 'missing variables are skipped offline',
+      result: () => checkEnv({ environmentId: undefined, environmentKey: 'k', offline: true }),
+      status: 'skip',
+    },
+    {
+      description: 'set variables pass offline too',
+      result: () => checkEnv({ environmentId: 'env_1', environmentKey: 'k', offline: true }),
+      status: 'pass',
+    },
+    {
+      description: 'a clock 2 minutes ahead warns about webhook signatures',
+      result: () => checkClock(new Date(0).toUTCString(), 120_000),
+      status: 'warn',
+      fixIncludes: 'NTP',
+    },
     { description: 'a clock 3 seconds off passes', result: () => checkClock(new Date(0).toUTCString(), 3_000), status: 'pass' },
     { description: 'no Date header skips the clock check', result: () => checkClock(undefined, 0), status: 'skip' },
   ];
@@ -99,7 +145,18 @@ describe('runChecks', () => {
 
   it('passes every check on a healthy host', async () => {
     const results = await runChecks(healthy, input);
-    expect(results.map((r) => r.id)).toEqual(['posix', 'o_nofollow', 'mount_parent', 'case_sensitive', 'bash', 'sandbox', 'node', 'env', 'api', 'clock']);
+    expect(results.map((r) => r.id)).toEqual([
+      'posix',
+      'o_nofollow',
+      'mount_parent',
+      'case_sensitive',
+      'bash',
+      'sandbox',
+      'node',
+      'env',
+      'api',
+      'clock',
+    ]);
     expect(results.every((r) => r.status === 'pass')).toBe(true);
   });
 
@@ -163,8 +220,18 @@ describe('the doctor command', () => {
     const { checks } = JSON.parse(io.out) as { checks: Array<{ id: string; status: string }> };
     const status = Object.fromEntries(checks.map((c) => [c.id, c.status]));
     // Offline, no credentials: the credential row is skipped (only the API checks need them), not failed.
-    expect(status).toMatchObject({ posix: 'pass', o_nofollow: 'pass', mount_parent: 'pass', bash: 'pass', env: 'skip', api: 'skip', clock: 'skip' });
-    expect(checks.find((c) => c.id === 'env')).toMatchObject({ detail: '--offline (not set: ANTHROPIC_ENVIRONMENT_ID, ANTHROPIC_ENVIRONMENT_KEY)' });
+    expect(status).toMatchObject({
+      posix: 'pass',
+      o_nofollow: 'pass',
+      mount_parent: 'pass',
+      bash: 'pass',
+      env: 'skip',
+      api: 'skip',
+      clock: 'skip',
+    });
+    expect(checks.find((c) => c.id === 'env')).toMatchObject({
+      detail: '--offline (not set: ANTHROPIC_ENVIRONMENT_ID, ANTHROPIC_ENVIRONMENT_KEY)',
+    });
     expect(['pass', 'warn']).toContain(status['case_sensitive']);
     // The probes clean up after themselves.
     expect(await fs.readdir(dir)).toEqual([]);
@@ -192,14 +259,22 @@ describe('doctor against the emulator', () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-doctor-api-'));
     const emu = await startEmulator({ mountRoot: dir });
     try {
-      const good = captureIo({ ANTHROPIC_ENVIRONMENT_ID: emu.environmentId, ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey, ANTHROPIC_BASE_URL: emu.baseURL });
+      const good = captureIo({
+        ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
+        ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
+        ANTHROPIC_BASE_URL: emu.baseURL,
+      });
       await runDoctor(doctorCommand(), ['--mount-parent', dir, '--json'], good);
       const checks = (JSON.parse(good.out) as { checks: Array<{ id: string; status: string }> }).checks;
       expect(checks.find((c) => c.id === 'api')?.status).toBe('pass');
       expect(checks.find((c) => c.id === 'clock')?.status).toBe('pass');
       expect(checks.find((c) => c.id === 'env')?.status).toBe('pass');
 
-      const bad = captureIo({ ANTHROPIC_ENVIRONMENT_ID: emu.environmentId, ANTHROPIC_ENVIRONMENT_KEY: 'wrong-key', ANTHROPIC_BASE_URL: emu.baseURL });
+      const bad = captureIo({
+        ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
+        ANTHROPIC_ENVIRONMENT_KEY: 'wrong-key',
+        ANTHROPIC_BASE_URL: emu.baseURL,
+      });
       const code = await runDoctor(doctorCommand(), ['--mount-parent', dir], bad);
       expect(code).toBe(EXIT.CHECK_FAILED);
       expect(bad.out).toMatch(/FAIL\s+API reachable with the key\s+.*HTTP 401/);

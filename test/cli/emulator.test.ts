@@ -14,7 +14,8 @@ function exportedVariables(stdout: string): Record<string, string> {
   return Object.fromEntries([...stdout.matchAll(/^export (ANTHROPIC_\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
 }
 
-const ENDED = /demo session (\S+) ended: terminated, work stopped, 3 tool results; its store now holds \/from-the-agent\.md, \/readme\.md$/m;
+const ENDED =
+  /demo session (\S+) ended: terminated, work stopped, 3 tool results; its store now holds \/from-the-agent\.md, \/readme\.md$/m;
 
 function endedSessions(stdout: string): number {
   return stdout.split('\n').filter((line) => ENDED.test(line)).length;
@@ -59,9 +60,14 @@ describe('managed-agents-worker emulator', () => {
     const emulator = spawnCli(['emulator', '--claim'], childEnv({}));
     children.push(emulator);
     await emulator.waitForStdout(/managed-agents-worker handle/);
-    const line = /^(ANTHROPIC_WORK_ID=\S+ ANTHROPIC_SESSION_ID=\S+ ANTHROPIC_WORK_SECRET=\S+) managed-agents-worker handle/m.exec(emulator.stdout())![1]!;
+    const line = /^(ANTHROPIC_WORK_ID=\S+ ANTHROPIC_SESSION_ID=\S+ ANTHROPIC_WORK_SECRET=\S+) managed-agents-worker handle/m.exec(
+      emulator.stdout(),
+    )![1]!;
     const itemVars = Object.fromEntries(line.split(' ').map((kv) => kv.split('=') as [string, string]));
-    const handle = spawnCli(['handle', '--workdir', workdir, '--max-idle', '1000', '--log-level', 'warn'], childEnv({ ...exportedVariables(emulator.stdout()), ...itemVars }));
+    const handle = spawnCli(
+      ['handle', '--workdir', workdir, '--max-idle', '1000', '--log-level', 'warn'],
+      childEnv({ ...exportedVariables(emulator.stdout()), ...itemVars }),
+    );
     children.push(handle);
     expect((await handle.exited).code).toBe(0);
     expect(JSON.parse(handle.stdout())).toMatchObject({ status: 'completed', workId: itemVars['ANTHROPIC_WORK_ID'] });

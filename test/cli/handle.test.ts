@@ -24,7 +24,9 @@ describe('managed-agents-worker handle', () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  async function claimedEnv(sessionOpts: Parameters<Emulator['createSession']>[0]): Promise<{ env: NodeJS.ProcessEnv; workId: string; sessionId: string }> {
+  async function claimedEnv(
+    sessionOpts: Parameters<Emulator['createSession']>[0],
+  ): Promise<{ env: NodeJS.ProcessEnv; workId: string; sessionId: string }> {
     const { sessionId } = await emu.createSession(sessionOpts);
     const item = await claimOne(scopedClient(emu.client(), emu.environmentKey), emu.environmentId, { workerId: 'test-launcher' });
     if (!item) throw new Error('no work item was queued');
@@ -60,37 +62,45 @@ describe('managed-agents-worker handle', () => {
     { description: 'as variables', files: false },
     { description: 'in --environment-key-file and --work-secret-file', files: true },
   ];
-  it.each(ways)('without a sandbox, keeps the key and the secret out of the agent\'s reach when they come $description', async ({ files }) => {
-    const { env, sessionId } = await claimedEnv({ script: [{ tool: 'bash', input: { command: SNOOP } }] });
-    const key = env['ANTHROPIC_ENVIRONMENT_KEY']!;
-    const secret = env['ANTHROPIC_WORK_SECRET']!;
-    const args = ['handle', '--workdir', dir, '--log-level', 'warn', '--max-idle', '1000', '--sandbox', 'none'];
-    if (files) {
-      const keyFile = path.join(dir, 'environment-key');
-      const secretFile = path.join(dir, 'work-secret');
-      await fs.writeFile(keyFile, `${key}\n`, { mode: 0o600 });
-      await fs.writeFile(secretFile, secret, { mode: 0o600 });
-      delete env['ANTHROPIC_ENVIRONMENT_KEY'];
-      delete env['ANTHROPIC_WORK_SECRET'];
-      args.push('--environment-key-file', keyFile, '--work-secret-file', secretFile);
-    }
-    const cli = spawnCli(args, env);
-    expect((await cli.exited).code).toBe(0);
-    const seen = emu.session(sessionId).toolResults.map((r) => r.text).join('\n');
-    const [environ, cmdline, ownEnv] = seen.split('---\n');
-    // The agent did read the three places: its parent is this handle process.
-    expect(cmdline).toContain('handle');
-    expect(environ).toContain('PATH=');
-    expect(ownEnv).toContain('PATH=');
-    expect(seen).not.toContain(key);
-    expect(seen).not.toContain(secret);
-    expect(seen).not.toMatch(/ANTHROPIC_(ENVIRONMENT_KEY|WORK_SECRET)/);
-  });
+  it.each(ways)(
+    "without a sandbox, keeps the key and the secret out of the agent's reach when they come $description",
+    async ({ files }) => {
+      const { env, sessionId } = await claimedEnv({ script: [{ tool: 'bash', input: { command: SNOOP } }] });
+      const key = env['ANTHROPIC_ENVIRONMENT_KEY']!;
+      const secret = env['ANTHROPIC_WORK_SECRET']!;
+      const args = ['handle', '--workdir', dir, '--log-level', 'warn', '--max-idle', '1000', '--sandbox', 'none'];
+      if (files) {
+        const keyFile = path.join(dir, 'environment-key');
+        const secretFile = path.join(dir, 'work-secret');
+        await fs.writeFile(keyFile, `${key}\n`, { mode: 0o600 });
+        await fs.writeFile(secretFile, secret, { mode: 0o600 });
+        delete env['ANTHROPIC_ENVIRONMENT_KEY'];
+        delete env['ANTHROPIC_WORK_SECRET'];
+        args.push('--environment-key-file', keyFile, '--work-secret-file', secretFile);
+      }
+      const cli = spawnCli(args, env);
+      expect((await cli.exited).code).toBe(0);
+      const seen = emu
+        .session(sessionId)
+        .toolResults.map((r) => r.text)
+        .join('\n');
+      const [environ, cmdline, ownEnv] = seen.split('---\n');
+      // The agent did read the three places: its parent is this handle process.
+      expect(cmdline).toContain('handle');
+      expect(environ).toContain('PATH=');
+      expect(ownEnv).toContain('PATH=');
+      expect(seen).not.toContain(key);
+      expect(seen).not.toContain(secret);
+      expect(seen).not.toMatch(/ANTHROPIC_(ENVIRONMENT_KEY|WORK_SECRET)/);
+    },
+  );
 
   it('in the sandbox, the agent sees neither handle nor its credential files, even inside its workdir', async () => {
     const keyFile = path.join(dir, 'environment-key');
     const secretFile = path.join(dir, 'work-secret');
-    const { env, sessionId } = await claimedEnv({ script: [{ tool: 'bash', input: { command: `${SNOOP}; echo ---; cat ${keyFile} ${secretFile}` } }] });
+    const { env, sessionId } = await claimedEnv({
+      script: [{ tool: 'bash', input: { command: `${SNOOP}; echo ---; cat ${keyFile} ${secretFile}` } }],
+    });
     const key = env['ANTHROPIC_ENVIRONMENT_KEY']!;
     const secret = env['ANTHROPIC_WORK_SECRET']!;
     await fs.writeFile(keyFile, `${key}\n`, { mode: 0o600 });
@@ -98,11 +108,28 @@ describe('managed-agents-worker handle', () => {
     delete env['ANTHROPIC_ENVIRONMENT_KEY'];
     delete env['ANTHROPIC_WORK_SECRET'];
     const cli = spawnCli(
-      ['handle', '--workdir', dir, '--log-level', 'warn', '--max-idle', '1000', '--sandbox', 'bwrap', '--environment-key-file', keyFile, '--work-secret-file', secretFile],
+      [
+        'handle',
+        '--workdir',
+        dir,
+        '--log-level',
+        'warn',
+        '--max-idle',
+        '1000',
+        '--sandbox',
+        'bwrap',
+        '--environment-key-file',
+        keyFile,
+        '--work-secret-file',
+        secretFile,
+      ],
       env,
     );
     expect((await cli.exited).code).toBe(0);
-    const seen = emu.session(sessionId).toolResults.map((r) => r.text).join('\n');
+    const seen = emu
+      .session(sessionId)
+      .toolResults.map((r) => r.text)
+      .join('\n');
     const [, cmdline] = seen.split('---\n');
     // Its parent is the sandbox's tool host; the handle process is not in its world.
     expect(cmdline).toContain('tool-host.cjs');
@@ -127,7 +154,9 @@ describe('managed-agents-worker handle', () => {
   });
 
   it('ends the session gracefully on SIGTERM, stops the item and exits 0', async () => {
-    const { env, workId, sessionId } = await claimedEnv({ script: [{ tool: 'bash', input: { command: 'echo before' } }, { sleepMs: 60_000 }] });
+    const { env, workId, sessionId } = await claimedEnv({
+      script: [{ tool: 'bash', input: { command: 'echo before' } }, { sleepMs: 60_000 }],
+    });
     const cli = spawnCli(['handle', '--workdir', dir, '--log-level', 'info'], env);
     const deadline = Date.now() + 15_000;
     while (emu.session(sessionId).toolResults.length === 0) {

@@ -46,13 +46,16 @@ describe('launch: one sandbox per work item', () => {
     `'${process.execPath}' '${SANDBOX}' '${CLI_MAIN}' '${records}' ${LINGER_MS} '${dir}'${background ? ' > /dev/null 2>&1 &' : ''}`;
 
   it('starts a sandbox with the item variables, lets its handle own the item, and exits 0 on SIGTERM', async () => {
-    cli = spawnCli(['launch', '--on-work', sandboxCommand(), '--log-level', 'info'], childEnv({
-      ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
-      ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
-      ANTHROPIC_BASE_URL: emu.baseURL,
-      // An operator credential in the launcher's environment: the sandbox must not inherit it.
-      ANTHROPIC_API_KEY: 'sk-operator-console-key',
-    }));
+    cli = spawnCli(
+      ['launch', '--on-work', sandboxCommand(), '--log-level', 'info'],
+      childEnv({
+        ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
+        ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
+        ANTHROPIC_BASE_URL: emu.baseURL,
+        // An operator credential in the launcher's environment: the sandbox must not inherit it.
+        ANTHROPIC_API_KEY: 'sk-operator-console-key',
+      }),
+    );
     const { sessionId, workId } = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo in-sandbox' } }] });
     const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
     expect(done.toolResults.map((r) => r.text.trim())).toEqual(['in-sandbox']);
@@ -171,8 +174,15 @@ describe('launch: one sandbox per work item', () => {
     expect(emu.session(c.sessionId).status).not.toBe('terminated');
     const done = await emu.waitForSession(c.sessionId, { timeoutMs: 20_000 });
     expect(done.toolResults.map((r) => r.text.trim())).toEqual(['c']);
-    expect(emu.requests.filter((r) => r.path.endsWith(`/work/${c.workId}/stop`)).every((r) => r.credential === 'sessions_token')).toBe(true);
-    await until('the background sandbox to finish', async () => fs.access(path.join(records, `${c.workId}.handled.json`)).then(() => true, () => false));
+    expect(emu.requests.filter((r) => r.path.endsWith(`/work/${c.workId}/stop`)).every((r) => r.credential === 'sessions_token')).toBe(
+      true,
+    );
+    await until('the background sandbox to finish', async () =>
+      fs.access(path.join(records, `${c.workId}.handled.json`)).then(
+        () => true,
+        () => false,
+      ),
+    );
     await detached.close();
     await detachedRun;
   });

@@ -34,14 +34,25 @@ describe('managed-agents-worker run', () => {
   });
 
   const env = (): NodeJS.ProcessEnv =>
-    childEnv({ ANTHROPIC_ENVIRONMENT_ID: emu.environmentId, ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey, ANTHROPIC_BASE_URL: emu.baseURL });
+    childEnv({
+      ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
+      ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
+      ANTHROPIC_BASE_URL: emu.baseURL,
+    });
 
   it('serves a session, exposes metrics, and drains on SIGTERM mid-session with exit 0', async () => {
-    cli = spawnCli(['run', '--concurrency', '2', '--workdir', dir, '--metrics-port', '0', '--metrics-host', '127.0.0.1', '--max-idle', '2000'], env());
+    cli = spawnCli(
+      ['run', '--concurrency', '2', '--workdir', dir, '--metrics-port', '0', '--metrics-host', '127.0.0.1', '--max-idle', '2000'],
+      env(),
+    );
     const metricsLine = /"url":"(http:\/\/[^"]+)\/metrics"/;
     await cli.waitForStderr(metricsLine);
     const metricsUrl = metricsLine.exec(cli.stderr())![1]!;
-    const script = [{ tool: 'bash', input: { command: 'echo first' } }, { sleepMs: 60_000 }, { tool: 'bash', input: { command: 'echo never' } }];
+    const script = [
+      { tool: 'bash', input: { command: 'echo first' } },
+      { sleepMs: 60_000 },
+      { tool: 'bash', input: { command: 'echo never' } },
+    ];
     const { sessionId, workId } = await emu.createSession({ script });
     // A second session runs beside the first only because --concurrency 2 reached the worker.
     const other = await emu.createSession({ script });
@@ -62,7 +73,10 @@ describe('managed-agents-worker run', () => {
     expect(emu.workItem(other.workId).stopped).toBe(true);
     expect(emu.session(sessionId).toolResults.map((r) => r.text.trim())).toEqual(['first']);
     expect(cli.stderr()).toContain('shutting down');
-    const lines = cli.stderr().split('\n').filter((l) => l !== '');
+    const lines = cli
+      .stderr()
+      .split('\n')
+      .filter((l) => l !== '');
     for (const line of lines) expect(() => JSON.parse(line) as unknown, line).not.toThrow();
     expect(cli.stderr()).not.toContain(emu.environmentKey);
     expect(cli.stderr()).not.toContain(emu.sessionsToken(workId)!);
@@ -87,9 +101,15 @@ describe('managed-agents-worker run', () => {
   });
 
   it('exits 4 on a refused key with one short fatal line (no stack at info)', async () => {
-    cli = spawnCli(['run', '--workdir', dir, '--log-level', 'info'], childEnv({ ANTHROPIC_ENVIRONMENT_ID: emu.environmentId, ANTHROPIC_ENVIRONMENT_KEY: 'sk-wrong-key', ANTHROPIC_BASE_URL: emu.baseURL }));
+    cli = spawnCli(
+      ['run', '--workdir', dir, '--log-level', 'info'],
+      childEnv({ ANTHROPIC_ENVIRONMENT_ID: emu.environmentId, ANTHROPIC_ENVIRONMENT_KEY: 'sk-wrong-key', ANTHROPIC_BASE_URL: emu.baseURL }),
+    );
     expect((await cli.exited).code).toBe(4);
-    const fatal = cli.stderr().split('\n').filter((l) => l.includes('"level":60'));
+    const fatal = cli
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('"level":60'));
     expect(fatal).toHaveLength(1);
     const line = JSON.parse(fatal[0]!) as { error: { type: string; message: string; status: number; stack?: string } };
     expect(line.error.status).toBe(401);
@@ -101,7 +121,10 @@ describe('managed-agents-worker run', () => {
   it('prints an option the worker refuses as plain text, as a usage error, and exits 3', async () => {
     cli = spawnCli(['run', '--workdir', '', '--log-level', 'info'], env());
     expect((await cli.exited).code).toBe(3);
-    const lines = cli.stderr().split('\n').filter((l) => l !== '');
+    const lines = cli
+      .stderr()
+      .split('\n')
+      .filter((l) => l !== '');
     expect(lines[0]).toMatch(/^managed-agents-worker: invalid EnvironmentWorker options:/);
     expect(lines.filter((l) => /^ {2}workdir: /.test(l))).toHaveLength(1);
     expect(lines.filter((l) => l.startsWith('{'))).toEqual([]);
@@ -110,11 +133,17 @@ describe('managed-agents-worker run', () => {
 
   it('prints human-readable logs with --pretty (pino-pretty is installed here)', async () => {
     // Nothing listens on port 9: polls fail and are logged.
-    cli = spawnCli(['run', '--pretty', '--workdir', dir, '--base-url', 'http://127.0.0.1:9'], childEnv({ ANTHROPIC_ENVIRONMENT_ID: 'env_1', ANTHROPIC_ENVIRONMENT_KEY: 'key-never-logged' }));
+    cli = spawnCli(
+      ['run', '--pretty', '--workdir', dir, '--base-url', 'http://127.0.0.1:9'],
+      childEnv({ ANTHROPIC_ENVIRONMENT_ID: 'env_1', ANTHROPIC_ENVIRONMENT_KEY: 'key-never-logged' }),
+    );
     await cli.waitForStderr('poll failed');
     cli.child.kill('SIGTERM');
     expect((await cli.exited).code).toBe(0);
-    const firstLine = cli.stderr().split('\n').find((l) => l.includes('poll failed'))!;
+    const firstLine = cli
+      .stderr()
+      .split('\n')
+      .find((l) => l.includes('poll failed'))!;
     expect(firstLine.trim().startsWith('{')).toBe(false);
     expect(firstLine).toMatch(/WARN/);
     expect(cli.stderr()).not.toContain('key-never-logged');

@@ -73,7 +73,13 @@ describe('takeCredentials', () => {
     };
     const env = { ...before };
     const { snapshot, scrub } = takeCredentials(env);
-    expect(env).toEqual({ HOME: '/home/w', ANTHROPIC_BASE_URL: 'http://x', ANTHROPIC_ENVIRONMENT_ID: 'env_1', ANTHROPIC_LOG: 'debug', MY_ANTHROPIC_KEY: 'not ours' });
+    expect(env).toEqual({
+      HOME: '/home/w',
+      ANTHROPIC_BASE_URL: 'http://x',
+      ANTHROPIC_ENVIRONMENT_ID: 'env_1',
+      ANTHROPIC_LOG: 'debug',
+      MY_ANTHROPIC_KEY: 'not ours',
+    });
     expect(snapshot).toEqual(before);
     // Only the process's own environment has a /proc block to overwrite.
     expect(scrub.status).toBe('unsupported');
@@ -86,7 +92,20 @@ describe('a key piped on stdin', () => {
     const { CLI_MAIN, REPO_ROOT, childEnv } = await import('./spawn-cli.js');
     const run = spawnSync(
       process.execPath,
-      ['--import', 'tsx', CLI_MAIN, 'doctor', '--offline', '--json', '--environment-key-file', '/dev/stdin', '--environment-id', 'env_1', '--mount-parent', dir],
+      [
+        '--import',
+        'tsx',
+        CLI_MAIN,
+        'doctor',
+        '--offline',
+        '--json',
+        '--environment-key-file',
+        '/dev/stdin',
+        '--environment-id',
+        'env_1',
+        '--mount-parent',
+        dir,
+      ],
       { cwd: REPO_ROOT, env: childEnv({}), input: 'sk-from-a-pipe\n', encoding: 'utf8' },
     );
     const env = (JSON.parse(run.stdout) as { checks: Array<{ id: string; status: string }> }).checks.find((c) => c.id === 'env');

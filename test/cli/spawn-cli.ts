@@ -20,7 +20,11 @@ export interface CliRun {
 }
 
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv, opts: { stdin?: 'ignore' | 'pipe' } = {}): CliRun {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI_MAIN, ...args], { cwd: REPO_ROOT, env, stdio: [opts.stdin ?? 'ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI_MAIN, ...args], {
+    cwd: REPO_ROOT,
+    env,
+    stdio: [opts.stdin ?? 'ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   const waiters: Array<() => void> = [];
@@ -36,14 +40,17 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, opts: { stdin?:
     const deadline = Date.now() + timeoutMs;
     const has = (): boolean => (typeof text === 'string' ? current().includes(text) : text.test(current()));
     while (!has()) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`${stream} never contained ${String(text)}; got:\n${current()}\nstderr:\n${err}`);
+      if (Date.now() > deadline || child.exitCode !== null)
+        throw new Error(`${stream} never contained ${String(text)}; got:\n${current()}\nstderr:\n${err}`);
       await new Promise<void>((resolve) => {
         waiters.push(resolve);
         setTimeout(resolve, 200);
       });
     }
   }
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return {
     child,
     stdout: () => out,

@@ -12,7 +12,14 @@ import { childEnv, REPO_ROOT, spawnCli } from './spawn-cli.js';
 const VERSION = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 function io(): CliIo & { out: string; err: string } {
-  const o = { out: '', err: '', env: {}, cwd: process.cwd(), stdout: (t: string) => void (o.out += t), stderr: (t: string) => void (o.err += t) };
+  const o = {
+    out: '',
+    err: '',
+    env: {},
+    cwd: process.cwd(),
+    stdout: (t: string) => void (o.out += t),
+    stderr: (t: string) => void (o.err += t),
+  };
   return o;
 }
 

@@ -11,7 +11,11 @@ import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addWorkerFlags, workerOptionsFromFlags } from '../../src/cli/worker-flags.js';
 
-const ENV = { ANTHROPIC_ENVIRONMENT_ID: 'env_from_var', ANTHROPIC_ENVIRONMENT_KEY: 'key-from-var', ANTHROPIC_BASE_URL: 'http://127.0.0.1:7001' };
+const ENV = {
+  ANTHROPIC_ENVIRONMENT_ID: 'env_from_var',
+  ANTHROPIC_ENVIRONMENT_KEY: 'key-from-var',
+  ANTHROPIC_BASE_URL: 'http://127.0.0.1:7001',
+};
 
 let dir: string;
 let keyFile: string;
@@ -41,7 +45,16 @@ describe('workerOptionsFromFlags', () => {
     },
     {
       description: 'flags override the variables; the key file overrides the key variable, without its line break',
-      argv: () => ['--environment-id', 'env_from_flag', '--environment-key-file', keyFile, '--base-url', 'http://127.0.0.1:7002', '--workdir', '/srv/work'],
+      argv: () => [
+        '--environment-id',
+        'env_from_flag',
+        '--environment-key-file',
+        keyFile,
+        '--base-url',
+        'http://127.0.0.1:7002',
+        '--workdir',
+        '/srv/work',
+      ],
       env: ENV,
       expected: { environmentId: 'env_from_flag', environmentKey: 'key-from-file', workdir: '/srv/work', baseURL: 'http://127.0.0.1:7002' },
     },
@@ -65,7 +78,18 @@ describe('workerOptionsFromFlags', () => {
     },
     {
       description: 'the deletion mode, idle bound, flush bound, state dir and worker id',
-      argv: () => ['--memory-sync-deletions', 'log_only', '--max-idle', '2000', '--final-flush', '10000', '--state-dir', '/srv/state', '--worker-id', 'w-1'],
+      argv: () => [
+        '--memory-sync-deletions',
+        'log_only',
+        '--max-idle',
+        '2000',
+        '--final-flush',
+        '10000',
+        '--state-dir',
+        '/srv/state',
+        '--worker-id',
+        'w-1',
+      ],
       env: ENV,
       expected: { memorySyncDeletions: 'log_only', maxIdleMs: 2000, finalFlushMs: 10000, stateDir: '/srv/state', workerId: 'w-1' },
     },
@@ -89,10 +113,28 @@ describe('workerOptionsFromFlags', () => {
     },
     {
       description: '--sandbox bwrap with its extras; relative paths are taken from the current folder',
-      argv: () => ['--sandbox', 'bwrap', '--sandbox-network', 'none', '--sandbox-ro', '/opt/tools', '--sandbox-rw', 'cache', '--sandbox-env', 'GIT_AUTHOR_NAME'],
+      argv: () => [
+        '--sandbox',
+        'bwrap',
+        '--sandbox-network',
+        'none',
+        '--sandbox-ro',
+        '/opt/tools',
+        '--sandbox-rw',
+        'cache',
+        '--sandbox-env',
+        'GIT_AUTHOR_NAME',
+      ],
       env: ENV,
       expected: {
-        sandbox: { mode: 'bwrap', readOnlyPaths: ['/opt/tools'], readWritePaths: ['/srv/cwd/cache'], hidePaths: [], env: ['GIT_AUTHOR_NAME'], network: 'none' },
+        sandbox: {
+          mode: 'bwrap',
+          readOnlyPaths: ['/opt/tools'],
+          readWritePaths: ['/srv/cwd/cache'],
+          hidePaths: [],
+          env: ['GIT_AUTHOR_NAME'],
+          network: 'none',
+        },
       },
     },
     {
@@ -105,7 +147,17 @@ describe('workerOptionsFromFlags', () => {
       description: 'options not given stay unset, so the library defaults apply',
       argv: () => [],
       env: ENV,
-      expected: { memorySyncIntervalMs: undefined, memorySyncDeletions: undefined, memoryDeleteAfterMs: undefined, memoryBufferBytes: undefined, maxIdleMs: undefined, finalFlushMs: undefined, stateDir: undefined, workerId: undefined, allowedMountRoots: undefined },
+      expected: {
+        memorySyncIntervalMs: undefined,
+        memorySyncDeletions: undefined,
+        memoryDeleteAfterMs: undefined,
+        memoryBufferBytes: undefined,
+        maxIdleMs: undefined,
+        finalFlushMs: undefined,
+        stateDir: undefined,
+        workerId: undefined,
+        allowedMountRoots: undefined,
+      },
     },
   ];
 

@@ -79,7 +79,11 @@ describe('the official Python SDK EnvironmentWorker against the emulator', () =>
         {
           console: () => {
             seen['markers'] = [read(path.join(prefsDir, MARKER)), read(path.join(handbookDir, MARKER))];
-            seen['downloaded'] = [read(path.join(prefsDir, 'tone.md')), read(path.join(prefsDir, 'notes/todo.md')), read(path.join(handbookDir, 'rules.md'))];
+            seen['downloaded'] = [
+              read(path.join(prefsDir, 'tone.md')),
+              read(path.join(prefsDir, 'notes/todo.md')),
+              read(path.join(handbookDir, 'rules.md')),
+            ];
           },
         },
         { tool: 'read', input: { file_path: path.join(prefsDir, 'tone.md') } },
@@ -93,7 +97,8 @@ describe('the official Python SDK EnvironmentWorker against the emulator', () =>
         {
           console: async (e) => {
             // One sync uploads both, one request at a time: wait for the last of them.
-            const uploaded = (): boolean => e.memories(prefs.id)['/ideas/new.md'] !== undefined && e.memories(prefs.id)['/notes/todo.md'] === 'buy oat milk\n';
+            const uploaded = (): boolean =>
+              e.memories(prefs.id)['/ideas/new.md'] !== undefined && e.memories(prefs.id)['/notes/todo.md'] === 'buy oat milk\n';
             await waitFor(uploaded, 10_000, 'the mid-session sync to upload /ideas/new.md and the edit of /notes/todo.md');
             seen['midSession'] = { ...e.memories(prefs.id) };
             seen['statusAtMidSync'] = e.session(sessionId).status;
@@ -106,7 +111,11 @@ describe('the official Python SDK EnvironmentWorker against the emulator', () =>
         { tool: 'read', input: { file_path: path.join(prefsDir, 'ideas/new.md') } },
         {
           console: async () => {
-            await waitFor(() => read(path.join(prefsDir, 'tone.md')) === 'from the console', 10_000, 'the store version of /tone.md to replace the local edit');
+            await waitFor(
+              () => read(path.join(prefsDir, 'tone.md')) === 'from the console',
+              10_000,
+              'the store version of /tone.md to replace the local edit',
+            );
             seen['toneAfterConflict'] = read(path.join(prefsDir, 'tone.md'));
           },
         },
@@ -149,7 +158,8 @@ describe('the official Python SDK EnvironmentWorker against the emulator', () =>
     const failed = checks.filter((c) => !c.ok);
     expect(failed, JSON.stringify(failed, null, 2)).toEqual([]);
     const types = new Set(checks.map((c) => c.type));
-    for (const t of ['BetaSelfHostedWork', 'BetaManagedAgentsSession', 'BetaManagedAgentsMemory']) expect(types, [...types].join(', ')).toContain(t);
+    for (const t of ['BetaSelfHostedWork', 'BetaManagedAgentsSession', 'BetaManagedAgentsMemory'])
+      expect(types, [...types].join(', ')).toContain(t);
     expect(checks.some((c) => c.route.endsWith('/heartbeat'))).toBe(true);
     expect(checks.some((c) => c.route.endsWith('/events/stream'))).toBe(true);
     // The session agent's execution_identity is newer than the Python SDK: checked against the
@@ -203,8 +213,19 @@ describe('the official Python SDK EnvironmentWorker against the emulator', () =>
     expect(emu.workItem(workId).state).toBe('stopped');
 
     // Credentials: memory calls with the sessions token only, polls with the environment key only.
-    expect(new Set(emu.requests.filter((r) => r.path.startsWith('/v1/memory_stores')).map((r) => r.credential))).toEqual(new Set(['sessions_token']));
-    expect(new Set(emu.requests.filter((r) => r.route.endsWith('/work/poll')).map((r) => r.credential))).toEqual(new Set(['environment_key']));
-    console.log(`python conformance session finished in ${elapsedMs} ms; ${checks.length} responses parsed strictly, as ${types.size} SDK types: ${[...types].map((t) => t.replace(/\[.*$/s, '[…]')).sort().join(', ')}`);
+    expect(new Set(emu.requests.filter((r) => r.path.startsWith('/v1/memory_stores')).map((r) => r.credential))).toEqual(
+      new Set(['sessions_token']),
+    );
+    expect(new Set(emu.requests.filter((r) => r.route.endsWith('/work/poll')).map((r) => r.credential))).toEqual(
+      new Set(['environment_key']),
+    );
+    console.log(
+      `python conformance session finished in ${elapsedMs} ms; ${checks.length} responses parsed strictly, as ${types.size} SDK types: ${[
+        ...types,
+      ]
+        .map((t) => t.replace(/\[.*$/s, '[…]'))
+        .sort()
+        .join(', ')}`,
+    );
   });
 });

@@ -80,7 +80,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(lanes.map((l) => l.child?.stop()));
-  if (process.env['CRASH_DUMP']) for (const l of lanes) fs.writeFileSync(path.join(os.tmpdir(), `crash-lane${l.index}.log`), l.child?.stderr ?? '');
+  if (process.env['CRASH_DUMP'])
+    for (const l of lanes) fs.writeFileSync(path.join(os.tmpdir(), `crash-lane${l.index}.log`), l.child?.stderr ?? '');
   await emu?.close();
   if (base) await fsp.rm(base, { recursive: true, force: true });
 });
@@ -113,16 +114,32 @@ async function sessionSettles(sessionId: string, lane: Lane, timeoutMs: number):
     const failed = lane.child?.events.find((e) => e.event === 'workFailed' && e.sessionId === sessionId);
     if (failed && allStopped) return { ok: false, error: String(failed.error) };
     if (Date.now() > deadline) {
-      return { ok: false, error: `not ended after ${timeoutMs} ms (agent: ${emu.session(sessionId).scriptProgress}; items: ${items.map((w) => w.state).join(', ')})` };
+      return {
+        ok: false,
+        error: `not ended after ${timeoutMs} ms (agent: ${emu.session(sessionId).scriptProgress}; items: ${items.map((w) => w.state).join(', ')})`,
+      };
     }
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
-const content = (kill: KillPoint, n: number): string => `${CRASH_TAG}k${kill.index}-w${n}\nwritten by the agent before kill ${kill.index}\n`;
+const content = (kill: KillPoint, n: number): string =>
+  `${CRASH_TAG}k${kill.index}-w${n}\nwritten by the agent before kill ${kill.index}\n`;
 
 async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
-  const result: CaseResult = { kill, folderAtKill: false, editsAtKill: 0, toStore: 0, replacedOnStore: 0, asCopy: 0, lost: [], pathLeft: false, journalLeft: 0, duplicates: [], timings: '' };
+  const result: CaseResult = {
+    kill,
+    folderAtKill: false,
+    editsAtKill: 0,
+    toStore: 0,
+    replacedOnStore: 0,
+    asCopy: 0,
+    lost: [],
+    pathLeft: false,
+    journalLeft: 0,
+    duplicates: [],
+    timings: '',
+  };
   const t0 = Date.now();
   const mark = (): string => ((Date.now() - t0) / 1000).toFixed(1);
   const root = path.join(lane.mnt, `crash-${kill.index}`);
@@ -143,7 +160,9 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   }));
   // An edit of a seeded memory too, so recovery has an update (with its precondition) as well as creates.
   writes.push({ tool: 'write', input: { file_path: `${root}/seeded/m00.md`, content: content(kill, 99) } });
-  const after: Array<ScriptStep<Emulator>> = [{ tool: 'write', input: { file_path: `${root}/after-${kill.index}.md`, content: content(kill, 100) } }];
+  const after: Array<ScriptStep<Emulator>> = [
+    { tool: 'write', input: { file_path: `${root}/after-${kill.index}.md`, content: content(kill, 100) } },
+  ];
   let script: Array<ScriptStep<Emulator>>;
   switch (kill.phase) {
     case 'download':
@@ -181,7 +200,9 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
     // the kill then lands right after it, still before the unmount.
     final: () =>
       until(
-        () => (rule?.hits ?? 0) >= 1 || child.events.some((e) => e.event === 'synced' && e.sessionId === sessionId && e.phase === 'final' && e.storeId === undefined),
+        () =>
+          (rule?.hits ?? 0) >= 1 ||
+          child.events.some((e) => e.event === 'synced' && e.sessionId === sessionId && e.phase === 'final' && e.storeId === undefined),
         30_000,
         'the hung final upload',
       ),
@@ -223,7 +244,15 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   if (!first.ok) {
     result.blocked = `the redelivered item: ${first.error}`;
     if (emu.session(sessionId).status !== 'terminated') emu.archiveSession(sessionId);
-    await until(() => emu.workItems().filter((w) => w.sessionId === sessionId).every((w) => w.state === 'stopped'), 20_000, 'the item to stop').catch(() => {});
+    await until(
+      () =>
+        emu
+          .workItems()
+          .filter((w) => w.sessionId === sessionId)
+          .every((w) => w.state === 'stopped'),
+      20_000,
+      'the item to stop',
+    ).catch(() => {});
   }
 
   // A new session of the same store must mount the path.
@@ -290,7 +319,10 @@ function journalEntriesFor(stateDir: string, root: string): number {
 function unmountState(root: string): 'intact' | 'partly removed' | 'gone' {
   if (!fs.existsSync(root)) return 'gone';
   const names = new Set(fs.readdirSync(root));
-  const all = names.has('.anthropic-memory-store') && names.has('probe.md') && Array.from({ length: 120 }, (_, m) => `u${String(m).padStart(3, '0')}.md`).every((n) => names.has(n));
+  const all =
+    names.has('.anthropic-memory-store') &&
+    names.has('probe.md') &&
+    Array.from({ length: 120 }, (_, m) => `u${String(m).padStart(3, '0')}.md`).every((n) => names.has(n));
   return all ? 'intact' : 'partly removed';
 }
 
@@ -298,7 +330,9 @@ function tally(rs: CaseResult[]): string {
   const lines: string[] = [];
   const phases = ['download', 'edit', 'uploads', 'final', 'unmount'];
   lines.push(`crash test: seed ${SEED}, ${rs.length} kills`);
-  lines.push(`kill points: ${rs.map((r) => `${r.kill.index}:${r.kill.phase}(w${r.kill.writes},s${r.kill.skip},+${r.kill.delayMs}ms)`).join(' ')}`);
+  lines.push(
+    `kill points: ${rs.map((r) => `${r.kill.index}:${r.kill.phase}(w${r.kill.writes},s${r.kill.skip},+${r.kill.delayMs}ms)`).join(' ')}`,
+  );
   lines.push(`kills per phase: ${phases.map((p) => `${p} ${rs.filter((r) => r.kill.phase === p).length}`).join(', ')}`);
   const states = ['intact', 'partly removed', 'gone'] as const;
   lines.push(`unmount kills found the folder: ${states.map((st) => `${st} ${rs.filter((r) => r.unmountState === st).length}`).join(', ')}`);
@@ -322,7 +356,8 @@ function tally(rs: CaseResult[]): string {
       ...r.duplicates.map((d) => `duplicate ${d}`),
     ];
     if (process.env['CRASH_VERBOSE']) lines.push(`  kill ${r.kill.index} (${r.kill.phase}): ${r.timings}`);
-    if (problems.length > 0) lines.push(`  kill ${r.kill.index} (${r.kill.phase}, folder at kill: ${r.folderAtKill ? 'yes' : 'no'}): ${problems.join('; ')}`);
+    if (problems.length > 0)
+      lines.push(`  kill ${r.kill.index} (${r.kill.phase}, folder at kill: ${r.folderAtKill ? 'yes' : 'no'}): ${problems.join('; ')}`);
   }
   return lines.join('\n');
 }

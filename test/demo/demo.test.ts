@@ -57,7 +57,14 @@ describe('summaryRow', () => {
   });
 
   it('formats one aligned line per store under a header', () => {
-    const table = formatSummaryTable([summaryRow('A store', 'read_only', { ...emptyStoreTally(), downloaded: 12, unmounted: true }, { refusedToolCalls: 0, folderExists: false, session: { finalMs: 3, flushMs: 1 } })]);
+    const table = formatSummaryTable([
+      summaryRow(
+        'A store',
+        'read_only',
+        { ...emptyStoreTally(), downloaded: 12, unmounted: true },
+        { refusedToolCalls: 0, folderExists: false, session: { finalMs: 3, flushMs: 1 } },
+      ),
+    ]);
     const lines = table.trimEnd().split('\n');
     expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^store\s+access\s+downloaded/);

@@ -123,7 +123,10 @@ describe('examples', () => {
     const { sessionId, workId } = await emu.createSession({
       resources: [{ memoryStoreId: store.id }],
       // The agent writes a note, then works for a long time: a SIGTERM arrives mid-session.
-      script: [{ tool: 'write', input: { file_path: path.join(dir, 'team-notes/late.md'), content: 'written before SIGTERM' } }, { sleepMs: 120_000 }],
+      script: [
+        { tool: 'write', input: { file_path: path.join(dir, 'team-notes/late.md'), content: 'written before SIGTERM' } },
+        { sleepMs: 120_000 },
+      ],
     });
     const deadline = Date.now() + 20_000;
     while (emu.session(sessionId).toolResults.length === 0) {
@@ -146,7 +149,10 @@ describe('examples', () => {
     expect(instructions.join('\n')).toMatch(/npm pack/);
     // Every file the build stage copies exists in the repository (the build context is its root).
     for (const line of instructions.filter((l) => /^COPY (?!--from)/.test(l))) {
-      for (const src of line.replace(/^COPY\s+/, '').split(/\s+/).slice(0, -1)) {
+      for (const src of line
+        .replace(/^COPY\s+/, '')
+        .split(/\s+/)
+        .slice(0, -1)) {
         await expect(fs.access(path.join(REPO, src)), `${src} in "${line}"`).resolves.toBeUndefined();
       }
     }

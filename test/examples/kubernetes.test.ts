@@ -62,7 +62,9 @@ async function manifests(): Promise<Array<{ file: string; docs: Doc[] }>> {
   for (const file of files) out.push({ file: path.relative(REPO, file), docs: parseManifest(await fs.readFile(file, 'utf8')) });
   // The Job template launch.sh fills in with envsubst.
   const template = await fs.readFile(path.join(REPO, 'examples/sandbox-per-session/k8s-job.yaml'), 'utf8');
-  const filled = template.replace(/\$\{(\w+)\}/g, (_m, name: string) => (name === 'SANDBOX_IMAGE' ? 'managed-agents-worker-sandbox' : `maw-${name.toLowerCase().replace(/_/g, '-')}`));
+  const filled = template.replace(/\$\{(\w+)\}/g, (_m, name: string) =>
+    name === 'SANDBOX_IMAGE' ? 'managed-agents-worker-sandbox' : `maw-${name.toLowerCase().replace(/_/g, '-')}`,
+  );
   out.push({ file: 'examples/sandbox-per-session/k8s-job.yaml', docs: parseManifest(filled) });
   return out;
 }
@@ -113,7 +115,10 @@ describe('the Kubernetes manifests', () => {
       const deployments = docs.filter((d) => d.kind === 'Deployment');
       for (const so of docs.filter((d) => d.kind === 'ScaledObject')) {
         const target = (so.spec?.['scaleTargetRef'] as { name: string }).name;
-        expect(deployments.map((d) => d.metadata.name), `${file}: ScaledObject target`).toContain(target);
+        expect(
+          deployments.map((d) => d.metadata.name),
+          `${file}: ScaledObject target`,
+        ).toContain(target);
       }
       for (const svc of docs.filter((d) => d.kind === 'Service')) {
         const selector = svc.spec?.['selector'] as Record<string, string>;
@@ -139,7 +144,9 @@ describe('the Kubernetes manifests', () => {
   });
 
   it('pass only flags the CLI documents for that command', async () => {
-    const commands = all.flatMap(({ docs }) => docs.flatMap((d) => containersOf(d).map((c) => c.command ?? []))).filter((c) => c[0] === 'managed-agents-worker');
+    const commands = all
+      .flatMap(({ docs }) => docs.flatMap((d) => containersOf(d).map((c) => c.command ?? [])))
+      .filter((c) => c[0] === 'managed-agents-worker');
     const unknown: string[] = [];
     for (const [, sub, ...args] of commands) {
       const { stdout } = await exec(process.execPath, [path.join(REPO, 'dist/cli/main.js'), sub!, '--help']);
@@ -160,9 +167,19 @@ describe('the Kubernetes manifests', () => {
 
     const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-k8s-'));
     const emu = await startEmulator({ mountRoot: tmp, latencyMs: 0 });
-    const worker = Object.assign(new EventEmitter(), { activeSessions: 0, closing: false, lastPollOkAt: undefined }) as unknown as ObservedWorker;
+    const worker = Object.assign(new EventEmitter(), {
+      activeSessions: 0,
+      closing: false,
+      lastPollOkAt: undefined,
+    }) as unknown as ObservedWorker;
     const client = new Anthropic({ apiKey: 'unused', baseURL: emu.baseURL, logLevel: 'off' });
-    const server = await serveMetrics({ worker, port: 0, host: '127.0.0.1', processMetrics: false, workQueue: { client, environmentId: emu.environmentId, environmentKey: emu.environmentKey } });
+    const server = await serveMetrics({
+      worker,
+      port: 0,
+      host: '127.0.0.1',
+      processMetrics: false,
+      workQueue: { client, environmentId: emu.environmentId, environmentKey: emu.environmentKey },
+    });
     try {
       const text = await (await fetch(`${server.url}/metrics`)).text();
       for (const name of names) expect(text).toMatch(new RegExp(`^${name}(\\{[^}]*\\})? `, 'm'));
@@ -178,7 +195,8 @@ describe('the queue exporter script', () => {
   let emu: Emulator;
   let tmp: string;
   beforeAll(async () => {
-    if (!existsSync(path.join(REPO, 'dist/index.js'))) throw new Error('dist/ is missing: run `npm run build` before this test (npm test does)');
+    if (!existsSync(path.join(REPO, 'dist/index.js')))
+      throw new Error('dist/ is missing: run `npm run build` before this test (npm test does)');
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-exporter-'));
     emu = await startEmulator({ mountRoot: tmp, latencyMs: 0 });
   });

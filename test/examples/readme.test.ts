@@ -48,7 +48,13 @@ function readmeBlocks(readme: string): Array<Block | { unmarked: number }> {
     const code = lines.slice(i + 1, end).join('\n') + '\n';
     const marker = /^<!-- (example|extracted): (\S+) -->$/.exec(lines[i - 1] ?? '');
     if (!marker) blocks.push({ unmarked: i + 1 });
-    else blocks.push({ kind: marker[1] as Block['kind'], file: marker[1] === 'example' ? marker[2]! : `readme/${marker[2]}.ts`, code, line: i + 1 });
+    else
+      blocks.push({
+        kind: marker[1] as Block['kind'],
+        file: marker[1] === 'example' ? marker[2]! : `readme/${marker[2]}.ts`,
+        code,
+        line: i + 1,
+      });
     i = end;
   }
   return blocks;
@@ -81,7 +87,16 @@ beforeAll(async () => {
   await fs.writeFile(
     path.join(app, 'tsconfig.json'),
     JSON.stringify({
-      compilerOptions: { target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, skipLibCheck: true, types: ['node'], outDir: 'out', rootDir: '.' },
+      compilerOptions: {
+        target: 'es2022',
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        strict: true,
+        skipLibCheck: true,
+        types: ['node'],
+        outDir: 'out',
+        rootDir: '.',
+      },
       include: ['examples', 'readme'],
     }),
   );
@@ -89,7 +104,13 @@ beforeAll(async () => {
   // Node's types and the OpenTelemetry packages the tracing block imports.
   const nm = path.join(app, 'node_modules');
   await link(REPO, path.join(nm, 'managed-agents-worker'));
-  for (const dep of ['@anthropic-ai/sdk', '@types/node', '@opentelemetry/api', '@opentelemetry/context-async-hooks', '@opentelemetry/sdk-trace-base']) {
+  for (const dep of [
+    '@anthropic-ai/sdk',
+    '@types/node',
+    '@opentelemetry/api',
+    '@opentelemetry/context-async-hooks',
+    '@opentelemetry/sdk-trace-base',
+  ]) {
     await link(path.join(REPO, 'node_modules', dep), path.join(nm, dep));
   }
   await link(path.join(REPO, 'dist/cli/main.js'), path.join(nm, '.bin', 'managed-agents-worker'));
@@ -113,7 +134,13 @@ describe('the README code blocks', () => {
   it('are each an examples/ file shown as is, or a marked complete program', async () => {
     expect(allBlocks.filter((b) => 'unmarked' in b)).toEqual([]);
     expect(blocks.map((b) => b.file)).toEqual(
-      expect.arrayContaining(['examples/poll-daemon.ts', 'examples/webhook-handler.ts', 'examples/launcher.ts', 'readme/tracing.ts', 'readme/testing-kit.ts']),
+      expect.arrayContaining([
+        'examples/poll-daemon.ts',
+        'examples/webhook-handler.ts',
+        'examples/launcher.ts',
+        'readme/tracing.ts',
+        'readme/testing-kit.ts',
+      ]),
     );
     for (const b of blocks.filter((x) => x.kind === 'example')) {
       const file = await fs.readFile(path.join(REPO, b.file), 'utf8');
@@ -158,7 +185,12 @@ describe('the README programs against the emulator', () => {
     const child = spawn(process.execPath, [js], {
       cwd: app,
       // PATH as `npx` gives a script: the app's bin folder first.
-      env: { PATH: `${path.join(app, 'node_modules', '.bin')}:${process.env['PATH']}`, HOME: dir, XDG_STATE_HOME: path.join(dir, 'state'), ...env },
+      env: {
+        PATH: `${path.join(app, 'node_modules', '.bin')}:${process.env['PATH']}`,
+        HOME: dir,
+        XDG_STATE_HOME: path.join(dir, 'state'),
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -227,7 +259,10 @@ describe('the README programs against the emulator', () => {
   it('poll daemon: a missing variable and a refused key each end it with one line and exit 1, no stack trace', async () => {
     const missing = run('examples/poll-daemon.ts', { ANTHROPIC_BASE_URL: emu.baseURL, METRICS_PORT: '0' });
     expect(await exitCode(missing, 20_000)).toBe(1);
-    const missingLines = missing.output().split('\n').filter((l) => l !== '');
+    const missingLines = missing
+      .output()
+      .split('\n')
+      .filter((l) => l !== '');
     expect(missingLines).toHaveLength(1);
     expect(missingLines[0]).toContain('ANTHROPIC_ENVIRONMENT_ID');
     expect(missingLines[0]).toContain('ANTHROPIC_ENVIRONMENT_KEY');
@@ -236,7 +271,10 @@ describe('the README programs against the emulator', () => {
 
     const refused = run('examples/poll-daemon.ts', { ...apiEnv(), ANTHROPIC_ENVIRONMENT_KEY: 'not-the-key' });
     expect(await exitCode(refused, 30_000)).toBe(1);
-    const fatal = refused.output().split('\n').filter((l) => l.includes('"level":60'));
+    const fatal = refused
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"level":60'));
     expect(fatal).toHaveLength(1);
     expect(fatal[0]).toMatch(/poll daemon stopped: .*401/);
     expect(refused.output()).not.toMatch(/\n\s+at /);
@@ -256,7 +294,10 @@ describe('the README programs against the emulator', () => {
       // The next session writes a note, then works for long: SIGTERM lands mid-session.
       const second = await emu.createSession({
         resources: [{ memoryStoreId: store.id }],
-        script: [{ tool: 'write', input: { file_path: path.join(dir, 'team-notes/late.md'), content: 'before SIGTERM' } }, { sleepMs: 120_000 }],
+        script: [
+          { tool: 'write', input: { file_path: path.join(dir, 'team-notes/late.md'), content: 'before SIGTERM' } },
+          { sleepMs: 120_000 },
+        ],
       });
       const deadline = Date.now() + 20_000;
       while (emu.session(second.sessionId).toolResults.length === 0) {
@@ -291,7 +332,9 @@ describe('the README programs against the emulator', () => {
     expect(emu.memories(store.id)['/from-sandbox.md']).toBe('served by handle');
     // The sandbox's handle held the item with its sessions token; the launcher only polled and acked.
     const itemCalls = emu.requests.filter((r) => r.path.includes(`/work/${workId}/`));
-    expect(new Set(itemCalls.filter((r) => r.route.endsWith('/heartbeat') || r.route.endsWith('/stop')).map((r) => r.credential))).toEqual(new Set(['sessions_token']));
+    expect(new Set(itemCalls.filter((r) => r.route.endsWith('/heartbeat') || r.route.endsWith('/stop')).map((r) => r.credential))).toEqual(
+      new Set(['sessions_token']),
+    );
     await launcher.waitFor(/"status":"completed"/);
     launcher.kill('SIGTERM');
     expect(await exitCode(launcher, 20_000)).toBe(0);
@@ -307,8 +350,11 @@ describe('the README programs against the emulator', () => {
     expect(await exitCode(tracing, 20_000)).toBe(0);
   });
 
-  it.each(['readme/testing-kit.ts', 'readme/emulator-api.ts', 'readme/faults.ts'])('%s runs to the end against its own emulator', async (file) => {
-    const program = run(file, {});
-    expect(await exitCode(program, 45_000), program.output()).toBe(0);
-  });
+  it.each(['readme/testing-kit.ts', 'readme/emulator-api.ts', 'readme/faults.ts'])(
+    '%s runs to the end against its own emulator',
+    async (file) => {
+      const program = run(file, {});
+      expect(await exitCode(program, 45_000), program.output()).toBe(0);
+    },
+  );
 });

@@ -61,12 +61,17 @@ function deepChain(base: string, depth: number, seg: string): void {
 export const agentCases: HostileCase[] = [
   planted('a symlink to an outside file', 'leak.md', (abs, ctx) => fsp.symlink(path.join(ctx.outside, 'secret.md'), abs), SKIPPED),
   planted('a symlink to an outside folder', 'notes', (abs, ctx) => fsp.symlink(ctx.outside, abs), SKIPPED),
-  planted('a symlink to /proc/self/environ (the worker\'s credentials)', 'env.md', (abs) => fsp.symlink('/proc/self/environ', abs), SKIPPED),
+  planted("a symlink to /proc/self/environ (the worker's credentials)", 'env.md', (abs) => fsp.symlink('/proc/self/environ', abs), SKIPPED),
   planted('a dangling symlink', 'dangling.md', (abs) => fsp.symlink('/nonexistent/target', abs), SKIPPED),
-  planted('a symlink loop', 'loop.md', async (abs) => {
-    await fsp.symlink(`${abs}.2`, abs);
-    await fsp.symlink(abs, `${abs}.2`);
-  }, SKIPPED),
+  planted(
+    'a symlink loop',
+    'loop.md',
+    async (abs) => {
+      await fsp.symlink(`${abs}.2`, abs);
+      await fsp.symlink(abs, `${abs}.2`);
+    },
+    SKIPPED,
+  ),
   planted('a FIFO at a new path', 'pipe.md', (abs) => void execFileSync('mkfifo', [abs]), SKIPPED),
   planted('a socket', 'agent.sock', (abs) => withSocket(abs), SKIPPED),
   planted('a character device', 'null.md', (abs) => void execFileSync('mknod', [abs, 'c', '1', '3']), SKIPPED),

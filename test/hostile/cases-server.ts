@@ -152,7 +152,8 @@ export const serverCases: HostileCase[] = [
       ctx.emu.faults.add({
         route: LISTING,
         rewrite: (_b, req) => {
-          if (req.query.get('depth') === '1') return { data: Array.from({ length: 20 }, (_, i) => ({ type: 'memory_prefix', path: `/d${i}/` })), next_page: null };
+          if (req.query.get('depth') === '1')
+            return { data: Array.from({ length: 20 }, (_, i) => ({ type: 'memory_prefix', path: `/d${i}/` })), next_page: null };
           const prefix = req.query.get('path_prefix') ?? '/';
           const page = (pages.get(prefix) ?? 0) + 1;
           pages.set(prefix, page);
@@ -192,7 +193,10 @@ export const serverCases: HostileCase[] = [
     description: 'a listing whose items lack their sha',
     async run(ctx) {
       const storeId = await ctx.store();
-      ctx.emu.faults.add({ route: LISTING, rewrite: () => ({ data: [{ type: 'memory', id: 'mem_1', path: '/a.md', content: 'x' }], next_page: null }) });
+      ctx.emu.faults.add({
+        route: LISTING,
+        rewrite: () => ({ data: [{ type: 'memory', id: 'mem_1', path: '/a.md', content: 'x' }], next_page: null }),
+      });
       await ctx.armed();
       await ctx.mount({ storeId });
     },

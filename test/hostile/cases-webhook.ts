@@ -27,7 +27,12 @@ function handlerFor(ctx: Ctx): WebhookHandler {
   });
 }
 
-function delivery(description: string, build: () => { headers: Record<string, string>; body: string }, status: number, says: RegExp): HostileCase {
+function delivery(
+  description: string,
+  build: () => { headers: Record<string, string>; body: string },
+  status: number,
+  says: RegExp,
+): HostileCase {
   return {
     group: 'webhook abuse',
     description,
@@ -78,13 +83,28 @@ function rawPost(ctx: Ctx, headers: Record<string, string>, firstChunk: string):
 }
 
 export const webhookCases: HostileCase[] = [
-  delivery('an unsigned delivery', () => ({ headers: { 'webhook-id': 'msg_hostile', 'content-type': 'application/json' }, body: JSON.stringify(event()) }), 401, /signature/),
+  delivery(
+    'an unsigned delivery',
+    () => ({ headers: { 'webhook-id': 'msg_hostile', 'content-type': 'application/json' }, body: JSON.stringify(event()) }),
+    401,
+    /signature/,
+  ),
   delivery('a delivery signed with another secret', () => signWebhook(event(), generateWebhookSecret()), 401, /signature/),
-  delivery('a replayed delivery an hour old', () => signWebhook(event(), SECRET, { timestampSeconds: Math.floor(Date.now() / 1000) - 3600 }), 401, /signature/),
-  delivery('a signature over a different body', () => {
-    const signed = signWebhook(event(), SECRET);
-    return { ...signed, body: signed.body.replace('run_started', 'run_startee') };
-  }, 401, /signature/),
+  delivery(
+    'a replayed delivery an hour old',
+    () => signWebhook(event(), SECRET, { timestampSeconds: Math.floor(Date.now() / 1000) - 3600 }),
+    401,
+    /signature/,
+  ),
+  delivery(
+    'a signature over a different body',
+    () => {
+      const signed = signWebhook(event(), SECRET);
+      return { ...signed, body: signed.body.replace('run_started', 'run_startee') };
+    },
+    401,
+    /signature/,
+  ),
   {
     group: 'webhook abuse',
     description: 'a body far over maxBodyBytes, over HTTP',
@@ -114,7 +134,12 @@ export const webhookCases: HostileCase[] = [
   {
     group: 'webhook abuse',
     description: 'an unsigned request whose body never ends, over HTTP',
-    run: (ctx) => rawPost(ctx, { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'webhook-id': 'msg_hostile' }, '{"type":"event"')(ctx),
+    run: (ctx) =>
+      rawPost(
+        ctx,
+        { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'webhook-id': 'msg_hostile' },
+        '{"type":"event"',
+      )(ctx),
     expects: { path: 'msg_hostile', says: /^webhook msg_hostile answered 401/ },
   },
   {

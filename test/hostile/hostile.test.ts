@@ -36,41 +36,47 @@ afterAll(async () => {
 });
 
 describe(`hostile inputs (${cases.length} cases)`, () => {
-  it.each(cases.map((c) => [`${c.group}: ${c.description}`, c] as const))('%s', async (_name, c) => {
-    const { ctx, before, dispose } = await newCtx(emu);
-    const rejectionsBefore = rejections.length;
-    let error: unknown;
-    try {
+  it.each(cases.map((c) => [`${c.group}: ${c.description}`, c] as const))(
+    '%s',
+    async (_name, c) => {
+      const { ctx, before, dispose } = await newCtx(emu);
+      const rejectionsBefore = rejections.length;
+      let error: unknown;
       try {
-        await c.run(ctx);
-      } catch (e) {
-        error = e;
+        try {
+          await c.run(ctx);
+        } catch (e) {
+          error = e;
+        }
+        if (error !== undefined && !(error instanceof WorkerError)) throw error;
+        await new Promise((r) => setImmediate(r));
+
+        // Nothing outside the mount parent and the state folder changed.
+        const snapshot = before();
+        expect(snapshot, 'the case never armed').toBeDefined();
+        expect(await snapshotTree(ctx.tmp, [ctx.mountRoot, ctx.stateDir])).toEqual(snapshot);
+
+        // The process did not crash: no unhandled rejection.
+        expect(rejections.slice(rejectionsBefore)).toEqual([]);
+
+        // No credential in any log line or event.
+        const logged =
+          JSON.stringify(ctx.log.lines) +
+          JSON.stringify(ctx.events, (_k, v: unknown) => (v instanceof Error ? v.message : v)) +
+          ctx.answers.join('\n');
+        for (const secret of ctx.secrets) expect(logged.includes(secret), 'a credential was logged').toBe(false);
+
+        // A warning or the error names the path and says what happens or what to do.
+        const named = typeof c.expects.path === 'function' ? c.expects.path(ctx) : c.expects.path;
+        const haystacks = ctx.log.lines.filter((l) => c.group === 'permission changes' || l.level >= 40).map((l) => JSON.stringify(l));
+        if (error instanceof Error) haystacks.push(error.message, JSON.stringify(error.message));
+        haystacks.push(...ctx.answers);
+        const hit = haystacks.find((h) => h.includes(named) && c.expects.says.test(h));
+        expect(hit, `no warning or error names ${named} and says ${c.expects.says}:\n${haystacks.join('\n')}`).toBeDefined();
+      } finally {
+        await dispose();
       }
-      if (error !== undefined && !(error instanceof WorkerError)) throw error;
-      await new Promise((r) => setImmediate(r));
-
-      // Nothing outside the mount parent and the state folder changed.
-      const snapshot = before();
-      expect(snapshot, 'the case never armed').toBeDefined();
-      expect(await snapshotTree(ctx.tmp, [ctx.mountRoot, ctx.stateDir])).toEqual(snapshot);
-
-      // The process did not crash: no unhandled rejection.
-      expect(rejections.slice(rejectionsBefore)).toEqual([]);
-
-      // No credential in any log line or event.
-      const logged =
-        JSON.stringify(ctx.log.lines) + JSON.stringify(ctx.events, (_k, v: unknown) => (v instanceof Error ? v.message : v)) + ctx.answers.join('\n');
-      for (const secret of ctx.secrets) expect(logged.includes(secret), 'a credential was logged').toBe(false);
-
-      // A warning or the error names the path and says what happens or what to do.
-      const named = typeof c.expects.path === 'function' ? c.expects.path(ctx) : c.expects.path;
-      const haystacks = ctx.log.lines.filter((l) => c.group === 'permission changes' || l.level >= 40).map((l) => JSON.stringify(l));
-      if (error instanceof Error) haystacks.push(error.message, JSON.stringify(error.message));
-      haystacks.push(...ctx.answers);
-      const hit = haystacks.find((h) => h.includes(named) && c.expects.says.test(h));
-      expect(hit, `no warning or error names ${named} and says ${c.expects.says}:\n${haystacks.join('\n')}`).toBeDefined();
-    } finally {
-      await dispose();
-    }
-  }, 20_000);
+    },
+    20_000,
+  );
 });

@@ -38,11 +38,18 @@ describe('the worker option defaults', () => {
       shows: [`| ${spaced(MEMORY_DEFAULTS.syncIntervalMs)} |`, `≥ ${spaced(MEMORY_DEFAULTS.syncIntervalMinMs)}`],
     },
     { description: 'memorySyncDeletions', option: 'memorySyncDeletions', shows: [`| \`${WORKER_DEFAULTS.memorySyncDeletions}\` |`] },
-    { description: 'concurrency, with its cap', option: 'concurrency', shows: [`| ${WORKER_DEFAULTS.concurrency} |`, `1–${WORKER_DEFAULTS.concurrencyMax}`] },
+    {
+      description: 'concurrency, with its cap',
+      option: 'concurrency',
+      shows: [`| ${WORKER_DEFAULTS.concurrency} |`, `1–${WORKER_DEFAULTS.concurrencyMax}`],
+    },
     {
       description: 'finalFlushMs, with its range',
       option: 'finalFlushMs',
-      shows: [`| ${spaced(MEMORY_DEFAULTS.finalFlushMs)} |`, `${MEMORY_DEFAULTS.finalFlushMinMs}–${spaced(MEMORY_DEFAULTS.finalFlushMaxMs)} ms`],
+      shows: [
+        `| ${spaced(MEMORY_DEFAULTS.finalFlushMs)} |`,
+        `${MEMORY_DEFAULTS.finalFlushMinMs}–${spaced(MEMORY_DEFAULTS.finalFlushMaxMs)} ms`,
+      ],
     },
     {
       description: 'memoryDeleteAfterMs, with its range',
@@ -53,7 +60,10 @@ describe('the worker option defaults', () => {
     {
       description: 'mountTimeoutMs, with its range',
       option: 'mountTimeoutMs',
-      shows: [`| ${spaced(WORKER_DEFAULTS.mountTimeoutMs)} |`, `${spaced(WORKER_DEFAULTS.mountTimeoutMinMs)} – ${spaced(WORKER_DEFAULTS.mountTimeoutMaxMs)} ms`],
+      shows: [
+        `| ${spaced(WORKER_DEFAULTS.mountTimeoutMs)} |`,
+        `${spaced(WORKER_DEFAULTS.mountTimeoutMinMs)} – ${spaced(WORKER_DEFAULTS.mountTimeoutMaxMs)} ms`,
+      ],
     },
   ];
   for (const r of readmeRows) {
@@ -67,7 +77,9 @@ describe('the other option defaults', () => {
   it("are the README's for serveMetrics, createWebhookHandler and Launcher", () => {
     const us = (n: number): string => n.toLocaleString('en-US').replaceAll(',', '_');
     expect(readme).toContain(`readyWithinMs = ${us(METRICS_DEFAULTS.readyWithinMs)}, registry?, prefix = '${METRICS_DEFAULTS.prefix}'`);
-    expect(readme).toContain(`concurrency = ${WEBHOOK_DEFAULTS.concurrency}, maxBodyBytes = ${WEBHOOK_DEFAULTS.maxBodyBytes / 1024 / 1024} MiB, dedupeWindow = ${spaced(WEBHOOK_DEFAULTS.dedupeWindow)}`);
+    expect(readme).toContain(
+      `concurrency = ${WEBHOOK_DEFAULTS.concurrency}, maxBodyBytes = ${WEBHOOK_DEFAULTS.maxBodyBytes / 1024 / 1024} MiB, dedupeWindow = ${spaced(WEBHOOK_DEFAULTS.dedupeWindow)}`,
+    );
     expect(readme).toContain(`concurrency = ${LAUNCHER_DEFAULTS.concurrency}, killAfterMs = ${us(LAUNCHER_DEFAULTS.killAfterMs)}`);
   });
 });

@@ -6,7 +6,12 @@ import { duplicateKeys, jsonKeys } from './log-keys.js';
 const rows: Array<{ description: string; raw: string; keys: string[]; duplicates: string[] }> = [
   { description: 'a flat line', raw: '{"level":30,"msg":"a \\"quoted\\" {x}"}', keys: ['level', 'msg'], duplicates: [] },
   { description: 'two pids at the top', raw: '{"pid":1,"msg":"x","pid":2}', keys: ['pid', 'msg', 'pid'], duplicates: ['pid'] },
-  { description: 'nested objects carry their path', raw: '{"err":{"type":"E","cause":{"type":"F"}}}', keys: ['err', 'err.type', 'err.cause', 'err.cause.type'], duplicates: [] },
+  {
+    description: 'nested objects carry their path',
+    raw: '{"err":{"type":"E","cause":{"type":"F"}}}',
+    keys: ['err', 'err.type', 'err.cause', 'err.cause.type'],
+    duplicates: [],
+  },
   { description: 'objects of one array are told apart', raw: '{"a":[{"k":1},{"k":2}]}', keys: ['a', 'a.[].k', 'a.[].k'], duplicates: [] },
   { description: 'a repeat inside a nested object', raw: '{"err":{"k":1,"k":2}}', keys: ['err', 'err.k', 'err.k'], duplicates: ['err.k'] },
 ];

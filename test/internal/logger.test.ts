@@ -25,7 +25,11 @@ const rows: Array<{ description: string; error: unknown; expected: Record<string
   },
   {
     description: 'a wrapper that already says what its cause says is not repeated',
-    error: new RemoteApiError('polling env_1 failed with HTTP 401: authentication_error: invalid credential', { status: 401, requestId: 'req_1', retryable: false }, { cause: api401 }),
+    error: new RemoteApiError(
+      'polling env_1 failed with HTTP 401: authentication_error: invalid credential',
+      { status: 401, requestId: 'req_1', retryable: false },
+      { cause: api401 },
+    ),
     expected: {
       type: 'RemoteApiError',
       message: 'polling env_1 failed with HTTP 401: authentication_error: invalid credential',
@@ -55,7 +59,12 @@ describe('childLogger', () => {
   const lines: string[] = [];
   const root = pino({ level: 'info' }, { write: (s: string) => void lines.push(s) });
   const rows: Array<{ description: string; parent: Record<string, unknown>; bindings: Record<string, unknown>; keys: string[] }> = [
-    { description: 'a key the parent binds to the same value is not bound again', parent: { session_id: 's1' }, bindings: { session_id: 's1', component: 'memory-sync' }, keys: ['session_id', 'component'] },
+    {
+      description: 'a key the parent binds to the same value is not bound again',
+      parent: { session_id: 's1' },
+      bindings: { session_id: 's1', component: 'memory-sync' },
+      keys: ['session_id', 'component'],
+    },
     { description: 'a new key is bound', parent: {}, bindings: { session_id: 's1' }, keys: ['session_id'] },
   ];
   for (const row of rows) {

@@ -15,7 +15,11 @@ describe('ManualClock', () => {
     clock.schedule(10, () => ran.push(['b', clock.now()]));
     clock.schedule(-5, () => ran.push(['now', clock.now()]));
     await clock.advance(29);
-    expect(ran).toEqual([['now', 0], ['a', 10], ['b', 10]]);
+    expect(ran).toEqual([
+      ['now', 0],
+      ['a', 10],
+      ['b', 10],
+    ]);
     expect(clock.now()).toBe(29);
     expect(clock.nextDueInMs).toBe(1);
     await clock.advance(1);

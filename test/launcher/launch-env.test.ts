@@ -35,17 +35,25 @@ describe('launch --pass-env', () => {
 
   it('gives the sandbox command the item, the allow-list and the named variables, nothing else', async () => {
     const out = path.join(dir, 'env.txt');
-    cli = spawnCli(['launch', '--on-work', `env > '${out}.tmp' && mv '${out}.tmp' '${out}'`, '--pass-env', 'SANDBOX_IMAGE', '--log-level', 'warn'], childEnv({
-      ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
-      ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
-      ANTHROPIC_BASE_URL: emu.baseURL,
-      SANDBOX_IMAGE: 'registry.local/sandbox:1',
-      DB_PASSWORD: 'launcher-only-secret-93ab',
-      LANG: 'C.UTF-8',
-    }));
+    cli = spawnCli(
+      ['launch', '--on-work', `env > '${out}.tmp' && mv '${out}.tmp' '${out}'`, '--pass-env', 'SANDBOX_IMAGE', '--log-level', 'warn'],
+      childEnv({
+        ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
+        ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
+        ANTHROPIC_BASE_URL: emu.baseURL,
+        SANDBOX_IMAGE: 'registry.local/sandbox:1',
+        DB_PASSWORD: 'launcher-only-secret-93ab',
+        LANG: 'C.UTF-8',
+      }),
+    );
     const { workId, sessionId } = await emu.createSession({ script: [] });
     const text = await until('the sandbox command to write its environment', () => fs.readFile(out, 'utf8').catch(() => undefined));
-    const env = Object.fromEntries(text.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    const env = Object.fromEntries(
+      text
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
     expect(env).toMatchObject({
       ANTHROPIC_WORK_ID: workId,
       ANTHROPIC_SESSION_ID: sessionId,
@@ -65,11 +73,14 @@ describe('launch --pass-env', () => {
   });
 
   it('refuses to name an item variable, as a configuration error', async () => {
-    cli = spawnCli(['launch', '--on-work', 'true', '--pass-env', 'ANTHROPIC_WORK_SECRET'], childEnv({
-      ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
-      ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
-      ANTHROPIC_BASE_URL: emu.baseURL,
-    }));
+    cli = spawnCli(
+      ['launch', '--on-work', 'true', '--pass-env', 'ANTHROPIC_WORK_SECRET'],
+      childEnv({
+        ANTHROPIC_ENVIRONMENT_ID: emu.environmentId,
+        ANTHROPIC_ENVIRONMENT_KEY: emu.environmentKey,
+        ANTHROPIC_BASE_URL: emu.baseURL,
+      }),
+    );
     const { code } = await cli.exited;
     expect(code).toBe(3);
     expect(cli.stderr()).toContain('ANTHROPIC_WORK_SECRET is set per item by the launcher');

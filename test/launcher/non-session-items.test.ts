@@ -62,7 +62,9 @@ describe('a healthcheck work item', () => {
     const secret = generateWebhookSecret();
     const calls: string[] = [];
     const handler = createWebhookHandler({
-      worker: { handleItem: async (o) => (calls.push(o.workId), { workId: o.workId, sessionId: o.sessionId, status: 'completed', durationMs: 0 }) },
+      worker: {
+        handleItem: async (o) => (calls.push(o.workId), { workId: o.workId, sessionId: o.sessionId, status: 'completed', durationMs: 0 }),
+      },
       client: emu.client(),
       webhookSecret: secret,
       environmentId: emu.environmentId,

@@ -30,22 +30,61 @@ describe('Launcher options', () => {
 
   const rejected = [
     { description: 'concurrency zero', input: { concurrency: 0 }, line: 'concurrency: expected an integer from 1 to 256, got 0' },
-    { description: 'a fractional concurrency', input: { concurrency: 2.5 }, line: 'concurrency: expected an integer from 1 to 256, got 2.5' },
-    { description: 'an empty command', input: { command: '  ' }, line: 'command: expected a non-empty shell command (the CLI reads --on-work), got "  "' },
-    { description: 'a missing environment id', input: { environmentId: undefined }, line: 'environmentId: expected a non-empty string (env_...); the CLI reads ANTHROPIC_ENVIRONMENT_ID, got undefined' },
+    {
+      description: 'a fractional concurrency',
+      input: { concurrency: 2.5 },
+      line: 'concurrency: expected an integer from 1 to 256, got 2.5',
+    },
+    {
+      description: 'an empty command',
+      input: { command: '  ' },
+      line: 'command: expected a non-empty shell command (the CLI reads --on-work), got "  "',
+    },
+    {
+      description: 'a missing environment id',
+      input: { environmentId: undefined },
+      line: 'environmentId: expected a non-empty string (env_...); the CLI reads ANTHROPIC_ENVIRONMENT_ID, got undefined',
+    },
     { description: 'an unknown stdio', input: { stdio: 'pipe' }, line: 'stdio: expected "inherit" or "ignore", got "pipe"' },
-    { description: 'a negative kill delay', input: { killAfterMs: -1 }, line: 'killAfterMs: expected an integer number of milliseconds from 0 to 3600000, got -1' },
-    { description: 'a passEnv that is not an array', input: { passEnv: 'DOCKER_HOST' }, line: 'passEnv: expected an array of environment variable names, got "DOCKER_HOST"' },
-    { description: 'a passEnv entry that is no variable name', input: { passEnv: ['DOCKER-HOST'] }, line: 'passEnv: expected an array of environment variable names, got an array: "DOCKER-HOST" is not a variable name' },
-    { description: 'an item variable in passEnv', input: { passEnv: ['ANTHROPIC_ENVIRONMENT_KEY'] }, line: 'passEnv: expected an array of environment variable names, got an array: ANTHROPIC_ENVIRONMENT_KEY is set per item by the launcher; remove it' },
+    {
+      description: 'a negative kill delay',
+      input: { killAfterMs: -1 },
+      line: 'killAfterMs: expected an integer number of milliseconds from 0 to 3600000, got -1',
+    },
+    {
+      description: 'a passEnv that is not an array',
+      input: { passEnv: 'DOCKER_HOST' },
+      line: 'passEnv: expected an array of environment variable names, got "DOCKER_HOST"',
+    },
+    {
+      description: 'a passEnv entry that is no variable name',
+      input: { passEnv: ['DOCKER-HOST'] },
+      line: 'passEnv: expected an array of environment variable names, got an array: "DOCKER-HOST" is not a variable name',
+    },
+    {
+      description: 'an item variable in passEnv',
+      input: { passEnv: ['ANTHROPIC_ENVIRONMENT_KEY'] },
+      line: 'passEnv: expected an array of environment variable names, got an array: ANTHROPIC_ENVIRONMENT_KEY is set per item by the launcher; remove it',
+    },
     { description: 'a logger that is not pino-like', input: { logger: console }, line: 'logger: expected a pino logger, got an object' },
-    { description: 'a client that is not an Anthropic client', input: { client: {} }, line: 'client: expected an Anthropic client (new Anthropic({ ... })), got an object' },
-    { description: 'a typo in an option name', input: { concurency: 2 }, line: 'concurency: unknown option; accepted options are client, environmentId' },
+    {
+      description: 'a client that is not an Anthropic client',
+      input: { client: {} },
+      line: 'client: expected an Anthropic client (new Anthropic({ ... })), got an object',
+    },
+    {
+      description: 'a typo in an option name',
+      input: { concurency: 2 },
+      line: 'concurency: unknown option; accepted options are client, environmentId',
+    },
   ];
   for (const row of rejected) {
     it(`rejects ${row.description}`, () => {
       const err = configError({ ...valid, ...row.input });
-      expect(err.issues.some((l) => l.startsWith(row.line)), `${row.line}\nnot in\n${err.issues.join('\n')}`).toBe(true);
+      expect(
+        err.issues.some((l) => l.startsWith(row.line)),
+        `${row.line}\nnot in\n${err.issues.join('\n')}`,
+      ).toBe(true);
     });
   }
 
@@ -93,6 +132,6 @@ describe('Launcher options: a long command holding the key', () => {
     const err = configError({ ...valid, command: `${prefix}${KEY} image` });
     expect(err.message).not.toContain(KEY.slice(0, 6));
     expect(err.issues[0]).toContain(`got "${prefix}<redacted>`);
-    expect(err.issues[0]).toContain("the command holds the environment key");
+    expect(err.issues[0]).toContain('the command holds the environment key');
   });
 });

@@ -59,13 +59,19 @@ describe('sandboxEnv', () => {
   ];
   for (const row of rows) {
     it(row.description, () => {
-      const out = sandboxEnv({ source, passEnv: row.passEnv, item: { ...item, secret: row.secret }, environmentKey: KEY, baseURL: 'http://127.0.0.1:9' });
+      const out = sandboxEnv({
+        source,
+        passEnv: row.passEnv,
+        item: { ...item, secret: row.secret },
+        environmentKey: KEY,
+        baseURL: 'http://127.0.0.1:9',
+      });
       expect(out.env).toEqual(row.env);
       expect(out.environmentKeyPassed).toBe(row.keyPassed);
     });
   }
 
-  it('never copies the launcher\'s own credentials or unnamed variables', () => {
+  it("never copies the launcher's own credentials or unnamed variables", () => {
     const out = sandboxEnv({ source, passEnv: [], item: { ...item, secret: SECRET }, environmentKey: KEY, baseURL: 'http://x' });
     expect(Object.values(out.env)).not.toContain(KEY);
     expect(out.env).not.toHaveProperty('ANTHROPIC_API_KEY');

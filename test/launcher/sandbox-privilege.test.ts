@@ -33,7 +33,7 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  it('never lets the agent read the environment key from /proc/$PPID/environ, /proc/$PPID/cmdline, env or the sandbox command\'s environ', async () => {
+  it("never lets the agent read the environment key from /proc/$PPID/environ, /proc/$PPID/cmdline, env or the sandbox command's environ", async () => {
     const logFile = path.join(dir, 'sandbox.log');
     const workdir = path.join(dir, 'work');
     await fs.mkdir(workdir);
@@ -104,7 +104,10 @@ describe.runIf(onLinux)('a sandbox started by the launcher', () => {
         ['session events', events],
         ['sandbox logs', logs],
       ] as const;
-      for (const [what, secret] of [['environment key', emu.environmentKey], ['operator secret', OPERATOR_SECRET]] as const) {
+      for (const [what, secret] of [
+        ['environment key', emu.environmentKey],
+        ['operator secret', OPERATOR_SECRET],
+      ] as const) {
         for (const [where, text] of places) {
           expect(text, where).toBeDefined();
           expect(text!.includes(secret), `${what} found in ${where}`).toBe(false);

@@ -13,16 +13,37 @@ class FakeWorker extends EventEmitter<WorkerEventMap> {
   lastPollOkAt: number | undefined = undefined;
 }
 
-const report = { uploads: 1, downloads: 0, conflicts: 0, deletes: 0, localDeletes: 0, wouldDeletes: 0, refusals: 0, errors: 0, skippedStores: 0, durationMs: 250 };
+const report = {
+  uploads: 1,
+  downloads: 0,
+  conflicts: 0,
+  deletes: 0,
+  localDeletes: 0,
+  wouldDeletes: 0,
+  refusals: 0,
+  errors: 0,
+  skippedStores: 0,
+  durationMs: 250,
+};
 const ids = { workId: 'work_1', sessionId: 'sesn_1' };
 
 describe('readiness', () => {
   const rows = [
     { description: 'a closing worker is not ready', w: { closing: true, activeSessions: 1, lastPollOkAt: 1000 }, now: 1000, ready: false },
-    { description: 'a worker that never polled is not ready', w: { closing: false, activeSessions: 0, lastPollOkAt: undefined }, now: 1000, ready: false },
+    {
+      description: 'a worker that never polled is not ready',
+      w: { closing: false, activeSessions: 0, lastPollOkAt: undefined },
+      now: 1000,
+      ready: false,
+    },
     { description: 'a recent poll makes it ready', w: { closing: false, activeSessions: 0, lastPollOkAt: 900 }, now: 1000, ready: true },
     { description: 'a stale poll makes it unready', w: { closing: false, activeSessions: 0, lastPollOkAt: 0 }, now: 70_000, ready: false },
-    { description: 'a running session keeps it ready without polls (at its concurrency limit)', w: { closing: false, activeSessions: 1, lastPollOkAt: 0 }, now: 70_000, ready: true },
+    {
+      description: 'a running session keeps it ready without polls (at its concurrency limit)',
+      w: { closing: false, activeSessions: 1, lastPollOkAt: 0 },
+      now: 70_000,
+      ready: true,
+    },
   ];
   it.each(rows)('$description', ({ w, now, ready }) => {
     expect(readiness(w, now, 60_000).ready).toBe(ready);
@@ -37,7 +58,13 @@ describe('serveMetrics', () => {
   });
 
   async function start(worker: FakeWorker, now = 10_000): Promise<MetricsServer> {
-    server = await serveMetrics({ worker: worker as unknown as ObservedWorker, port: 0, host: '127.0.0.1', clock: { now: () => now }, processMetrics: false });
+    server = await serveMetrics({
+      worker: worker as unknown as ObservedWorker,
+      port: 0,
+      host: '127.0.0.1',
+      clock: { now: () => now },
+      processMetrics: false,
+    });
     return server;
   }
 

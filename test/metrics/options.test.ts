@@ -26,17 +26,49 @@ function problems(input: unknown): string[] {
 describe('serveMetrics options', () => {
   const rows: Array<{ description: string; input: unknown; lines: RegExp[] }> = [
     { description: 'a negative port', input: { worker, port: -1 }, lines: [/^port: expected an integer from 0 to 65535, got -1$/] },
-    { description: 'a port above 65535', input: { worker, port: 70_000 }, lines: [/^port: expected an integer from 0 to 65535, got 70000$/] },
+    {
+      description: 'a port above 65535',
+      input: { worker, port: 70_000 },
+      lines: [/^port: expected an integer from 0 to 65535, got 70000$/],
+    },
     { description: 'a port that is not an integer', input: { worker, port: 80.5 }, lines: [/^port: .* got 80.5$/] },
     { description: 'no port', input: { worker }, lines: [/^port: expected an integer from 0 to 65535, got undefined$/] },
-    { description: 'an unknown key', input: { worker, port: 0, prot: 9000 }, lines: [/^prot: unknown option; accepted options are worker, workQueue, port, /] },
-    { description: 'neither a worker nor a work queue', input: { port: 0 }, lines: [/^worker: expected an EnvironmentWorker .*: a worker, or workQueue to export the queue depth alone$/] },
+    {
+      description: 'an unknown key',
+      input: { worker, port: 0, prot: 9000 },
+      lines: [/^prot: unknown option; accepted options are worker, workQueue, port, /],
+    },
+    {
+      description: 'neither a worker nor a work queue',
+      input: { port: 0 },
+      lines: [/^worker: expected an EnvironmentWorker .*: a worker, or workQueue to export the queue depth alone$/],
+    },
     { description: 'something that is not a worker', input: { worker: {}, port: 0 }, lines: [/^worker: expected an EnvironmentWorker/] },
-    { description: 'a prefix Prometheus refuses', input: { worker, port: 0, prefix: 'maw-' }, lines: [/^prefix: expected a Prometheus metric name prefix .*, got "maw-"$/] },
-    { description: 'a zero readyWithinMs', input: { worker, port: 0, readyWithinMs: 0 }, lines: [/^readyWithinMs: expected a positive integer number of milliseconds, got 0$/] },
-    { description: 'a work queue without an environment id', input: { port: 0, workQueue: { client } }, lines: [/^workQueue: expected \{ client, environmentId, /] },
-    { description: 'a work queue with an unknown key', input: { port: 0, workQueue: { client, environmentId: 'env_1', envKey: 'k' } }, lines: [/^workQueue: .* and no other key, got an object: unknown key envKey$/] },
-    { description: 'a work queue cache shorter than a second', input: { port: 0, workQueue: { client, environmentId: 'env_1', maxAgeMs: 10 } }, lines: [/^workQueue: /] },
+    {
+      description: 'a prefix Prometheus refuses',
+      input: { worker, port: 0, prefix: 'maw-' },
+      lines: [/^prefix: expected a Prometheus metric name prefix .*, got "maw-"$/],
+    },
+    {
+      description: 'a zero readyWithinMs',
+      input: { worker, port: 0, readyWithinMs: 0 },
+      lines: [/^readyWithinMs: expected a positive integer number of milliseconds, got 0$/],
+    },
+    {
+      description: 'a work queue without an environment id',
+      input: { port: 0, workQueue: { client } },
+      lines: [/^workQueue: expected \{ client, environmentId, /],
+    },
+    {
+      description: 'a work queue with an unknown key',
+      input: { port: 0, workQueue: { client, environmentId: 'env_1', envKey: 'k' } },
+      lines: [/^workQueue: .* and no other key, got an object: unknown key envKey$/],
+    },
+    {
+      description: 'a work queue cache shorter than a second',
+      input: { port: 0, workQueue: { client, environmentId: 'env_1', maxAgeMs: 10 } },
+      lines: [/^workQueue: /],
+    },
     {
       description: 'several problems at once',
       input: { port: -1, host: '', processMetrics: 'yes', extra: true },
@@ -46,7 +78,11 @@ describe('serveMetrics options', () => {
   it.each(rows)('refuses $description in one ConfigError', ({ input, lines }) => {
     const got = problems(input);
     expect(got).toHaveLength(lines.length);
-    for (const re of lines) expect(got.some((l) => re.test(l)), `${String(re)} in ${JSON.stringify(got)}`).toBe(true);
+    for (const re of lines)
+      expect(
+        got.some((l) => re.test(l)),
+        `${String(re)} in ${JSON.stringify(got)}`,
+      ).toBe(true);
   });
 
   it('accepts a worker alone, a work queue alone, and both', () => {

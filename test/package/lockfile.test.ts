@@ -8,7 +8,9 @@ import { describe, expect, it } from 'vitest';
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 async function versionsOf(name: string): Promise<string[]> {
-  const lock = JSON.parse(await fs.readFile(path.join(REPO, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
+  const lock = JSON.parse(await fs.readFile(path.join(REPO, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string }>;
+  };
   const versions = Object.entries(lock.packages)
     .filter(([key]) => key === `node_modules/${name}` || key.endsWith(`/node_modules/${name}`))
     .map(([, entry]) => entry.version ?? '?');

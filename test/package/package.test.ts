@@ -68,7 +68,8 @@ let packed: { filename: string; files: Array<{ path: string }>; size: number; un
 const bin = (): string => path.join(app, 'node_modules', '.bin', 'managed-agents-worker');
 
 beforeAll(async () => {
-  if (!existsSync(path.join(REPO, 'dist/index.js'))) throw new Error('dist/ is missing: run `npm run build` before this test (npm test does)');
+  if (!existsSync(path.join(REPO, 'dist/index.js')))
+    throw new Error('dist/ is missing: run `npm run build` before this test (npm test does)');
   manifest = JSON.parse(await fs.readFile(path.join(REPO, 'package.json'), 'utf8')) as Manifest;
   tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-package-'));
   // The build is fresh (npm test builds first), so skip prepack's second build.
@@ -105,7 +106,15 @@ afterAll(async () => {
 describe('the packed tarball', () => {
   it('ships the build, the README, the licence and the manifest only', () => {
     const lib = (base: string): string[] => ['js', 'cjs', 'd.ts', 'd.cts'].map((ext) => `dist/${base}.${ext}`);
-    const expected = ['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', 'dist/sandbox/tool-host.cjs', ...lib('index'), ...lib('testing/index')];
+    const expected = [
+      'LICENSE',
+      'README.md',
+      'package.json',
+      'dist/cli/main.js',
+      'dist/sandbox/tool-host.cjs',
+      ...lib('index'),
+      ...lib('testing/index'),
+    ];
     const files = packed.files.map((f) => f.path);
     // Besides the entries: the ESM build's shared chunks (the library code the CLI imports too).
     const chunks = files.filter((f) => /^dist\/[\w-]+\.js$/.test(f) && f !== 'dist/index.js');
@@ -116,7 +125,9 @@ describe('the packed tarball', () => {
   it('stays small: no source maps or embedded sources, at most 400 kB packed', () => {
     expect(packed.files.filter((f) => f.path.endsWith('.map'))).toEqual([]);
     expect(packed.size).toBeLessThanOrEqual(400_000);
-    console.log(`tarball: ${(packed.size / 1000).toFixed(1)} kB packed, ${(packed.unpackedSize / 1000).toFixed(1)} kB unpacked, ${packed.files.length} files`);
+    console.log(
+      `tarball: ${(packed.size / 1000).toFixed(1)} kB packed, ${(packed.unpackedSize / 1000).toFixed(1)} kB unpacked, ${packed.files.length} files`,
+    );
   });
 
   it('has the CLI import the library build instead of bundling a second copy of it', async () => {
@@ -153,7 +164,10 @@ describe('the packed tarball', () => {
       }
     }
     const optionalPeers = Object.keys(manifest.peerDependenciesMeta ?? {}).filter((n) => manifest.peerDependenciesMeta?.[n]?.optional);
-    const required = [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies).filter((n) => !optionalPeers.includes(n))];
+    const required = [
+      ...Object.keys(manifest.dependencies),
+      ...Object.keys(manifest.peerDependencies).filter((n) => !optionalPeers.includes(n)),
+    ];
     expect([...loaded].sort()).toEqual(required.sort());
     expect(Object.keys(manifest.peerDependencies)).toContain('@anthropic-ai/sdk');
     expect(optionalPeers).toEqual(['pino-pretty']);
@@ -162,7 +176,9 @@ describe('the packed tarball', () => {
 
 describe('installed into an app on another SDK version', () => {
   it("uses the app's SDK and adds neither a second copy nor pino-pretty", async () => {
-    const appSdk = JSON.parse(await fs.readFile(path.join(app, 'node_modules/@anthropic-ai/sdk/package.json'), 'utf8')) as { version: string };
+    const appSdk = JSON.parse(await fs.readFile(path.join(app, 'node_modules/@anthropic-ai/sdk/package.json'), 'utf8')) as {
+      version: string;
+    };
     expect(appSdk.version).toBe(APP_SDK_VERSION);
     expect(existsSync(path.join(app, 'node_modules/managed-agents-worker/node_modules/@anthropic-ai/sdk'))).toBe(false);
     expect(existsSync(path.join(app, 'node_modules/pino-pretty'))).toBe(false);
@@ -182,8 +198,18 @@ describe('installed into an app on another SDK version', () => {
   };
 
   it.each([
-    { description: 'ESM import', file: 'esm.mjs', wrap: (probe: string) => `import * as L from 'managed-agents-worker';\nimport * as T from 'managed-agents-worker/testing';\nconst LOAD = (n) => (n.endsWith('/testing') ? T : L);\n${probe}` },
-    { description: 'CommonJS require', file: 'cjs.cjs', wrap: (probe: string) => `const LOAD = (n) => require(n);\n(async () => {\n${probe}\n})().catch((e) => { console.error(e); process.exit(1); });` },
+    {
+      description: 'ESM import',
+      file: 'esm.mjs',
+      wrap: (probe: string) =>
+        `import * as L from 'managed-agents-worker';\nimport * as T from 'managed-agents-worker/testing';\nconst LOAD = (n) => (n.endsWith('/testing') ? T : L);\n${probe}`,
+    },
+    {
+      description: 'CommonJS require',
+      file: 'cjs.cjs',
+      wrap: (probe: string) =>
+        `const LOAD = (n) => require(n);\n(async () => {\n${probe}\n})().catch((e) => { console.error(e); process.exit(1); });`,
+    },
   ])('loads the library and the testing kit with $description', async ({ file, wrap }) => {
     await fs.writeFile(path.join(app, file), wrap(`const MOUNT = ${JSON.stringify(tmp)};\n${PROBE}`));
     const { stdout } = await exec(process.execPath, [file], { cwd: app });

@@ -30,7 +30,8 @@ function triples(args: string[], flag: string): string[] {
 describe('bwrapArgs', () => {
   it('isolates namespaces, drops every capability, clears the environment and dies with the worker', () => {
     const args = bwrapArgs(base);
-    for (const f of ['--die-with-parent', '--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--clearenv']) expect(args).toContain(f);
+    for (const f of ['--die-with-parent', '--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--clearenv'])
+      expect(args).toContain(f);
     expect(args.slice(args.indexOf('--cap-drop'), args.indexOf('--cap-drop') + 2)).toEqual(['--cap-drop', 'ALL']);
     expect(args).not.toContain('--unshare-net');
     expect(args).not.toContain('--unshare-user');

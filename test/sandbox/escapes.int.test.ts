@@ -37,7 +37,11 @@ async function rig(settings: SandboxSettings = {}, hide: string[] = []): Promise
   await fsp.writeFile(path.join(ro, 'policy.md'), 'v1');
   const runtime = await resolveSandbox(resolveSandboxOption({ mode: 'bwrap', ...settings }), { log, concurrency: 1 });
   if (runtime.kind !== 'bwrap') throw new Error('the sandbox did not start');
-  const sandbox = new SessionSandbox(runtime, { workdir: work, allowedRoots: [rw, ro], readOnlyRoots: [ro], maxFileBytes: undefined, hide }, log);
+  const sandbox = new SessionSandbox(
+    runtime,
+    { workdir: work, allowedRoots: [rw, ro], readOnlyRoots: [ro], maxFileBytes: undefined, hide },
+    log,
+  );
   const tools = sandbox.tools();
   const tool = async (name: string, input: unknown): Promise<{ ok: boolean; text: string }> => {
     const t = tools.find((x) => x.name === name)!;
@@ -78,7 +82,9 @@ describe('escapes from a session sandbox', () => {
 
   it('a symlink out of the workdir leads nowhere, for bash and for the file tools', async () => {
     const before = await tree(r.outside);
-    const out = await r.bash(`ln -s ${r.outside} link && ls link/; cat link/secret; echo pwned > link/new; echo pwned > ${r.outside}/direct`);
+    const out = await r.bash(
+      `ln -s ${r.outside} link && ls link/; cat link/secret; echo pwned > link/new; echo pwned > ${r.outside}/direct`,
+    );
     expect(out).not.toContain('outside secret');
     expect(out).toMatch(/No such file or directory/);
     const read = await r.tool('read', { file_path: path.join(r.work, 'link', 'secret') });
@@ -150,7 +156,10 @@ describe('what the sandbox options change', () => {
     const port = (server.address() as net.AddressInfo).port;
     const connect = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3`;
     try {
-      for (const [network, reaches] of [['host', true], ['none', false]] as const) {
+      for (const [network, reaches] of [
+        ['host', true],
+        ['none', false],
+      ] as const) {
         const r = await rig({ network });
         try {
           const out = await r.bash(connect);
@@ -176,12 +185,21 @@ describe('what the sandbox options change', () => {
     if (runtime.kind !== 'bwrap') throw new Error('the sandbox did not start');
     const sandbox = new SessionSandbox(
       runtime,
-      { workdir: work, allowedRoots: [], readOnlyRoots: [], maxFileBytes: undefined, hide: [path.join(work, 'state'), path.join(work, 'key')] },
+      {
+        workdir: work,
+        allowedRoots: [],
+        readOnlyRoots: [],
+        maxFileBytes: undefined,
+        hide: [path.join(work, 'state'), path.join(work, 'key')],
+      },
       log,
     );
     try {
       const bash = sandbox.tools().find((t) => t.name === 'bash')!;
-      const out = (await bash.run({ command: `{ ls -a state; cat state/journal; cat key; echo x > key; }  2>&1; echo "exit=$?"` }, undefined)) as string;
+      const out = (await bash.run(
+        { command: `{ ls -a state; cat state/journal; cat key; echo x > key; }  2>&1; echo "exit=$?"` },
+        undefined,
+      )) as string;
       expect(out).not.toContain('private journal');
       expect(out).not.toContain('sk-ant-env-secret');
       expect(await fsp.readFile(path.join(work, 'key'), 'utf8')).toBe('sk-ant-env-secret');

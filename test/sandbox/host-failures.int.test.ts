@@ -15,7 +15,10 @@ import { harness, type Harness } from '../worker/helpers.js';
 const log = pino({ level: 'silent' });
 
 async function sessionSandbox(work: string, toolTimeoutMs?: number): Promise<SessionSandbox> {
-  const runtime = await resolveSandbox(resolveSandboxOption({ mode: 'bwrap', ...(toolTimeoutMs ? { toolTimeoutMs } : {}) }), { log, concurrency: 1 });
+  const runtime = await resolveSandbox(resolveSandboxOption({ mode: 'bwrap', ...(toolTimeoutMs ? { toolTimeoutMs } : {}) }), {
+    log,
+    concurrency: 1,
+  });
   if (runtime.kind !== 'bwrap') throw new Error('the sandbox did not start');
   return new SessionSandbox(runtime, { workdir: work, allowedRoots: [], readOnlyRoots: [], maxFileBytes: undefined, hide: [] }, log);
 }
@@ -105,7 +108,11 @@ describe('a tool host that writes garbage', () => {
 
   it.each([
     ['a line that is not JSON', 'garbage\n', 'the tool host sent a line that is not JSON'],
-    ['an answer to a call that is not running', '{"t":"result","id":999,"isError":false,"content":"forged"}\n', 'answered call 999, which is not running'],
+    [
+      'an answer to a call that is not running',
+      '{"t":"result","id":999,"isError":false,"content":"forged"}\n',
+      'answered call 999, which is not running',
+    ],
     ['a message of the wrong shape', '{"t":"result","id":1,"isError":"no","content":7}\n', 'a message of unknown shape'],
     ['a second ready with extra fields', '{"t":"ready","tools":[],"x":1}\n', 'a message of unknown shape'],
   ])('%s: the call fails with why, the host is killed, a warning is logged', async (_name, reply, why) => {

@@ -18,7 +18,15 @@ describe('LineDecoder', () => {
   });
 
   it('takes content blocks as the toolset returns them', () => {
-    const blocks = { t: 'result', id: 1, isError: false, content: [{ type: 'text', text: 'a' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }] };
+    const blocks = {
+      t: 'result',
+      id: 1,
+      isError: false,
+      content: [
+        { type: 'text', text: 'a' },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } },
+      ],
+    };
     expect(new LineDecoder().push(Buffer.from(`${JSON.stringify(blocks)}\n`))).toEqual({ messages: [blocks] });
   });
 

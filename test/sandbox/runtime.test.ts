@@ -36,18 +36,31 @@ describe('resolveSandbox', () => {
 
   it("'none' is chosen: no probe, no warning", async () => {
     const c = captureLogger('debug');
-    expect(await resolveSandbox(resolveSandboxOption('none'), { log: c.logger, concurrency: 4, platform: 'linux' })).toEqual({ kind: 'none', chosen: true });
+    expect(await resolveSandbox(resolveSandboxOption('none'), { log: c.logger, concurrency: 4, platform: 'linux' })).toEqual({
+      kind: 'none',
+      chosen: true,
+    });
     expect(c.lines).toEqual([]);
   });
 
   it.each([
     { what: 'bubblewrap missing', bwrapPath: missing, platform: 'linux', reason: 'missing', fix: 'apt-get install bubblewrap' },
-    { what: 'namespaces refused', bwrapPath: () => refusing, platform: 'linux', reason: 'probe_failed', fix: 'unprivileged user namespaces' },
+    {
+      what: 'namespaces refused',
+      bwrapPath: () => refusing,
+      platform: 'linux',
+      reason: 'probe_failed',
+      fix: 'unprivileged user namespaces',
+    },
     { what: 'macOS', bwrapPath: missing, platform: 'darwin', reason: 'platform', fix: 'Linux VM or container' },
   ])("$what: 'auto' runs without it after one warning naming the fix; 'bwrap' refuses", async ({ bwrapPath, platform, reason, fix }) => {
     const where = typeof bwrapPath === 'function' ? bwrapPath() : bwrapPath;
     const one = captureLogger('info');
-    const rt = await resolveSandbox(resolveSandboxOption({ mode: 'auto', bwrapPath: where }), { log: one.logger, concurrency: 1, platform });
+    const rt = await resolveSandbox(resolveSandboxOption({ mode: 'auto', bwrapPath: where }), {
+      log: one.logger,
+      concurrency: 1,
+      platform,
+    });
     expect(rt).toMatchObject({ kind: 'none', chosen: false });
     const warnings = one.lines.filter((l) => l.level >= 40);
     expect(warnings).toHaveLength(1);
@@ -60,7 +73,11 @@ describe('resolveSandbox', () => {
     expect(many.lines.filter((l) => l.level >= 40).map((l) => l.level)).toEqual([50]);
     expect(many.lines[0]!.msg).toContain("read and change the other sessions' folders");
 
-    const refused = resolveSandbox(resolveSandboxOption({ mode: 'bwrap', bwrapPath: where }), { log: one.logger, concurrency: 1, platform });
+    const refused = resolveSandbox(resolveSandboxOption({ mode: 'bwrap', bwrapPath: where }), {
+      log: one.logger,
+      concurrency: 1,
+      platform,
+    });
     await expect(refused).rejects.toBeInstanceOf(SandboxUnavailableError);
     await expect(refused).rejects.toMatchObject({ code: 'MAW_SANDBOX', reason, message: expect.stringContaining(fix) as string });
   });
@@ -72,7 +89,9 @@ describe("a worker with sandbox: 'bwrap' where no sandbox can start", () => {
     try {
       const worker = h.worker({ sandbox: { mode: 'bwrap', bwrapPath: missing } });
       await expect(worker.run()).rejects.toMatchObject({ code: 'MAW_SANDBOX', reason: 'missing' });
-      await expect(worker.handleItem({ workId: 'w', environmentId: h.emu.environmentId, sessionId: 's', workSecret: 'x' })).rejects.toMatchObject({
+      await expect(
+        worker.handleItem({ workId: 'w', environmentId: h.emu.environmentId, sessionId: 's', workSecret: 'x' }),
+      ).rejects.toMatchObject({
         code: 'MAW_SANDBOX',
       });
       expect(h.emu.requests).toEqual([]);
@@ -84,7 +103,14 @@ describe("a worker with sandbox: 'bwrap' where no sandbox can start", () => {
   it('refuses bad sandbox options with one line naming the option', () => {
     const client = new Anthropic({ apiKey: 'sk-unused', baseURL: 'http://127.0.0.1:9' });
     const make = (sandbox: unknown) => () => new EnvironmentWorker({ client, sandbox: sandbox as never });
-    for (const bad of ['docker', { env: ['ANTHROPIC_API_KEY'] }, { readOnlyPaths: ['relative/dir'] }, { toolTimeoutMs: 5 }, { mode: 'none' }, { unknown: 1 }]) {
+    for (const bad of [
+      'docker',
+      { env: ['ANTHROPIC_API_KEY'] },
+      { readOnlyPaths: ['relative/dir'] },
+      { toolTimeoutMs: 5 },
+      { mode: 'none' },
+      { unknown: 1 },
+    ]) {
       expect(make(bad)).toThrow(/sandbox: expected 'auto', 'bwrap', 'none' or \{ mode/);
     }
   });

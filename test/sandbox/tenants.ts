@@ -51,7 +51,10 @@ export async function runTenants(sandbox: 'none' | 'bwrap' | undefined): Promise
     const policy = await emu.createMemoryStore({ name: 'Shared Policy', memories: { '/policy.md': 'v1' } });
     const dirB = path.join(mountRoot, 'tenant-b');
     const dirPolicy = path.join(mountRoot, 'shared-policy');
-    const sh = (command: string): { tool: string; input: { command: string } } => ({ tool: 'bash', input: { command: `{ ${command}; } 2>&1; echo "exit=$?"` } });
+    const sh = (command: string): { tool: string; input: { command: string } } => ({
+      tool: 'bash',
+      input: { command: `{ ${command}; } 2>&1; echo "exit=$?"` },
+    });
 
     const b = await emu.createSession({
       resources: [{ memoryStoreId: storeB.id }],
@@ -96,7 +99,10 @@ export async function runTenants(sandbox: 'none' | 'bwrap' | undefined): Promise
     daemon.stderr?.on('data', (d: Buffer) => daemonLog.push(d.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => daemon!.once('exit', (code) => resolve(code)));
 
-    const [doneA] = await Promise.all([emu.waitForSession(a.sessionId, { timeoutMs: 90_000 }), emu.waitForSession(b.sessionId, { timeoutMs: 90_000 })]);
+    const [doneA] = await Promise.all([
+      emu.waitForSession(a.sessionId, { timeoutMs: 90_000 }),
+      emu.waitForSession(b.sessionId, { timeoutMs: 90_000 }),
+    ]);
     daemon.kill('SIGTERM');
     const daemonExit = await exited;
     const texts = doneA.toolResults.map((r) => r.text);

@@ -17,11 +17,21 @@ const worker = {
 
 describe('sandboxEnvironment', () => {
   it('keeps the allow-list, sets HOME and TMPDIR, drops everything else', () => {
-    expect(sandboxEnvironment(worker, [], '/w/s1')).toEqual({ PATH: '/usr/local/bin:/usr/bin', LANG: 'C.UTF-8', TZ: 'UTC', HOME: '/w/s1', TMPDIR: '/tmp' });
+    expect(sandboxEnvironment(worker, [], '/w/s1')).toEqual({
+      PATH: '/usr/local/bin:/usr/bin',
+      LANG: 'C.UTF-8',
+      TZ: 'UTC',
+      HOME: '/w/s1',
+      TMPDIR: '/tmp',
+    });
   });
 
   it('adds the names the operator passes, but never an ANTHROPIC_* one, whatever its case', () => {
-    const env = sandboxEnvironment(worker, ['GIT_AUTHOR_NAME', 'ANTHROPIC_ENVIRONMENT_KEY', 'anthropic_work_secret', 'UNSET_NAME'], '/w/s1');
+    const env = sandboxEnvironment(
+      worker,
+      ['GIT_AUTHOR_NAME', 'ANTHROPIC_ENVIRONMENT_KEY', 'anthropic_work_secret', 'UNSET_NAME'],
+      '/w/s1',
+    );
     expect(env['GIT_AUTHOR_NAME']).toBe('Agent');
     expect(JSON.stringify(env)).not.toMatch(/secret/i);
     expect('UNSET_NAME' in env).toBe(false);

@@ -41,7 +41,10 @@ describe('judgeSoak', () => {
     },
     {
       description: 'an edit the store holds now is saved',
-      over: { edits: [edit('a.md', A)], stores: [{ storeId: 'st1', current: { '/a.md': A }, history: [{ op: 'create', path: '/a.md', content: A }] }] },
+      over: {
+        edits: [edit('a.md', A)],
+        stores: [{ storeId: 'st1', current: { '/a.md': A }, history: [{ op: 'create', path: '/a.md', content: A }] }],
+      },
       counts: { editsChecked: 1, onStore: 1, lost: 0 },
       violations: [],
     },
@@ -77,7 +80,10 @@ describe('judgeSoak', () => {
     },
     {
       description: 'an edit whose bytes reached the store at another path is lost (and misplaced)',
-      over: { edits: [edit('a.md', A)], stores: [{ storeId: 'st1', current: { '/z.md': A }, history: [{ op: 'create', path: '/z.md', content: A }] }] },
+      over: {
+        edits: [edit('a.md', A)],
+        stores: [{ storeId: 'st1', current: { '/z.md': A }, history: [{ op: 'create', path: '/z.md', content: A }] }],
+      },
       counts: { lost: 1, duplicated: 1 },
       violations: [/edit lost/, /memory misplaced: soak-edit:s0-w0 was written to \/z\.md of store st1, but the agent wrote it to \/a\.md/],
     },
@@ -107,7 +113,12 @@ describe('judgeSoak', () => {
     },
     {
       description: 'a tool call run twice breaks an invariant; once does not',
-      over: { toolRuns: new Map([['toolu_1', 1], ['toolu_2', 2]]) },
+      over: {
+        toolRuns: new Map([
+          ['toolu_1', 1],
+          ['toolu_2', 2],
+        ]),
+      },
       counts: { toolCallsRunTwice: 1 },
       violations: [/tool call toolu_2 ran 2 times/],
     },

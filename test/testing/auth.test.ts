@@ -137,11 +137,7 @@ describe('a sessions token', () => {
   it('cannot create sessions or memory stores (set-up needs the API key)', async () => {
     const token = emu.sessionClient(sessionA, { maxRetries: 0 });
     await expectApiError(token.beta.memoryStores.create({ name: 'nope' }), 403, 'permission_error');
-    await expectApiError(
-      token.beta.sessions.create({ agent: 'agent_x', environment_id: emu.environmentId }),
-      403,
-      'permission_error',
-    );
+    await expectApiError(token.beta.sessions.create({ agent: 'agent_x', environment_id: emu.environmentId }), 403, 'permission_error');
   });
 
   it('is logged by kind only: no request record contains a credential value', async () => {

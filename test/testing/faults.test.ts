@@ -50,7 +50,11 @@ describe('status faults', () => {
       const otherStore = (await again.createMemoryStore({ name: 'F' })).id;
       again.faults.add({ route: /memories/, status: 503, rate: 0.5 });
       let second = '';
-      for (let i = 0; i < 40; i++) second += await other.beta.memoryStores.memories.list(otherStore).then(() => '.', () => 'x');
+      for (let i = 0; i < 40; i++)
+        second += await other.beta.memoryStores.memories.list(otherStore).then(
+          () => '.',
+          () => 'x',
+        );
       expect(second).toBe(first);
     } finally {
       await again.close();
@@ -135,7 +139,10 @@ describe('work faults', () => {
     const { workId } = await emu.createSession();
     const token = emu.sessionClient(workId, { maxRetries: 0 });
     await emu.client().beta.environments.work.ack(workId, { environment_id: emu.environmentId });
-    const beat = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' });
+    const beat = await token.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: 'NO_HEARTBEAT',
+    });
     return { workId, token, last: beat.last_heartbeat };
   }
 
@@ -143,7 +150,10 @@ describe('work faults', () => {
     const { workId, token, last } = await heldItem();
     emu.faults.add({ leaseLost: true, times: 1 });
     await client.beta.memoryStores.memories.list(storeId); // not a heartbeat: unaffected
-    await expectApiError(token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: last }), 412);
+    await expectApiError(
+      token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: last }),
+      412,
+    );
   });
 
   it('stopWork makes the heartbeat report stopping (or stopped with force)', async () => {
@@ -153,7 +163,10 @@ describe('work faults', () => {
     expect(beat.state).toBe('stopping');
     const second = await heldItem();
     emu.faults.add({ stopWork: { force: true }, times: 1 });
-    const forced = await second.token.beta.environments.work.heartbeat(second.workId, { environment_id: emu.environmentId, expected_last_heartbeat: second.last });
+    const forced = await second.token.beta.environments.work.heartbeat(second.workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: second.last,
+    });
     expect(forced).toMatchObject({ state: 'stopped', lease_extended: false });
   });
 });

@@ -28,16 +28,21 @@ describe('close()', () => {
       (v) => ({ value: v }),
       (e: unknown) => ({ error: e }),
     );
-    const stream = await fetch(`${emu.baseURL}/v1/sessions/${sessionId}/events/stream`, { headers: { authorization: `Bearer ${emu.apiKey}` } });
+    const stream = await fetch(`${emu.baseURL}/v1/sessions/${sessionId}/events/stream`, {
+      headers: { authorization: `Bearer ${emu.apiKey}` },
+    });
     emu.faults.add({ route: /memory_stores/, hang: true });
     const hung = fetch(`${emu.baseURL}/v1/memory_stores`, { headers: { authorization: `Bearer ${emu.apiKey}` } }).catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 50));
     const t = Date.now();
     await emu.close();
-    const drained = stream.body!.getReader().read().then(
-      () => 'ended',
-      () => 'cut',
-    );
+    const drained = stream
+      .body!.getReader()
+      .read()
+      .then(
+        () => 'ended',
+        () => 'cut',
+      );
     await Promise.all([poll, hung, drained]);
     expect(Date.now() - t).toBeLessThan(500);
     expect(await drained).toMatch(/ended|cut/);
@@ -57,12 +62,26 @@ describe('close()', () => {
     emu = await startEmulator({ mountRoot: dir });
     const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
     // Memory on, a store attached and no secret: the worker fails the item before opening the stream.
-    const { sessionId, workId } = await emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [{ tool: 'bash', input: { command: 'true' } }], secret: false });
-    const worker = new EnvironmentWorker({ client: emu.client(), environmentId: emu.environmentId, environmentKey: emu.environmentKey, workdir: dir, stateDir: path.join(dir, 'state'), logger: pino({ level: 'silent' }) });
+    const { sessionId, workId } = await emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      script: [{ tool: 'bash', input: { command: 'true' } }],
+      secret: false,
+    });
+    const worker = new EnvironmentWorker({
+      client: emu.client(),
+      environmentId: emu.environmentId,
+      environmentKey: emu.environmentKey,
+      workdir: dir,
+      stateDir: path.join(dir, 'state'),
+      logger: pino({ level: 'silent' }),
+    });
     const running = worker.run();
     const t = Date.now();
     try {
-      const err = await emu.waitForSession(sessionId, { timeoutMs: 30_000 }).then(() => undefined, (e: Error) => e);
+      const err = await emu.waitForSession(sessionId, { timeoutMs: 30_000 }).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(err?.message).toContain(`work item ${workId} was stopped before the session started`);
       expect(Date.now() - t).toBeLessThan(10_000);
       expect(emu.session(sessionId).status).not.toBe('terminated');

@@ -44,7 +44,9 @@ describe('memoryHistory', () => {
       content: 'same',
       precondition: { type: 'content_sha256', content_sha256: sha256Hex('other') },
     });
-    await expect(client.beta.memoryStores.memories.create(store.id, { path: '/a.md', content: 'dup' })).rejects.toMatchObject({ status: 409 });
+    await expect(client.beta.memoryStores.memories.create(store.id, { path: '/a.md', content: 'dup' })).rejects.toMatchObject({
+      status: 409,
+    });
     expect(emu.memoryHistory(store.id).map((w) => w.op)).toEqual(['create']);
   });
 

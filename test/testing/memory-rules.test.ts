@@ -30,7 +30,13 @@ async function newStore(memories: Record<string, string> = {}): Promise<string> 
 describe('memory stores', () => {
   it('are created, retrieved and listed over HTTP with the console key, page by page, archived ones only on request', async () => {
     const created = await client.beta.memoryStores.create({ name: 'Made over HTTP', description: 'by a test', metadata: { team: 'qa' } });
-    expect(created).toMatchObject({ type: 'memory_store', name: 'Made over HTTP', description: 'by a test', metadata: { team: 'qa' }, archived_at: null });
+    expect(created).toMatchObject({
+      type: 'memory_store',
+      name: 'Made over HTTP',
+      description: 'by a test',
+      metadata: { team: 'qa' },
+      archived_at: null,
+    });
     expect(created.id).toMatch(/^memstore_/);
     expect(await client.beta.memoryStores.retrieve(created.id)).toEqual(created);
     const archived = await client.beta.memoryStores.create({ name: 'Archived over HTTP' });
@@ -164,7 +170,11 @@ describe('delete preconditions', () => {
     const storeId = await newStore();
     await expectApiError(client.beta.memoryStores.memories.delete('mem_missing', { memory_store_id: storeId }), 404, 'not_found_error');
     await expectApiError(client.beta.memoryStores.memories.retrieve('mem_missing', { memory_store_id: storeId }), 404, 'not_found_error');
-    await expectApiError(client.beta.memoryStores.memories.update('mem_missing', { memory_store_id: storeId, content: 'x' }), 404, 'not_found_error');
+    await expectApiError(
+      client.beta.memoryStores.memories.update('mem_missing', { memory_store_id: storeId, content: 'x' }),
+      404,
+      'not_found_error',
+    );
   });
 });
 
@@ -209,7 +219,11 @@ describe('paths', () => {
   ])('answers 409 memory_path_conflict_error naming the other memory for $description', async ({ existing, path }) => {
     const storeId = await newStore({ [existing]: 'x' });
     const other = emu.memory(storeId, existing)!;
-    const err = await expectApiError(client.beta.memoryStores.memories.create(storeId, { path, content: 'y' }), 409, 'memory_path_conflict_error');
+    const err = await expectApiError(
+      client.beta.memoryStores.memories.create(storeId, { path, content: 'y' }),
+      409,
+      'memory_path_conflict_error',
+    );
     expect(errorBody(err)).toMatchObject({ conflicting_memory_id: other.id, conflicting_path: existing });
     expect(err.headers?.get('x-should-retry')).toBe('false');
   });
@@ -223,7 +237,11 @@ describe('paths', () => {
   it('refuses a rename onto another memory path', async () => {
     const storeId = await newStore({ '/a.md': 'a', '/b.md': 'b' });
     const a = emu.memory(storeId, '/a.md')!.id;
-    await expectApiError(client.beta.memoryStores.memories.update(a, { memory_store_id: storeId, path: '/b.md' }), 409, 'memory_path_conflict_error');
+    await expectApiError(
+      client.beta.memoryStores.memories.update(a, { memory_store_id: storeId, path: '/b.md' }),
+      409,
+      'memory_path_conflict_error',
+    );
   });
 });
 
@@ -238,14 +256,22 @@ describe('limits', () => {
 
   it('refuses a memory beyond the per-store count with 400 naming the limit', async () => {
     const storeId = await newStore({ '/1': '', '/2': '', '/3': '', '/4': '', '/5': '' });
-    const err = await expectApiError(client.beta.memoryStores.memories.create(storeId, { path: '/6', content: '' }), 400, 'invalid_request_error');
+    const err = await expectApiError(
+      client.beta.memoryStores.memories.create(storeId, { path: '/6', content: '' }),
+      400,
+      'invalid_request_error',
+    );
     expect(err.message).toContain('(5)');
   });
 
   it('refuses memory writes in an archived store but still serves reads and deletes', async () => {
     const storeId = await newStore({ '/keep.md': 'k', '/drop.md': 'd' });
     await client.beta.memoryStores.archive(storeId);
-    await expectApiError(client.beta.memoryStores.memories.create(storeId, { path: '/new.md', content: 'n' }), 400, 'invalid_request_error');
+    await expectApiError(
+      client.beta.memoryStores.memories.create(storeId, { path: '/new.md', content: 'n' }),
+      400,
+      'invalid_request_error',
+    );
     const keep = emu.memory(storeId, '/keep.md')!.id;
     await expectApiError(client.beta.memoryStores.memories.update(keep, { memory_store_id: storeId, content: 'changed' }), 400);
     expect((await client.beta.memoryStores.memories.retrieve(keep, { memory_store_id: storeId })).content).toBe('k');
@@ -260,6 +286,10 @@ describe('limits', () => {
     const store = await client.beta.memoryStores.retrieve(storeId);
     expect(store.archived_at).not.toBeNull();
     expect(store.updated_at).toBe(store.archived_at);
-    await expectApiError(client.beta.memoryStores.memories.create(storeId, { path: '/new.md', content: 'n' }), 400, 'invalid_request_error');
+    await expectApiError(
+      client.beta.memoryStores.memories.create(storeId, { path: '/new.md', content: 'n' }),
+      400,
+      'invalid_request_error',
+    );
   });
 });

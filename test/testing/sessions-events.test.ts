@@ -72,7 +72,13 @@ describe('the session object', () => {
     expect(session).toMatchObject({ id: sessionId, type: 'session', status: 'idle', environment_id: emu.environmentId, archived_at: null });
     expect(session.agent.skills).toEqual([]);
     expect(session.resources).toEqual([
-      expect.objectContaining({ type: 'memory_store', memory_store_id: a.id, name: 'User Preferences!! 2024', access: 'read_write', mount_path: join(tmp, 'mnt', 'user-preferences-2024') }),
+      expect.objectContaining({
+        type: 'memory_store',
+        memory_store_id: a.id,
+        name: 'User Preferences!! 2024',
+        access: 'read_write',
+        mount_path: join(tmp, 'mnt', 'user-preferences-2024'),
+      }),
       expect.objectContaining({ memory_store_id: b.id, access: 'read_only', mount_path: '/somewhere/else' }),
       expect.objectContaining({ memory_store_id: c.id, mount_path: null }),
     ]);
@@ -105,7 +111,11 @@ describe('the session object', () => {
       'invalid_request_error',
     );
     await expectApiError(
-      client.beta.sessions.create({ agent: 'agent_1', environment_id: emu.environmentId, resources: [{ type: 'memory_store', memory_store_id: 'memstore_nope' }] }),
+      client.beta.sessions.create({
+        agent: 'agent_1',
+        environment_id: emu.environmentId,
+        resources: [{ type: 'memory_store', memory_store_id: 'memstore_nope' }],
+      }),
       400,
     );
   });
@@ -169,7 +179,9 @@ describe('events', () => {
   it('sends session.status_terminated at once on a stream opened after the session terminated', async () => {
     const { sessionId } = await emu.createSession();
     emu.archiveSession(sessionId);
-    const res = await fetch(`${emu.baseURL}/v1/sessions/${sessionId}/events/stream`, { headers: { authorization: `Bearer ${emu.apiKey}` } });
+    const res = await fetch(`${emu.baseURL}/v1/sessions/${sessionId}/events/stream`, {
+      headers: { authorization: `Bearer ${emu.apiKey}` },
+    });
     const text = await readStream(res, (t) => t.includes('terminated'));
     expect(text).toMatch(/^event: session\.status_terminated\ndata: /);
   });
@@ -228,7 +240,9 @@ describe('the scripted agent with the SDK SessionToolRunner', () => {
     const tool = echoTool([]);
     const runner = new SessionToolRunner(sessionId, {
       client: emu.sessionClient(workId),
-      tools: [{ ...tool, run: (args, ctx) => (statusDuringCall.push(emu.session(sessionId).status), tool.run(args, ctx)) } as BetaRunnableTool],
+      tools: [
+        { ...tool, run: (args, ctx) => (statusDuringCall.push(emu.session(sessionId).status), tool.run(args, ctx)) } as BetaRunnableTool,
+      ],
       maxIdleMs: 0,
     });
     for await (const _ of runner) {
@@ -253,7 +267,10 @@ describe('the scripted agent with the SDK SessionToolRunner', () => {
 
   it('keeps exactly one run per call when a result post fails once and the stream drops right after', async () => {
     const { sessionId, workId } = await emu.createSession({
-      script: [{ tool: 'echo', input: { text: 'a' } }, { tool: 'echo', input: { text: 'b' } }],
+      script: [
+        { tool: 'echo', input: { text: 'a' } },
+        { tool: 'echo', input: { text: 'b' } },
+      ],
     });
     emu.faults.add({ route: /^POST \/v1\/sessions\/[^/]+\/events$/, status: 503, shouldRetry: false, times: 1, dropStream: true });
     const calls: string[] = [];

@@ -44,7 +44,7 @@ function bearer(token: string): Anthropic {
 }
 
 describe('a session with a skill', () => {
-  it("carries it on the resolved agent as { skill_id, type, version } (concrete version id); other sessions keep skills: []", async () => {
+  it('carries it on the resolved agent as { skill_id, type, version } (concrete version id); other sessions keep skills: []', async () => {
     const s = await emu.client().beta.sessions.retrieve(withSkill.sessionId);
     expect(s.agent.skills).toEqual([{ skill_id: skill.skillId, type: 'custom', version: skill.versionId }]);
     expect((await emu.client().beta.sessions.retrieve(withoutSkill.sessionId)).agent.skills).toEqual([]);
@@ -52,7 +52,10 @@ describe('a session with a skill', () => {
 
   it("inline { name, files } creates a skill for that session; { version: 'latest' } is passed through", async () => {
     const { sessionId } = await emu.createSession({
-      skills: [{ name: 'inline-one', files: { 'SKILL.md': 'inline' } }, { skillId: skill.skillId, version: 'latest' }],
+      skills: [
+        { name: 'inline-one', files: { 'SKILL.md': 'inline' } },
+        { skillId: skill.skillId, version: 'latest' },
+      ],
     });
     const agentSkills = (await emu.client().beta.sessions.retrieve(sessionId)).agent.skills;
     expect(agentSkills).toHaveLength(2);
@@ -147,12 +150,16 @@ describe('credentials on the skills routes', () => {
     expect(new Set(kinds)).toEqual(new Set(['console', 'environment_key', 'sessions_token']));
   });
 
-  it("refuse the sessions token of a session whose agent lacks the skill (403), and unknown credentials (401)", async () => {
+  it('refuse the sessions token of a session whose agent lacks the skill (403), and unknown credentials (401)', async () => {
     const other = bearer(emu.sessionsToken(withoutSkill.workId)!);
     const e = await expectApiError(other.beta.skills.versions.retrieve('latest', { skill_id: skill.skillId }), 403, 'permission_error');
     expect(e.message).toContain(skill.skillId);
     await expectApiError(other.beta.skills.versions.download(skill.versionId, { skill_id: skill.skillId }), 403, 'permission_error');
-    await expectApiError(bearer('sk-ant-api-unknown').beta.skills.versions.retrieve('latest', { skill_id: skill.skillId }), 401, 'authentication_error');
+    await expectApiError(
+      bearer('sk-ant-api-unknown').beta.skills.versions.retrieve('latest', { skill_id: skill.skillId }),
+      401,
+      'authentication_error',
+    );
   });
 });
 

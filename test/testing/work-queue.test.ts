@@ -54,7 +54,13 @@ describe('poll', () => {
   it('delivers the item with a base64url secret holding its sessions token', async () => {
     const { sessionId, workId } = await emu.createSession();
     const item = await env.beta.environments.work.poll(emu.environmentId);
-    expect(item).toMatchObject({ id: workId, type: 'work', environment_id: emu.environmentId, state: 'queued', data: { type: 'session', id: sessionId } });
+    expect(item).toMatchObject({
+      id: workId,
+      type: 'work',
+      environment_id: emu.environmentId,
+      state: 'queued',
+      data: { type: 'session', id: sessionId },
+    });
     expect(decodeSecret(item!.secret!)).toEqual({ sessions_token: emu.sessionsToken(workId) });
     expect(emu.sessionsToken(workId)).toMatch(/^sk-ant-req-/);
   });
@@ -95,17 +101,29 @@ describe('ack and heartbeat', () => {
 
   it('claims the lease with NO_HEARTBEAT, then accepts the exact echo of last_heartbeat', async () => {
     const { workId, token } = await claim();
-    const first = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' });
+    const first = await token.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: 'NO_HEARTBEAT',
+    });
     expect(first).toMatchObject({ type: 'work_heartbeat', ttl_seconds: 1, state: 'active', lease_extended: true });
-    const second = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: first.last_heartbeat });
+    const second = await token.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: first.last_heartbeat,
+    });
     expect(second.last_heartbeat).not.toBe(first.last_heartbeat);
     expect(emu.workItem(workId)).toMatchObject({ state: 'active', heartbeats: 2 });
   });
 
   it('answers 412 heartbeat_precondition_failed with the server state when the echo is stale', async () => {
     const { workId, token } = await claim();
-    const first = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' });
-    await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: first.last_heartbeat });
+    const first = await token.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: 'NO_HEARTBEAT',
+    });
+    await token.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: first.last_heartbeat,
+    });
     const err = await expectApiError(
       token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: first.last_heartbeat }),
       412,
@@ -120,16 +138,25 @@ describe('ack and heartbeat', () => {
   it('answers 412 to a second NO_HEARTBEAT claim', async () => {
     const { workId, token } = await claim();
     await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' });
-    await expectApiError(token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' }), 412);
+    await expectApiError(
+      token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' }),
+      412,
+    );
   });
 
   it('reclaims a lapsed lease: the item is delivered again and the old holder gets 412', async () => {
     const { workId, token } = await claim();
-    const first = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' });
+    const first = await token.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: 'NO_HEARTBEAT',
+    });
     await new Promise((r) => setTimeout(r, 1_100));
     const again = await env.beta.environments.work.poll(emu.environmentId);
     expect(again?.id).toBe(workId);
-    await expectApiError(token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: first.last_heartbeat }), 412);
+    await expectApiError(
+      token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: first.last_heartbeat }),
+      412,
+    );
   });
 
   it('accepts the sessions token in the secret of a healthcheck item for its heartbeat and stop', async () => {
@@ -139,16 +166,24 @@ describe('ack and heartbeat', () => {
     const { sessions_token } = decodeSecret(item!.secret!) as { sessions_token: string };
     const token = emu.client({ apiKey: null, authToken: sessions_token, maxRetries: 0 });
     await env.beta.environments.work.ack(workId, { environment_id: emu.environmentId });
-    const beat = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' });
+    const beat = await token.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: 'NO_HEARTBEAT',
+    });
     expect(beat.state).toBe('active');
     const stopped = await token.beta.environments.work.stop(workId, { environment_id: emu.environmentId, force: true });
     expect(stopped.state).toBe('stopped');
-    expect(emu.requests.filter((r) => r.path.includes(workId) && r.credential === 'sessions_token').map((r) => r.status)).toEqual([200, 200]);
+    expect(emu.requests.filter((r) => r.path.includes(workId) && r.credential === 'sessions_token').map((r) => r.status)).toEqual([
+      200, 200,
+    ]);
   });
 
   it('accepts heartbeats with the environment key as well', async () => {
     const { workId } = await claim();
-    const beat = await env.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' });
+    const beat = await env.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: 'NO_HEARTBEAT',
+    });
     expect(beat.lease_extended).toBe(true);
   });
 });
@@ -159,15 +194,24 @@ describe('stop', () => {
     await env.beta.environments.work.poll(emu.environmentId);
     await env.beta.environments.work.ack(workId, { environment_id: emu.environmentId });
     const token = emu.sessionClient(workId, { maxRetries: 0 });
-    const beat = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' });
+    const beat = await token.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: 'NO_HEARTBEAT',
+    });
     const stopping = await emu.client({ maxRetries: 0 }).beta.environments.work.stop(workId, { environment_id: emu.environmentId });
     expect(stopping.state).toBe('stopping');
-    const told = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: beat.last_heartbeat });
+    const told = await token.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: beat.last_heartbeat,
+    });
     expect(told.state).toBe('stopping');
     const stopped = await token.beta.environments.work.stop(workId, { environment_id: emu.environmentId, force: true });
     expect(stopped.state).toBe('stopped');
     expect(stopped.stopped_at).not.toBeNull();
-    const after = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'whatever' });
+    const after = await token.beta.environments.work.heartbeat(workId, {
+      environment_id: emu.environmentId,
+      expected_last_heartbeat: 'whatever',
+    });
     expect(after).toMatchObject({ state: 'stopped', lease_extended: false });
   });
 
@@ -176,12 +220,17 @@ describe('stop', () => {
     await env.beta.environments.work.poll(emu.environmentId);
     await env.beta.environments.work.ack(workId, { environment_id: emu.environmentId });
     const token = emu.sessionClient(workId, { maxRetries: 0 });
-    let last = (await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' })).last_heartbeat;
+    let last = (
+      await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' })
+    ).last_heartbeat;
     emu.stopWork(workId);
     // Beat at half the 1 s TTL for 1.5 s while another worker polls.
     for (let i = 0; i < 3; i++) {
       await new Promise((r) => setTimeout(r, 500));
-      const beat = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: last });
+      const beat = await token.beta.environments.work.heartbeat(workId, {
+        environment_id: emu.environmentId,
+        expected_last_heartbeat: last,
+      });
       expect(beat).toMatchObject({ state: 'stopping', lease_extended: true });
       last = beat.last_heartbeat;
       expect(await env.beta.environments.work.poll(emu.environmentId)).toBeNull();
@@ -197,7 +246,11 @@ describe('stop', () => {
     const client = emu.client(); // default retries: the header must stop them
     await client.beta.environments.work.stop(workId, { environment_id: emu.environmentId, force: true });
     const before = emu.requests.length;
-    const err = await expectApiError(client.beta.environments.work.stop(workId, { environment_id: emu.environmentId, force: true }), 409, 'conflict_error');
+    const err = await expectApiError(
+      client.beta.environments.work.stop(workId, { environment_id: emu.environmentId, force: true }),
+      409,
+      'conflict_error',
+    );
     expect(err.headers?.get('x-should-retry')).toBe('false');
     expect(emu.requests.length - before).toBe(1);
   });
@@ -214,6 +267,10 @@ describe('stop', () => {
   it('answers 404 for a work item of another environment', async () => {
     const { workId } = await emu.createSession();
     const other = emu.createEnvironment();
-    await expectApiError(emu.client({ maxRetries: 0 }).beta.environments.work.retrieve(workId, { environment_id: other.id }), 404, 'not_found_error');
+    await expectApiError(
+      emu.client({ maxRetries: 0 }).beta.environments.work.retrieve(workId, { environment_id: other.id }),
+      404,
+      'not_found_error',
+    );
   });
 });

@@ -23,7 +23,13 @@ const rows: Array<{ description: string; window?: number; steps: Step[]; done: s
     done: ['a'],
     notDone: ['b'],
   },
-  { description: 'the window keeps the newest done ids', window: 2, steps: [{ accept: 'a' }, { accept: 'b' }, { accept: 'c' }, { pass: true }], done: ['b', 'c'], notDone: ['a'] },
+  {
+    description: 'the window keeps the newest done ids',
+    window: 2,
+    steps: [{ accept: 'a' }, { accept: 'b' }, { accept: 'c' }, { pass: true }],
+    done: ['b', 'c'],
+    notDone: ['a'],
+  },
 ];
 
 describe('DeliveryIds', () => {

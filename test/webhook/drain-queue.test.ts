@@ -40,7 +40,14 @@ describe('claimOne', () => {
     const { workId } = await emu.createSession({ script: [] });
     emu.faults.add({ route: /\/work\/poll$/, hang: true, times: 1 });
     const hung = claimOne(envClient(), emu.environmentId, { workerId: 'w', pollCutOffMs: 300 });
-    const err = await within(20_000, 'the hung poll', hung.then(() => undefined, (e: unknown) => e as Error));
+    const err = await within(
+      20_000,
+      'the hung poll',
+      hung.then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      ),
+    );
     expect(err).toBeInstanceOf(Error);
     expect(err!.message).toContain(emu.environmentId);
     expect(err!.message).toContain('300 ms');
@@ -55,7 +62,8 @@ describe('claimOne', () => {
     // Close the moment the ack is sent (the poll's answer is in hand), while the ack is on its way.
     const client = envClient().withOptions({
       fetch: (url: string | URL | Request, init?: RequestInit) => {
-        if (String(url instanceof Request ? url.url : url).includes('/ack')) queueMicrotask(() => ctrl.abort(new Error('webhook handler closed')));
+        if (String(url instanceof Request ? url.url : url).includes('/ack'))
+          queueMicrotask(() => ctrl.abort(new Error('webhook handler closed')));
         return fetch(url, init);
       },
     });

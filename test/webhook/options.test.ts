@@ -32,17 +32,40 @@ describe('createWebhookHandler options', () => {
 
   const rejected = [
     { description: 'concurrency above the cap', input: { concurrency: 65 }, line: 'concurrency: expected an integer from 1 to 64, got 65' },
-    { description: 'a zero body limit', input: { maxBodyBytes: 0 }, line: 'maxBodyBytes: expected an integer number of bytes from 1 to 67108864, got 0' },
+    {
+      description: 'a zero body limit',
+      input: { maxBodyBytes: 0 },
+      line: 'maxBodyBytes: expected an integer number of bytes from 1 to 67108864, got 0',
+    },
     { description: 'a fractional dedupe window', input: { dedupeWindow: 0.5 }, line: 'dedupeWindow: expected an integer >= 1, got 0.5' },
-    { description: 'an empty event type list', input: { eventTypes: [] }, line: 'eventTypes: expected a non-empty array of event types (session.status_run_started, ...), got an array' },
-    { description: 'an empty environment id', input: { environmentId: '' }, line: 'environmentId: expected a non-empty string (env_...), got ""' },
-    { description: 'a worker without handleItem', input: { worker: {} }, line: 'worker: expected an EnvironmentWorker (an object with handleItem), got an object' },
-    { description: 'a typo in an option name', input: { maxBodySize: 10 }, line: 'maxBodySize: unknown option; accepted options are worker, client' },
+    {
+      description: 'an empty event type list',
+      input: { eventTypes: [] },
+      line: 'eventTypes: expected a non-empty array of event types (session.status_run_started, ...), got an array',
+    },
+    {
+      description: 'an empty environment id',
+      input: { environmentId: '' },
+      line: 'environmentId: expected a non-empty string (env_...), got ""',
+    },
+    {
+      description: 'a worker without handleItem',
+      input: { worker: {} },
+      line: 'worker: expected an EnvironmentWorker (an object with handleItem), got an object',
+    },
+    {
+      description: 'a typo in an option name',
+      input: { maxBodySize: 10 },
+      line: 'maxBodySize: unknown option; accepted options are worker, client',
+    },
   ];
   for (const row of rejected) {
     it(`rejects ${row.description}`, () => {
       const err = configError({ ...valid, ...row.input });
-      expect(err.issues.some((l) => l.startsWith(row.line)), `${row.line}\nnot in\n${err.issues.join('\n')}`).toBe(true);
+      expect(
+        err.issues.some((l) => l.startsWith(row.line)),
+        `${row.line}\nnot in\n${err.issues.join('\n')}`,
+      ).toBe(true);
     });
   }
 
@@ -76,7 +99,12 @@ describe('createWebhookHandler options', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as ConfigError).issues.map((l) => l.split(':')[0]).sort()).toEqual(['concurrency', 'environmentId', 'maxBodyBytes', 'retries']);
+    expect((err as ConfigError).issues.map((l) => l.split(':')[0]).sort()).toEqual([
+      'concurrency',
+      'environmentId',
+      'maxBodyBytes',
+      'retries',
+    ]);
     expect((err as ConfigError).message).toMatch(/^invalid createWebhookHandler options:\n/);
   });
 

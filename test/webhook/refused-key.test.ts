@@ -36,13 +36,24 @@ describe('when the environment key is refused while claiming', () => {
 
   const rows = [
     { description: 'a key the server never issued answers 401', status: 401, key: (_e: Emulator) => 'sk-ant-envkey-never-issued-4f1c9a' },
-    { description: 'the key of another environment answers 403', status: 403, key: (e: Emulator) => e.createEnvironment({ name: 'other' }).key },
+    {
+      description: 'the key of another environment answers 403',
+      status: 403,
+      key: (e: Emulator) => e.createEnvironment({ name: 'other' }).key,
+    },
   ];
   for (const row of rows) {
     it(`logs that the key was refused and how to fix it, without the key, and leaves the item queued: ${row.description}`, async () => {
       const capture = captureLogger();
       const wrongKey = row.key(emu);
-      handler = createWebhookHandler({ worker, client: emu.client(), webhookSecret: secret, environmentId: emu.environmentId, environmentKey: wrongKey, logger: capture.logger });
+      handler = createWebhookHandler({
+        worker,
+        client: emu.client(),
+        webhookSecret: secret,
+        environmentId: emu.environmentId,
+        environmentKey: wrongKey,
+        logger: capture.logger,
+      });
       const { sessionId, workId } = await emu.createSession({ script: [] });
       const signed = signWebhook(sessionWebhookEvent(sessionId), secret);
       expect((await handler.handle({ headers: signed.headers, body: signed.body })).status).toBe(202);

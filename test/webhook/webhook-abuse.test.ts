@@ -19,7 +19,11 @@ import { EnvironmentWorker } from '../../src/worker/environment-worker.js';
 
 const MAX_BODY_BYTES = 64 * 1024;
 /** Signature headers that look like a delivery's, so the size limit (not the missing signature) decides. */
-const SIGNED_LOOKING = { 'webhook-id': 'msg_big', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' };
+const SIGNED_LOOKING = {
+  'webhook-id': 'msg_big',
+  'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+  'webhook-signature': 'v1,AAAA',
+};
 
 describe('webhook deliveries that go wrong', () => {
   let dir: string;
@@ -111,7 +115,14 @@ describe('webhook deliveries that go wrong', () => {
 
   it('refuses a body whose declared length is over maxBodyBytes before reading any of it', async () => {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(MAX_BODY_BYTES + 1), ...SIGNED_LOOKING } }, resolve);
+      const req = http.request(
+        url,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-length': String(MAX_BODY_BYTES + 1), ...SIGNED_LOOKING },
+        },
+        resolve,
+      );
       req.on('error', reject);
       req.write('{');
     });
@@ -124,7 +135,11 @@ describe('webhook deliveries that go wrong', () => {
 
   it('refuses an unsigned request with 401 before reading its body', async () => {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, resolve);
+      const req = http.request(
+        url,
+        { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+        resolve,
+      );
       req.on('error', reject);
       // A body that never ends: only an answer that does not wait for it arrives.
       req.write('{"type":"event"');

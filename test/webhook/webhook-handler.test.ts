@@ -52,7 +52,9 @@ describe('createWebhookHandler', () => {
 
   it('answers a signed delivery before the session runs, then serves it with the forwarded secret', async () => {
     const poster = postWebhooksTo(emu, url, secret);
-    const { sessionId, workId } = await emu.createSession({ script: [{ sleepMs: 300 }, { tool: 'bash', input: { command: 'echo served' } }] });
+    const { sessionId, workId } = await emu.createSession({
+      script: [{ sleepMs: 300 }, { tool: 'bash', input: { command: 'echo served' } }],
+    });
     await poster.settled();
     expect(poster.deliveries).toHaveLength(1);
     expect(poster.deliveries[0]!.status).toBe(202);
@@ -122,7 +124,12 @@ describe('createWebhookHandler', () => {
     try {
       const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
       // Memory on, stores attached, no secret on the item: the item fails.
-      const bad = await emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [{ tool: 'bash', input: { command: 'true' } }], secret: false, end: 'idle' });
+      const bad = await emu.createSession({
+        resources: [{ memoryStoreId: store.id }],
+        script: [{ tool: 'bash', input: { command: 'true' } }],
+        secret: false,
+        end: 'idle',
+      });
       const badSigned = signWebhook(sessionWebhookEvent(bad.sessionId), secret);
       expect((await fetch(url, { method: 'POST', body: badSigned.body, headers: badSigned.headers })).status).toBe(202);
       await handler.idle();

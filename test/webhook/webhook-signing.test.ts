@@ -24,7 +24,10 @@ describe('signWebhook', () => {
     expect(Number.isNaN(Date.parse(event.created_at))).toBe(false);
   });
 
-  const refusals: Array<{ description: string; tamper: (s: { body: string; headers: Record<string, string> }) => { body: string; headers: Record<string, string>; key?: string } }> = [
+  const refusals: Array<{
+    description: string;
+    tamper: (s: { body: string; headers: Record<string, string> }) => { body: string; headers: Record<string, string>; key?: string };
+  }> = [
     { description: 'a changed body', tamper: (s) => ({ ...s, body: s.body.replace('sesn_123', 'sesn_999') }) },
     { description: 'another secret', tamper: (s) => ({ ...s, key: generateWebhookSecret() }) },
     { description: 'a missing signature header', tamper: (s) => ({ ...s, headers: { ...s.headers, 'webhook-signature': '' } }) },

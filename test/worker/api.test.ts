@@ -12,7 +12,9 @@ describe('the EnvironmentWorker public API', () => {
   it('is exported from the package entry', () => {
     expect(typeof pkg.EnvironmentWorker).toBe('function');
     expect(pkg.MEMORY_SYNC_INTERVAL_MIN_MS).toBe(5_000);
-    expect(new pkg.WorkItemFailedError({ workId: 'w', sessionId: undefined, status: 'failed', durationMs: 0 }).code).toBe('MAW_WORK_FAILED');
+    expect(new pkg.WorkItemFailedError({ workId: 'w', sessionId: undefined, status: 'failed', durationMs: 0 }).code).toBe(
+      'MAW_WORK_FAILED',
+    );
   });
 
   it('keeps the method and property names and types', () => {
@@ -28,12 +30,30 @@ describe('the EnvironmentWorker public API', () => {
   });
 
   it('keeps the outcome statuses and the event payloads', () => {
-    expectTypeOf<ItemOutcome['status']>().toEqualTypeOf<'completed' | 'skipped' | 'failed' | 'lease_lost' | 'stopped_by_server' | 'aborted'>();
+    expectTypeOf<ItemOutcome['status']>().toEqualTypeOf<
+      'completed' | 'skipped' | 'failed' | 'lease_lost' | 'stopped_by_server' | 'aborted'
+    >();
     expectTypeOf<WorkerEventMap['leaseLost'][0]['reason']>().toEqualTypeOf<'lease_lost' | 'assumed_lost'>();
-    expectTypeOf<WorkerEventMap['sessionStarted'][0]>().toEqualTypeOf<{ workId: string; sessionId: string; stores: number; readyMs: number }>();
+    expectTypeOf<WorkerEventMap['sessionStarted'][0]>().toEqualTypeOf<{
+      workId: string;
+      sessionId: string;
+      stores: number;
+      readyMs: number;
+    }>();
     expectTypeOf<WorkerEventMap['uploaded'][0]>().toMatchTypeOf<{ workId: string; sessionId: string; storeId: string; path: string }>();
     expectTypeOf<keyof WorkerMetricsSnapshot>().toEqualTypeOf<
-      'itemsClaimed' | 'itemsCompleted' | 'itemsFailed' | 'sessionsActive' | 'leaseLosses' | 'uploads' | 'downloads' | 'conflicts' | 'deletes' | 'flushCutOffs' | 'syncs' | 'syncDurationMsTotal'
+      | 'itemsClaimed'
+      | 'itemsCompleted'
+      | 'itemsFailed'
+      | 'sessionsActive'
+      | 'leaseLosses'
+      | 'uploads'
+      | 'downloads'
+      | 'conflicts'
+      | 'deletes'
+      | 'flushCutOffs'
+      | 'syncs'
+      | 'syncDurationMsTotal'
     >();
   });
 });
@@ -45,7 +65,9 @@ describe('the library source', () => {
     expect(files.length).toBeGreaterThan(50);
     const offenders = files.filter((f) => {
       const text = fs.readFileSync(path.join(srcDir, f), 'utf8');
-      return /from '@anthropic-ai\/sdk\/lib\/environments|\bWorkPoller\b|import\s*\{[^}]*\bEnvironmentWorker\b[^}]*\}\s*from\s*'@anthropic-ai\/sdk/.test(text);
+      return /from '@anthropic-ai\/sdk\/lib\/environments|\bWorkPoller\b|import\s*\{[^}]*\bEnvironmentWorker\b[^}]*\}\s*from\s*'@anthropic-ai\/sdk/.test(
+        text,
+      );
     });
     expect(offenders).toEqual([]);
   });

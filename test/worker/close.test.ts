@@ -96,7 +96,7 @@ describe('EnvironmentWorker.close mid-session', () => {
     expect(worker.activeSessions).toBe(0);
   });
 
-  it('installs no process signal handler: SIGTERM/SIGINT are the caller\'s to wire to close()', async () => {
+  it("installs no process signal handler: SIGTERM/SIGINT are the caller's to wire to close()", async () => {
     const { emu } = h;
     const signals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
     const counts = (): number[] => signals.map((s) => process.listenerCount(s));

@@ -7,9 +7,19 @@ const b64 = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString('bas
 
 describe('decodeWorkSecret', () => {
   const rows = [
-    { description: 'base64url without padding', secret: encodeWorkSecret({ sessions_token: 'sk-ant-req-1' }), status: 'token', token: 'sk-ant-req-1' },
+    {
+      description: 'base64url without padding',
+      secret: encodeWorkSecret({ sessions_token: 'sk-ant-req-1' }),
+      status: 'token',
+      token: 'sk-ant-req-1',
+    },
     { description: 'standard base64 with padding', secret: b64({ sessions_token: 'tok?>' }), status: 'token', token: 'tok?>' },
-    { description: 'extra fields are ignored', secret: encodeWorkSecret({ sessions_token: 't', api_base_url: 'x', auth: [] }), status: 'token', token: 't' },
+    {
+      description: 'extra fields are ignored',
+      secret: encodeWorkSecret({ sessions_token: 't', api_base_url: 'x', auth: [] }),
+      status: 'token',
+      token: 't',
+    },
     { description: 'undefined is absent', secret: undefined, status: 'absent', token: null },
     { description: 'null is absent', secret: null, status: 'absent', token: null },
     { description: 'the empty string is absent', secret: '', status: 'absent', token: null },

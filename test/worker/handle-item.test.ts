@@ -9,7 +9,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError, MissingInputError, RemoteApiError, WorkItemFailedError } from '../../src/errors.js';
 import { claimNext, exists, harness, stopRequests, type Harness, rejectionOf } from './helpers.js';
 
-const VARS = ['ANTHROPIC_WORK_ID', 'ANTHROPIC_ENVIRONMENT_ID', 'ANTHROPIC_SESSION_ID', 'ANTHROPIC_ENVIRONMENT_KEY', 'ANTHROPIC_WORK_SECRET'];
+const VARS = [
+  'ANTHROPIC_WORK_ID',
+  'ANTHROPIC_ENVIRONMENT_ID',
+  'ANTHROPIC_SESSION_ID',
+  'ANTHROPIC_ENVIRONMENT_KEY',
+  'ANTHROPIC_WORK_SECRET',
+];
 
 describe('EnvironmentWorker.handleItem', () => {
   let h: Harness;
@@ -91,7 +97,9 @@ describe('EnvironmentWorker.handleItem', () => {
 
   it('rejects, without sending anything, when the secret is unusable and there is no key', async () => {
     const worker = h.worker({ environmentId: undefined, environmentKey: undefined });
-    const err = await rejectionOf(worker.handleItem({ workId: 'work_1', environmentId: 'env_1', sessionId: 'sesn_1', workSecret: 'not-a-secret' }));
+    const err = await rejectionOf(
+      worker.handleItem({ workId: 'work_1', environmentId: 'env_1', sessionId: 'sesn_1', workSecret: 'not-a-secret' }),
+    );
     expect(err).toBeInstanceOf(WorkItemFailedError);
     const failed = err as WorkItemFailedError;
     expect(failed.code).toBe('MAW_WORK_FAILED');
@@ -112,7 +120,11 @@ describe('EnvironmentWorker.handleItem', () => {
     const dir = path.join(h.mountRoot, 'notes');
     await fsp.mkdir(dir);
     await fsp.writeFile(path.join(dir, 'precious.txt'), 'keep me');
-    const { sessionId, workId } = await emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [{ tool: 'bash', input: { command: 'true' } }], end: 'idle' });
+    const { sessionId, workId } = await emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      script: [{ tool: 'bash', input: { command: 'true' } }],
+      end: 'idle',
+    });
     const claimed = await claimNext(h);
     const worker = h.worker();
     const failedEvents: unknown[] = [];
@@ -137,7 +149,12 @@ describe('EnvironmentWorker.handleItem', () => {
     const { emu } = h;
     const { sessionId, workId } = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'true' } }], end: 'idle' });
     const claimed = await claimNext(h);
-    emu.faults.add({ route: new RegExp(`^GET /v1/sessions/${sessionId}$`), status: 404, errorType: 'not_found_error', message: 'no such session' });
+    emu.faults.add({
+      route: new RegExp(`^GET /v1/sessions/${sessionId}$`),
+      status: 404,
+      errorType: 'not_found_error',
+      message: 'no such session',
+    });
     const worker = h.worker();
     const err = await rejectionOf(worker.handleItem({ ...claimed, workSecret: claimed.secret! }));
 

@@ -119,7 +119,12 @@ export async function claimNext(h: Harness): Promise<{ workId: string; sessionId
     const work = await envClient.beta.environments.work.poll(h.emu.environmentId, { block_ms: 999 });
     if (!work) continue;
     await envClient.beta.environments.work.ack(work.id, { environment_id: work.environment_id });
-    return { workId: work.id, sessionId: work.data.id, environmentId: work.environment_id, secret: (work as { secret?: string | null }).secret ?? null };
+    return {
+      workId: work.id,
+      sessionId: work.data.id,
+      environmentId: work.environment_id,
+      secret: (work as { secret?: string | null }).secret ?? null,
+    };
   }
   throw new Error('no work item to claim');
 }

@@ -37,14 +37,21 @@ describe('ItemControl', () => {
     expect(control.endCause).toBe('closed');
   });
 
-  it.each(['server_stop', 'lease_lost', 'rejected', 'assumed_lost'] as const)('ends the item as lease with a LeaseLostError when the lease ends as %s', (reason) => {
-    const control = new ItemControl(new AbortController().signal);
-    const lease = fakeLease();
-    control.watch(lease, 'work_1');
-    lease.end(reason);
-    expect(control.endCause).toBe('lease');
-    expect(control.signal.reason).toMatchObject({ code: 'MAW_LEASE_LOST', workId: 'work_1', message: `work item work_1: lease ended (${reason})` });
-  });
+  it.each(['server_stop', 'lease_lost', 'rejected', 'assumed_lost'] as const)(
+    'ends the item as lease with a LeaseLostError when the lease ends as %s',
+    (reason) => {
+      const control = new ItemControl(new AbortController().signal);
+      const lease = fakeLease();
+      control.watch(lease, 'work_1');
+      lease.end(reason);
+      expect(control.endCause).toBe('lease');
+      expect(control.signal.reason).toMatchObject({
+        code: 'MAW_LEASE_LOST',
+        workId: 'work_1',
+        message: `work item work_1: lease ended (${reason})`,
+      });
+    },
+  );
 
   it('ignores a lease that ends as done (the item let it go)', () => {
     const control = new ItemControl(new AbortController().signal);

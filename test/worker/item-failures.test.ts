@@ -20,7 +20,12 @@ describe('items that cannot be served as asked', () => {
   it('fails an item without a secret whose session has stores, then serves the next item', async () => {
     const { emu } = h;
     const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } });
-    const bad = await emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [{ tool: 'bash', input: { command: 'true' } }], secret: false, end: 'idle' });
+    const bad = await emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      script: [{ tool: 'bash', input: { command: 'true' } }],
+      secret: false,
+      end: 'idle',
+    });
     const good = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo fine' } }] });
     const worker = h.worker();
     const failed: Array<{ workId: string; error: Error }> = [];
@@ -80,7 +85,11 @@ describe('items that cannot be served as asked', () => {
     const dir = path.join(h.mountRoot, 'user-preferences');
     await fsp.mkdir(dir);
     await fsp.writeFile(path.join(dir, 'precious.txt'), 'keep me');
-    const bad = await emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [{ tool: 'bash', input: { command: 'true' } }], end: 'idle' });
+    const bad = await emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      script: [{ tool: 'bash', input: { command: 'true' } }],
+      end: 'idle',
+    });
     const good = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo next' } }] });
     const worker = h.worker();
     const failed: Error[] = [];

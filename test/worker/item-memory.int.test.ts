@@ -35,7 +35,9 @@ interface Rig {
   sessionId: string;
 }
 
-async function rig(opts: { settings?: Partial<ItemMemorySettings>; port?: MemoryPort; pathLocks?: PathLocks; storeId?: string } = {}): Promise<Rig> {
+async function rig(
+  opts: { settings?: Partial<ItemMemorySettings>; port?: MemoryPort; pathLocks?: PathLocks; storeId?: string } = {},
+): Promise<Rig> {
   const storeId = opts.storeId ?? (await h.emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A' } })).id;
   const { client, session } = await openSession(h.emu, [{ memoryStoreId: storeId }]);
   const log = captureLogger();
@@ -88,7 +90,11 @@ describe('ItemMemory', () => {
     expect(r.memory.storeCount).toBe(1);
     expect(r.memory.roots).toEqual({ all: [r.root], readOnly: [] });
     expect(await fsp.readFile(path.join(r.root, 'a.md'), 'utf8')).toBe('A');
-    expect(r.events.find((e) => e.name === 'mounted')?.payload).toMatchObject({ storeId: r.storeId, workId: `work_for_${r.sessionId}`, sessionId: r.sessionId });
+    expect(r.events.find((e) => e.name === 'mounted')?.payload).toMatchObject({
+      storeId: r.storeId,
+      workId: `work_for_${r.sessionId}`,
+      sessionId: r.sessionId,
+    });
 
     await fsp.writeFile(path.join(r.root, 'b.md'), 'last words');
     const report = await r.memory.finish(true);

@@ -126,7 +126,8 @@ describe('when no heartbeat succeeds for a whole lease TTL (worker clock)', () =
       const outcome = worker.handleItem({ ...claimed, workSecret: claimed.secret! });
       // The first beat succeeded (the next is due at half the 2 s TTL) and every later one fails.
       await waitFor(() => faultIn && clock.nextDueInMs === 1_000, 10_000, 'the first beat and the heartbeat fault');
-      const assumedLostLine = (): unknown => capture.lines.find((l) => l.msg === 'no successful heartbeat within the lease TTL; assuming the lease lost');
+      const assumedLostLine = (): unknown =>
+        capture.lines.find((l) => l.msg === 'no successful heartbeat within the lease TTL; assuming the lease lost');
       await clock.advance(1_999);
       expect(assumedLostLine()).toBeUndefined();
       await clock.advance(1);
@@ -217,8 +218,16 @@ describe('the lease of a running session', () => {
   describe('when a tool result cannot be posted', () => {
     it('gives up retrying after the lease TTL, not after the runner default of 5 minutes', async () => {
       const { emu, capture } = h;
-      const client = new Anthropic({ apiKey: 'sk-ant-api-operator-key', baseURL: emu.baseURL, logger: capture.logger.child({ component: 'sdk' }), logLevel: 'warn' });
-      const { sessionId } = await emu.createSession({ script: [{ sleepMs: 300 }, { tool: 'bash', input: { command: 'echo hi' } }], end: 'idle' });
+      const client = new Anthropic({
+        apiKey: 'sk-ant-api-operator-key',
+        baseURL: emu.baseURL,
+        logger: capture.logger.child({ component: 'sdk' }),
+        logLevel: 'warn',
+      });
+      const { sessionId } = await emu.createSession({
+        script: [{ sleepMs: 300 }, { tool: 'bash', input: { command: 'echo hi' } }],
+        end: 'idle',
+      });
       const claimed = await claimNext(h);
       const fault = emu.faults.add({ route: new RegExp(`^POST /v1/sessions/${sessionId}/events$`), status: 503, shouldRetry: false });
       const worker = h.worker({ client });
@@ -238,7 +247,10 @@ describe('the lease of a running session', () => {
   describe('when the server rejects the heartbeat for good (404)', () => {
     it('fails the item with a RemoteApiError naming the heartbeat and its status, and still force-stops it', async () => {
       const { emu } = h;
-      const { sessionId } = await emu.createSession({ script: [{ sleepMs: 300 }, { tool: 'bash', input: { command: 'echo hi' } }], end: 'idle' });
+      const { sessionId } = await emu.createSession({
+        script: [{ sleepMs: 300 }, { tool: 'bash', input: { command: 'echo hi' } }],
+        end: 'idle',
+      });
       const claimed = await claimNext(h);
       emu.faults.add({ route: /\/heartbeat$/, status: 404, errorType: 'not_found_error', message: 'no such work item' });
       const worker = h.worker();

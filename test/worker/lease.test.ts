@@ -24,7 +24,9 @@ function scriptedApi(steps: Step[], fallback: Step, clock: TimerClock) {
       sentAt.push(clock.now());
       const step = i < steps.length ? steps[i++]! : fallback;
       if (step === 'hang') {
-        return new Promise((_, reject) => opts.signal.addEventListener('abort', () => reject(Object.assign(new Error('aborted'), { name: 'AbortError' }))));
+        return new Promise((_, reject) =>
+          opts.signal.addEventListener('abort', () => reject(Object.assign(new Error('aborted'), { name: 'AbortError' }))),
+        );
       }
       if ('afterMs' in step) return new Promise((r) => clock.schedule(step.afterMs, () => r(step.then)));
       return step instanceof Error ? Promise.reject(step) : Promise.resolve(step);
@@ -33,8 +35,15 @@ function scriptedApi(steps: Step[], fallback: Step, clock: TimerClock) {
   return { api, sent, sentAt };
 }
 
-const ok = (last: string, over: Partial<Resp> = {}): Resp => ({ last_heartbeat: last, ttl_seconds: 0, state: 'active', lease_extended: true, ...over });
-const apiError = (status: number): APIError => new APIError(status, { type: 'error', error: { type: 'x', message: 'm' } }, 'm', new Headers());
+const ok = (last: string, over: Partial<Resp> = {}): Resp => ({
+  last_heartbeat: last,
+  ttl_seconds: 0,
+  state: 'active',
+  lease_extended: true,
+  ...over,
+});
+const apiError = (status: number): APIError =>
+  new APIError(status, { type: 'error', error: { type: 'x', message: 'm' } }, 'm', new Headers());
 const timing = { defaultIntervalMs: 20, defaultTtlMs: 200, floorMs: 10 };
 
 /** A lease with small timings on its own manual clock, and the scripted API it beats against. */

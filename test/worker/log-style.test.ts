@@ -92,7 +92,9 @@ describe('log field style', () => {
     expect(lines.some((l) => /conflict|store wins/i.test(l.msg))).toBe(true);
     expect(lines.some((l) => /sandbox launched/.test(l.msg))).toBe(true);
 
-    const problems = new Set(raw.flatMap((line) => styleProblems(line).map((p) => `${p} in "${(JSON.parse(line) as { msg?: string }).msg}"`)));
+    const problems = new Set(
+      raw.flatMap((line) => styleProblems(line).map((p) => `${p} in "${(JSON.parse(line) as { msg?: string }).msg}"`)),
+    );
     expect([...problems]).toEqual([]);
 
     // The failed poll: a short warning without a stack; the stack only at debug.
@@ -100,7 +102,9 @@ describe('log field style', () => {
     expect(failedPoll).toHaveLength(1);
     expect(failedPoll[0]).not.toContain('"stack"');
     expect(failedPoll[0]!.length).toBeLessThan(700);
-    expect(lines.some((l) => l.level === 20 && /poll failure, with its stack/.test(l.msg) && JSON.stringify(l['err']).includes('"stack"'))).toBe(true);
+    expect(
+      lines.some((l) => l.level === 20 && /poll failure, with its stack/.test(l.msg) && JSON.stringify(l['err']).includes('"stack"')),
+    ).toBe(true);
     console.log(`failed poll: ${failedPoll[0]}`);
     // The refused poll: one line, the API's message once, no stack.
     const rejected = raw.filter((l) => /poll rejected/.test(l));

@@ -21,10 +21,16 @@ describe('forwarding memory events', () => {
     const metrics = new WorkerMetrics();
     const seen: object[] = [];
     const asked: string[] = [];
-    const detach = forwardMemoryEvents(source, metrics, (_name: string, payload: object) => void seen.push(payload), ids, (name) => {
-      asked.push(name);
-      return heard;
-    });
+    const detach = forwardMemoryEvents(
+      source,
+      metrics,
+      (_name: string, payload: object) => void seen.push(payload),
+      ids,
+      (name) => {
+        asked.push(name);
+        return heard;
+      },
+    );
     source.emit('downloaded', downloaded);
     source.emit('downloaded', downloaded);
     expect(metrics.snapshot(0).downloads).toBe(2);

@@ -18,7 +18,11 @@ describe('mount bounds in the worker', () => {
     const { emu } = h;
     const store = await emu.createMemoryStore({ name: 'Slow', memories: { '/a.md': 'A' } });
     emu.faults.add({ route: new RegExp(`^GET /v1/memory_stores/${store.id}/memories$`), hang: true });
-    const slow = await emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [{ tool: 'bash', input: { command: 'true' } }], end: 'idle' });
+    const slow = await emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      script: [{ tool: 'bash', input: { command: 'true' } }],
+      end: 'idle',
+    });
     const good = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo fine' } }] });
     const worker = h.worker({ mountTimeoutMs: 1_000 });
     const failed: Array<{ workId: string; error: Error }> = [];
@@ -41,7 +45,11 @@ describe('mount bounds in the worker', () => {
   it('fails an item whose store is outside allowedMountRoots, creating nothing', async () => {
     const { emu } = h;
     const store = await emu.createMemoryStore({ name: 'Elsewhere', memories: { '/a.md': 'A' } });
-    const bad = await emu.createSession({ resources: [{ memoryStoreId: store.id }], script: [{ tool: 'bash', input: { command: 'true' } }], end: 'idle' });
+    const bad = await emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      script: [{ tool: 'bash', input: { command: 'true' } }],
+      end: 'idle',
+    });
     const worker = h.worker({ allowedMountRoots: ['/srv/allowed-only'] });
     const failed: Array<{ workId: string; error: Error }> = [];
     worker.on('workFailed', (e) => failed.push(e));

@@ -51,19 +51,55 @@ describe('resolveWorkerOptions', () => {
   });
 
   const rejected = [
-    { description: 'a sync interval under the minimum', input: { memorySyncIntervalMs: 1000 }, line: 'memorySyncIntervalMs: expected a number >= 5000 or null, got 1000' },
-    { description: 'an unknown deletion mode', input: { memorySyncDeletions: 'always' }, line: 'memorySyncDeletions: expected "enabled", "log_only" or "disabled", got "always"' },
+    {
+      description: 'a sync interval under the minimum',
+      input: { memorySyncIntervalMs: 1000 },
+      line: 'memorySyncIntervalMs: expected a number >= 5000 or null, got 1000',
+    },
+    {
+      description: 'an unknown deletion mode',
+      input: { memorySyncDeletions: 'always' },
+      line: 'memorySyncDeletions: expected "enabled", "log_only" or "disabled", got "always"',
+    },
     { description: 'concurrency zero', input: { concurrency: 0 }, line: 'concurrency: expected an integer from 1 to 64, got 0' },
     { description: 'concurrency above the cap', input: { concurrency: 65 }, line: 'concurrency: expected an integer from 1 to 64, got 65' },
-    { description: 'a fractional concurrency', input: { concurrency: 1.5 }, line: 'concurrency: expected an integer from 1 to 64, got 1.5' },
-    { description: 'a negative final flush bound', input: { finalFlushMs: -1 }, line: 'finalFlushMs: expected an integer number of milliseconds from 1 to 600000' },
-    { description: 'a final flush bound of 0, which would cut off every final sync', input: { finalFlushMs: 0 }, line: 'finalFlushMs: expected an integer number of milliseconds from 1 to 600000 (0 would cut off every final sync), got 0' },
-    { description: 'a negative delete wait', input: { memoryDeleteAfterMs: -5 }, line: 'memoryDeleteAfterMs: expected an integer number of milliseconds from 0 to 86400000, got -5' },
-    { description: 'tools that are neither array nor function', input: { tools: 'bash' }, line: 'tools: expected an array of runnable tools or a function (ctx) => tools, got "bash"' },
+    {
+      description: 'a fractional concurrency',
+      input: { concurrency: 1.5 },
+      line: 'concurrency: expected an integer from 1 to 64, got 1.5',
+    },
+    {
+      description: 'a negative final flush bound',
+      input: { finalFlushMs: -1 },
+      line: 'finalFlushMs: expected an integer number of milliseconds from 1 to 600000',
+    },
+    {
+      description: 'a final flush bound of 0, which would cut off every final sync',
+      input: { finalFlushMs: 0 },
+      line: 'finalFlushMs: expected an integer number of milliseconds from 1 to 600000 (0 would cut off every final sync), got 0',
+    },
+    {
+      description: 'a negative delete wait',
+      input: { memoryDeleteAfterMs: -5 },
+      line: 'memoryDeleteAfterMs: expected an integer number of milliseconds from 0 to 86400000, got -5',
+    },
+    {
+      description: 'tools that are neither array nor function',
+      input: { tools: 'bash' },
+      line: 'tools: expected an array of runnable tools or a function (ctx) => tools, got "bash"',
+    },
     { description: 'a logger that is not pino-like', input: { logger: console }, line: 'logger: expected a pino logger, got an object' },
-    { description: 'a client that is not an Anthropic client', input: { client: {} }, line: 'client: expected an Anthropic client (new Anthropic({ ... })), got an object' },
+    {
+      description: 'a client that is not an Anthropic client',
+      input: { client: {} },
+      line: 'client: expected an Anthropic client (new Anthropic({ ... })), got an object',
+    },
     { description: 'a typo in an option name', input: { memorySyncInterval: 5000 }, line: 'memorySyncInterval: unknown option' },
-    { description: 'a clock without schedule()', input: { clock: { now: () => 0 } }, line: 'clock: expected a clock { now(), schedule(ms, callback) }, got an object' },
+    {
+      description: 'a clock without schedule()',
+      input: { clock: { now: () => 0 } },
+      line: 'clock: expected a clock { now(), schedule(ms, callback) }, got an object',
+    },
   ];
   for (const row of rejected) {
     it(`rejects ${row.description}`, () => {
@@ -97,7 +133,12 @@ describe('resolveWorkerOptions', () => {
     const env: Record<string, string | undefined> = {};
     let err: unknown;
     try {
-      new EnvironmentWorker({ client, environmentId: env['ANTHROPIC_ENVIRONMENT_ID'], environmentKey: env['ANTHROPIC_ENVIRONMENT_KEY'], concurrency: 0 });
+      new EnvironmentWorker({
+        client,
+        environmentId: env['ANTHROPIC_ENVIRONMENT_ID'],
+        environmentKey: env['ANTHROPIC_ENVIRONMENT_KEY'],
+        concurrency: 0,
+      });
     } catch (e) {
       err = e;
     }

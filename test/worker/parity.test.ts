@@ -22,7 +22,10 @@ async function runScript(h: Harness, which: Which, deletions: MemoryDeleteMode) 
   const handbook = await emu.createMemoryStore({ name: 'Team Handbook', memories: { '/rules.md': 'be kind' } });
   const prefsDir = path.join(h.mountRoot, 'user-preferences');
   const handbookDir = path.join(h.mountRoot, 'team-handbook');
-  const { skillId } = emu.createSkill({ name: 'house-style', files: { 'SKILL.md': 'Write in short sentences.\n', 'examples/a.md': 'Yes.' } });
+  const { skillId } = emu.createSkill({
+    name: 'house-style',
+    files: { 'SKILL.md': 'Write in short sentences.\n', 'examples/a.md': 'Yes.' },
+  });
   const skillDir = path.join(h.workdir, 'skills', 'house-style');
   const { sessionId } = await emu.createSession({
     skills: [{ skillId }],

@@ -25,7 +25,12 @@ describe('PathLocks', () => {
   it('grants free paths at once and frees them on release', async () => {
     const locks = new PathLocks();
     const release = await locks.acquire(['/m/a', '/m/b'], A, { waitMs: 10 });
-    expect(locks.snapshot().map((h) => h.path).sort()).toEqual(['/m/a', '/m/b']);
+    expect(
+      locks
+        .snapshot()
+        .map((h) => h.path)
+        .sort(),
+    ).toEqual(['/m/a', '/m/b']);
     release();
     release();
     expect(locks.snapshot()).toEqual([]);
@@ -53,7 +58,10 @@ describe('PathLocks', () => {
     const locks = new PathLocks(clock);
     await locks.acquire(['/m/a'], A, { waitMs: 10 });
     let settled = false;
-    const waiting = locks.acquire(['/m/b', '/m/a'], B, { waitMs: 30_000 }).catch((e: unknown) => e).finally(() => (settled = true));
+    const waiting = locks
+      .acquire(['/m/b', '/m/a'], B, { waitMs: 30_000 })
+      .catch((e: unknown) => e)
+      .finally(() => (settled = true));
     await clock.advance(29_999);
     expect(settled).toBe(false);
     await clock.advance(1);

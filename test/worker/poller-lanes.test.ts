@@ -22,7 +22,8 @@ interface Deferred<T> {
 
 const item = (id: string): NonNullable<Polled> =>
   ({ id, environment_id: 'env_1', data: { type: 'session', id: `sesn_${id}` }, secret: 's' }) as unknown as NonNullable<Polled>;
-const apiError = (status: number): APIError => new APIError(status, { type: 'error', error: { type: 'x', message: 'm' } }, 'm', new Headers());
+const apiError = (status: number): APIError =>
+  new APIError(status, { type: 'error', error: { type: 'x', message: 'm' } }, 'm', new Headers());
 const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 /** A work queue whose polls and acks stay open until the test answers them. */
@@ -51,10 +52,14 @@ function manualQueue() {
         };
         polls.push(d);
         // As the SDK's request does: an aborted poll rejects.
-        signal.addEventListener('abort', () => {
-          polls.splice(polls.indexOf(d), 1);
-          d.reject(new Error('aborted'));
-        }, { once: true });
+        signal.addEventListener(
+          'abort',
+          () => {
+            polls.splice(polls.indexOf(d), 1);
+            d.reject(new Error('aborted'));
+          },
+          { once: true },
+        );
       });
     },
     ack: (workId) => new Promise((resolve, reject) => acks.set(workId, { resolve, reject })),
@@ -341,7 +346,14 @@ describe('Poller with session slots', () => {
 
 /** A poller of `env_1` on `queue`, with a manual clock and a discarded log, plus `extra` options. */
 function pollerOn(queue: ReturnType<typeof manualQueue>, extra: Partial<ConstructorParameters<typeof Poller>[0]>): Poller {
-  return new Poller({ api: queue.api, environmentId: 'env_1', workerId: 'worker_1', logger: captureLogger().logger, clock: new ManualClock(0), ...extra });
+  return new Poller({
+    api: queue.api,
+    environmentId: 'env_1',
+    workerId: 'worker_1',
+    logger: captureLogger().logger,
+    clock: new ManualClock(0),
+    ...extra,
+  });
 }
 
 describe('Poller whose callback throws', () => {

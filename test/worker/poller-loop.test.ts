@@ -15,7 +15,8 @@ type Answer = Polled | Error;
 
 const item = (id: string): NonNullable<Polled> =>
   ({ id, environment_id: 'env_1', data: { type: 'session', id: `sesn_${id}` }, secret: 's' }) as unknown as NonNullable<Polled>;
-const apiError = (status: number): APIError => new APIError(status, { type: 'error', error: { type: 'x', message: 'm' } }, 'm', new Headers());
+const apiError = (status: number): APIError =>
+  new APIError(status, { type: 'error', error: { type: 'x', message: 'm' } }, 'm', new Headers());
 
 /** A poller on a manual clock whose queue gives `answers` in turn, then `fallback` forever. */
 function rig(answers: Answer[], fallback: Answer) {

@@ -42,7 +42,8 @@ describe('EnvironmentWorker.run polling', () => {
     expect(pollReqs.every((r) => r.workerId === 'worker-under-test')).toBe(true);
     // One poll in flight at a time.
     const sorted = [...pollReqs].sort((a, b) => a.startedAt - b.startedAt);
-    for (let i = 1; i < sorted.length; i++) expect(sorted[i]!.startedAt).toBeGreaterThanOrEqual(sorted[i - 1]!.startedAt + sorted[i - 1]!.ms - 5);
+    for (let i = 1; i < sorted.length; i++)
+      expect(sorted[i]!.startedAt).toBeGreaterThanOrEqual(sorted[i - 1]!.startedAt + sorted[i - 1]!.ms - 5);
   });
 
   it('backs off on transient failures, each wait on the worker clock, and recovers', async () => {

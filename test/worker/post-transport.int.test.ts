@@ -52,7 +52,9 @@ describe('with the runtime default fetch', () => {
     const { sessionId, workId, done } = await runSession();
 
     expect(done.toolResults.map((r) => r.text)).toEqual(['one', 'two']);
-    const viaRuntime = runtimeFetch.mock.calls.map(([input, init]) => `${init?.method ?? 'GET'} ${new URL(String(input instanceof Request ? input.url : input)).pathname}`);
+    const viaRuntime = runtimeFetch.mock.calls.map(
+      ([input, init]) => `${init?.method ?? 'GET'} ${new URL(String(input instanceof Request ? input.url : input)).pathname}`,
+    );
     expect(viaRuntime.filter((c) => !c.startsWith('GET '))).toEqual([]);
     expect(viaRuntime).toEqual(
       expect.arrayContaining([
@@ -71,19 +73,30 @@ describe('with the runtime default fetch', () => {
   const rows: Array<{ description: string; fault: FaultRule; clientOptions?: ConstructorParameters<typeof Anthropic>[0] }> = [
     { description: 'a 503 on a tool result is retried', fault: { route: RESULT_POST, status: 503, times: 1 } },
     { description: 'a tool result whose answer is dropped is retried', fault: { route: RESULT_POST, dropResponse: true, times: 1 } },
-    { description: 'a tool result whose answer never comes is retried after the client timeout', fault: { route: RESULT_POST, hang: true, times: 1 }, clientOptions: { timeout: 3_000 } },
-    { description: 'an answer that is not JSON is retried as a lost answer', fault: { route: RESULT_POST, rewrite: () => '{"data": [', times: 1 } },
+    {
+      description: 'a tool result whose answer never comes is retried after the client timeout',
+      fault: { route: RESULT_POST, hang: true, times: 1 },
+      clientOptions: { timeout: 3_000 },
+    },
+    {
+      description: 'an answer that is not JSON is retried as a lost answer',
+      fault: { route: RESULT_POST, rewrite: () => '{"data": [', times: 1 },
+    },
   ];
-  it.each(rows)('$description, and the session ends with every call answered', async ({ fault, clientOptions }) => {
-    const added = h.emu.faults.add(fault);
-    const { workId, done } = await runSession(clientOptions);
+  it.each(rows)(
+    '$description, and the session ends with every call answered',
+    async ({ fault, clientOptions }) => {
+      const added = h.emu.faults.add(fault);
+      const { workId, done } = await runSession(clientOptions);
 
-    expect(added.hits).toBe(1);
-    expect(new Set(done.toolResults.map((r) => r.toolUseId)).size).toBe(2);
-    expect([...new Set(done.toolResults.map((r) => r.text))]).toEqual(['one', 'two']);
-    expect(requestsMatching(RESULT_POST).length).toBeGreaterThanOrEqual(3);
-    expect(h.emu.workItem(workId).state).toBe('stopped');
-  }, 40_000);
+      expect(added.hits).toBe(1);
+      expect(new Set(done.toolResults.map((r) => r.toolUseId)).size).toBe(2);
+      expect([...new Set(done.toolResults.map((r) => r.text))]).toEqual(['one', 'two']);
+      expect(requestsMatching(RESULT_POST).length).toBeGreaterThanOrEqual(3);
+      expect(h.emu.workItem(workId).state).toBe('stopped');
+    },
+    40_000,
+  );
 
   it('a 503 on the stop is retried until the item is stopped', async () => {
     const added = h.emu.faults.add({ route: STOP, status: 503, times: 1 });

@@ -55,7 +55,12 @@ describe('a tool call replayed after a failed result post', () => {
   it('runs twice with the official worker under the same fault (control)', async () => {
     const { logFile, sessionId } = await appendScenario(h);
     const client = new Anthropic({ apiKey: 'sk-ant-api-operator-key', baseURL: h.emu.baseURL, logLevel: 'off' });
-    const official = new OfficialWorker({ client, environmentId: h.emu.environmentId, environmentKey: h.emu.environmentKey, workdir: h.workdir });
+    const official = new OfficialWorker({
+      client,
+      environmentId: h.emu.environmentId,
+      environmentKey: h.emu.environmentKey,
+      workdir: h.workdir,
+    });
     const stop = new AbortController();
     const running = official.run(stop.signal);
     try {

@@ -85,7 +85,13 @@ describe('EnvironmentWorker.run serving one session with two stores', () => {
     expect(firstBeat).toBeGreaterThanOrEqual(0);
     expect(firstBeat).toBeLessThan(firstMemory);
     expect(new Set(reqs.filter((r) => r.route.endsWith('/work/poll')).map((r) => r.credential))).toEqual(new Set(['environment_key']));
-    const perItem = reqs.filter((r) => r.path.startsWith('/v1/memory_stores') || r.path.startsWith('/v1/sessions') || r.route.endsWith('/heartbeat') || r.route.endsWith('/stop'));
+    const perItem = reqs.filter(
+      (r) =>
+        r.path.startsWith('/v1/memory_stores') ||
+        r.path.startsWith('/v1/sessions') ||
+        r.route.endsWith('/heartbeat') ||
+        r.route.endsWith('/stop'),
+    );
     expect(new Set(perItem.map((r) => r.credential))).toEqual(new Set(['sessions_token']));
     const stops = reqs.filter((r) => r.route.endsWith('/stop'));
     expect(stops.map((r) => r.body)).toEqual([{ force: true }]);

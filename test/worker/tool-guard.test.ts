@@ -78,10 +78,12 @@ describe('ToolGuard', () => {
     };
     const guard = new ToolGuard({ hooks, logger });
     const ok = guard.wrap(countingTool(() => (log.push('run'), 'ok')).tool);
-    const bad = guard.wrap(countingTool(() => {
-      log.push('run');
-      throw new Error('x');
-    }).tool);
+    const bad = guard.wrap(
+      countingTool(() => {
+        log.push('run');
+        throw new Error('x');
+      }).tool,
+    );
     await ok.run({}, ctx('tu_1'));
     await ok.run({}, ctx('tu_1'));
     await Promise.resolve(bad.run({}, ctx('tu_2'))).catch(() => {});
@@ -128,10 +130,42 @@ describe('ToolCallRecord', () => {
   });
 
   it.each([
-    { description: 'drops the least recently served session beyond maxSessions', maxSessions: 2, maxCallsPerSession: 10, sessions: ['a', 'b', 'a', 'c'], ids: ['tu'], rerun: { session: 'b', id: 'tu' }, runsAgain: true },
-    { description: 'keeps a session served again recently', maxSessions: 2, maxCallsPerSession: 10, sessions: ['a', 'b', 'a', 'c'], ids: ['tu'], rerun: { session: 'a', id: 'tu' }, runsAgain: false },
-    { description: 'drops the oldest call beyond maxCallsPerSession', maxSessions: 5, maxCallsPerSession: 2, sessions: ['a'], ids: ['t1', 't2', 't3'], rerun: { session: 'a', id: 't1' }, runsAgain: true },
-    { description: 'keeps the newest calls of a session', maxSessions: 5, maxCallsPerSession: 2, sessions: ['a'], ids: ['t1', 't2', 't3'], rerun: { session: 'a', id: 't3' }, runsAgain: false },
+    {
+      description: 'drops the least recently served session beyond maxSessions',
+      maxSessions: 2,
+      maxCallsPerSession: 10,
+      sessions: ['a', 'b', 'a', 'c'],
+      ids: ['tu'],
+      rerun: { session: 'b', id: 'tu' },
+      runsAgain: true,
+    },
+    {
+      description: 'keeps a session served again recently',
+      maxSessions: 2,
+      maxCallsPerSession: 10,
+      sessions: ['a', 'b', 'a', 'c'],
+      ids: ['tu'],
+      rerun: { session: 'a', id: 'tu' },
+      runsAgain: false,
+    },
+    {
+      description: 'drops the oldest call beyond maxCallsPerSession',
+      maxSessions: 5,
+      maxCallsPerSession: 2,
+      sessions: ['a'],
+      ids: ['t1', 't2', 't3'],
+      rerun: { session: 'a', id: 't1' },
+      runsAgain: true,
+    },
+    {
+      description: 'keeps the newest calls of a session',
+      maxSessions: 5,
+      maxCallsPerSession: 2,
+      sessions: ['a'],
+      ids: ['t1', 't2', 't3'],
+      rerun: { session: 'a', id: 't3' },
+      runsAgain: false,
+    },
   ])('$description', async ({ maxSessions, maxCallsPerSession, sessions, ids, rerun, runsAgain }) => {
     const { tool, calls } = countingTool((n) => `result ${n}`);
     const record = new ToolCallRecord({ maxSessions, maxCallsPerSession });

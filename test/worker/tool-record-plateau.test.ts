@@ -30,7 +30,15 @@ describe('the tool record after posted results', () => {
       sessions.push((await h.emu.createSession({ script })).sessionId);
     }
     const worker = new EnvironmentWorker(
-      { client: h.client, environmentId: h.emu.environmentId, environmentKey: h.emu.environmentKey, workdir: h.workdir, stateDir: h.stateDir, concurrency: 3, logger: h.capture.logger },
+      {
+        client: h.client,
+        environmentId: h.emu.environmentId,
+        environmentKey: h.emu.environmentKey,
+        workdir: h.workdir,
+        stateDir: h.stateDir,
+        concurrency: 3,
+        logger: h.capture.logger,
+      },
       { toolRecord: record },
     );
     const running = worker.run();

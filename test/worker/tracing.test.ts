@@ -29,7 +29,10 @@ const SHOWN = [
 
 function only(nodes: SpanNode[], name: string): SpanNode {
   const found = nodes.filter((n) => n.name === name);
-  expect(found.map((n) => n.name), `exactly one ${name}`).toEqual([name]);
+  expect(
+    found.map((n) => n.name),
+    `exactly one ${name}`,
+  ).toEqual([name]);
   return found[0]!;
 }
 
@@ -49,7 +52,9 @@ describe('OpenTelemetry spans of a work item', () => {
     await kit.close();
   });
 
-  function tracedClient(openTelemetry: ConstructorParameters<typeof Anthropic>[0] extends infer O ? (O extends { openTelemetry?: infer T } ? T : never) : never) {
+  function tracedClient(
+    openTelemetry: ConstructorParameters<typeof Anthropic>[0] extends infer O ? (O extends { openTelemetry?: infer T } ? T : never) : never,
+  ) {
     return new Anthropic({ apiKey: 'sk-ant-api-operator-key', baseURL: h.emu.baseURL, logLevel: 'off', openTelemetry });
   }
 
@@ -107,9 +112,15 @@ describe('OpenTelemetry spans of a work item', () => {
 
     // Mount: one span, one child per store with its memories and bytes, the SDK listings below it.
     const mount = only(top, 'memory.mount');
-    expect(mount.attributes).toMatchObject({ 'memory.stores': 2, 'memory.memories': 3, 'memory.bytes': 'brief'.length + 'milk'.length + 'be kind'.length });
+    expect(mount.attributes).toMatchObject({
+      'memory.stores': 2,
+      'memory.memories': 3,
+      'memory.bytes': 'brief'.length + 'milk'.length + 'be kind'.length,
+    });
     const stores = named(mount.children, 'memory.mount.store');
-    expect(stores.map((s) => [s.attributes['gen_ai.memory.store.id'], s.attributes['memory.memories'], s.attributes['memory.bytes']]).sort()).toEqual(
+    expect(
+      stores.map((s) => [s.attributes['gen_ai.memory.store.id'], s.attributes['memory.memories'], s.attributes['memory.bytes']]).sort(),
+    ).toEqual(
       [
         [prefs.id, 2, 'brief'.length + 'milk'.length],
         [handbook.id, 1, 'be kind'.length],
@@ -125,16 +136,30 @@ describe('OpenTelemetry spans of a work item', () => {
     // The sync before the read: the agent's new file up, the Console edit down.
     const syncs = named(top, 'memory.sync');
     expect(syncs.length).toBeGreaterThan(0);
-    expect(syncs[0]!.attributes).toMatchObject({ 'memory.sync.phase': 'sync', 'memory.sync.uploads': 1, 'memory.sync.pulls': 1, 'memory.sync.conflicts': 0, 'memory.sync.deletes': 0 });
+    expect(syncs[0]!.attributes).toMatchObject({
+      'memory.sync.phase': 'sync',
+      'memory.sync.uploads': 1,
+      'memory.sync.pulls': 1,
+      'memory.sync.conflicts': 0,
+      'memory.sync.deletes': 0,
+    });
     // Its requests nest under it, not under the tool call whose timer started it.
-    expect(syncs[0]!.children.map((c) => c.name).sort()).toEqual(
-      ['anthropic.memory_stores.memories.create', 'anthropic.memory_stores.memories.list', 'anthropic.memory_stores.memories.list', 'anthropic.memory_stores.memories.retrieve'],
-    );
+    expect(syncs[0]!.children.map((c) => c.name).sort()).toEqual([
+      'anthropic.memory_stores.memories.create',
+      'anthropic.memory_stores.memories.list',
+      'anthropic.memory_stores.memories.list',
+      'anthropic.memory_stores.memories.retrieve',
+    ]);
     for (const tool of toolSpans) expect(allNodes(tool).filter((n) => n.name.startsWith('anthropic.memory_stores.'))).toEqual([]);
 
     // Finish: the final sync saves the last write, the flush has nothing left, no cut-off.
     const finish = only(top, 'memory.finish');
-    expect(finish.attributes).toMatchObject({ 'memory.finish.clean': true, 'memory.flush.cut_off': false, 'memory.flush.pending_uploads': 0, 'memory.folders.removed': 2 });
+    expect(finish.attributes).toMatchObject({
+      'memory.finish.clean': true,
+      'memory.flush.cut_off': false,
+      'memory.flush.pending_uploads': 0,
+      'memory.folders.removed': 2,
+    });
     expect(only(finish.children, 'memory.final_sync').attributes).toMatchObject({ 'memory.sync.phase': 'final', 'memory.sync.uploads': 1 });
     expect(only(finish.children, 'memory.flush').attributes).toMatchObject({ 'memory.sync.phase': 'flush', 'memory.sync.uploads': 0 });
     // The final sync's requests nest under the finish span.
@@ -156,7 +181,8 @@ describe('OpenTelemetry spans of a work item', () => {
     await h.emu.waitForSession(first, { timeoutMs: 30_000 });
     // The session ends before the worker has stopped its item: stopping the worker now would cut
     // its work span short (no status). Wait for that span to end first.
-    const workOf = (id: string) => kit.roots().find((r) => r.name === 'anthropic.environment.work' && r.attributes['anthropic.session.id'] === id);
+    const workOf = (id: string) =>
+      kit.roots().find((r) => r.name === 'anthropic.environment.work' && r.attributes['anthropic.session.id'] === id);
     await expect.poll(() => workOf(first), { timeout: 10_000 }).toBeDefined();
     stop.abort();
     await officialRun;
@@ -200,7 +226,11 @@ describe('OpenTelemetry spans of a work item', () => {
 
     const work = only(kit.roots(), 'anthropic.environment.work');
     const finish = only(work.children, 'memory.finish');
-    expect(finish.attributes).toMatchObject({ 'memory.finish.clean': true, 'memory.flush.cut_off': true, 'memory.flush.pending_uploads': 1 });
+    expect(finish.attributes).toMatchObject({
+      'memory.finish.clean': true,
+      'memory.flush.cut_off': true,
+      'memory.flush.pending_uploads': 1,
+    });
     expect(finish.span.status.code).toBe(2); // ERROR
     expect(finish.attributes['error.type']).toBe('flush_cut_off');
     expect(finish.span.events.map((e) => [e.name, e.attributes?.['memory.sync.phase']])).toEqual([['memory.flush.cut_off', 'final']]);
@@ -226,7 +256,9 @@ describe('OpenTelemetry spans of a work item', () => {
     const worker = h.worker({ client: tracedClient({ tracerProvider: kit.provider }) });
     const tracer = kit.provider.getTracer('webhook-app');
     await tracer.startActiveSpan('POST /webhook', async (request) => {
-      await worker.handleItem({ workId: item.workId, environmentId: item.environmentId, sessionId, environmentKey: h.emu.environmentKey }).catch(() => undefined);
+      await worker
+        .handleItem({ workId: item.workId, environmentId: item.environmentId, sessionId, environmentKey: h.emu.environmentKey })
+        .catch(() => undefined);
       request.end();
     });
     const root = only(kit.roots(), 'POST /webhook');

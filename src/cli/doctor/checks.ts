@@ -20,8 +20,7 @@ export interface CheckResult {
 export type DirState = 'ok' | 'missing' | 'not_directory' | 'not_writable';
 
 export type ApiProbeResult =
-  | { ok: true; latencyMs: number; serverDate: string | undefined }
-  | { ok: false; status: number | undefined; message: string };
+  { ok: true; latencyMs: number; serverDate: string | undefined } | { ok: false; status: number | undefined; message: string };
 
 /** Everything doctor needs to know about the host, each behind a function a test can replace. */
 export interface DoctorProbes {
@@ -34,7 +33,12 @@ export interface DoctorProbes {
   caseSensitive(dir: string): Promise<boolean | undefined>;
   isExecutable(path: string): Promise<boolean>;
   /** One authenticated read with the environment key. */
-  api(input: { baseURL: string | undefined; environmentId: string; environmentKey: string; defaultHeaders?: Record<string, string> | undefined }): Promise<ApiProbeResult>;
+  api(input: {
+    baseURL: string | undefined;
+    environmentId: string;
+    environmentKey: string;
+    defaultHeaders?: Record<string, string> | undefined;
+  }): Promise<ApiProbeResult>;
   /** Wall-clock now, ms since the epoch (for the clock-skew check). */
   nowMs(): number;
   /** Whether a per-session bubblewrap sandbox starts here: found, and a probe sandbox ran. */
@@ -42,7 +46,9 @@ export interface DoctorProbes {
 }
 
 /** What the sandbox probe found, for {@link checkSandbox}. */
-export type SandboxCheckInput = { ok: true; bwrap: string } | { ok: false; reason: 'platform' | 'missing' | 'probe_failed' | 'host_entry_missing'; problem: string; fix: string };
+export type SandboxCheckInput =
+  | { ok: true; bwrap: string }
+  | { ok: false; reason: 'platform' | 'missing' | 'probe_failed' | 'host_entry_missing'; problem: string; fix: string };
 
 export interface DoctorInput {
   mountParent: string;
@@ -152,7 +158,12 @@ export function checkBash(executable: boolean): CheckResult {
 export function checkSandbox(probe: SandboxCheckInput): CheckResult {
   const base = { id: 'sandbox', title: 'per-session tool sandbox (bubblewrap)' };
   if (probe.ok) return { ...base, status: 'pass', detail: `${probe.bwrap} found; a probe sandbox started`, fix: '' };
-  const found = probe.reason === 'missing' ? 'not found' : probe.reason === 'platform' ? 'not available on this platform' : 'found, but no sandbox starts';
+  const found =
+    probe.reason === 'missing'
+      ? 'not found'
+      : probe.reason === 'platform'
+        ? 'not available on this platform'
+        : 'found, but no sandbox starts';
   return {
     ...base,
     status: 'warn',
@@ -214,17 +225,19 @@ async function checkApi(probes: DoctorProbes, input: DoctorInput): Promise<Check
       { ...clockBase, status: 'skip', detail: 'no environment id or key', fix: '' },
     ];
   }
-  const r = await probes.api({ baseURL: input.baseURL, environmentId: input.environmentId, environmentKey: input.environmentKey, defaultHeaders: input.defaultHeaders });
+  const r = await probes.api({
+    baseURL: input.baseURL,
+    environmentId: input.environmentId,
+    environmentKey: input.environmentKey,
+    defaultHeaders: input.defaultHeaders,
+  });
   if (!r.ok) {
     return [
       { ...base, status: 'fail', detail: r.message, fix: apiFix(r.status) },
       { ...clockBase, status: 'skip', detail: 'API not reachable', fix: '' },
     ];
   }
-  return [
-    { ...base, status: 'pass', detail: `answered in ${r.latencyMs} ms`, fix: '' },
-    checkClock(r.serverDate, probes.nowMs()),
-  ];
+  return [{ ...base, status: 'pass', detail: `answered in ${r.latencyMs} ms`, fix: '' }, checkClock(r.serverDate, probes.nowMs())];
 }
 
 export function apiFix(status: number | undefined): string {

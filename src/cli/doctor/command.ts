@@ -44,7 +44,9 @@ variables, and that the API answers with the environment key (plus clock skew).`
         defaultHeaders,
         offline: flags['offline'] === true,
       });
-      io.stdout(flags['json'] === true ? JSON.stringify({ ok: allPassed(results), checks: results }, null, 2) + '\n' : formatChecks(results));
+      io.stdout(
+        flags['json'] === true ? JSON.stringify({ ok: allPassed(results), checks: results }, null, 2) + '\n' : formatChecks(results),
+      );
       return allPassed(results) ? EXIT.OK : EXIT.CHECK_FAILED;
     },
   };

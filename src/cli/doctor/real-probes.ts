@@ -24,7 +24,14 @@ export const realProbes: DoctorProbes = {
     }
   },
   api: async ({ baseURL, environmentId, environmentKey, defaultHeaders }) => {
-    const client = new Anthropic({ apiKey: null, authToken: environmentKey, baseURL: baseURL ?? null, maxRetries: 0, timeout: 15_000, ...headersOption(defaultHeaders) });
+    const client = new Anthropic({
+      apiKey: null,
+      authToken: environmentKey,
+      baseURL: baseURL ?? null,
+      maxRetries: 0,
+      timeout: 15_000,
+      ...headersOption(defaultHeaders),
+    });
     const started = performance.now();
     try {
       const { response } = await client.beta.environments.work.list(environmentId, { limit: 1 }).withResponse();

@@ -47,7 +47,9 @@ With --claim, each demo item is claimed here as a launcher would, and the variab
   async run(flags, io) {
     const { startEmulator } = await import('../../testing/index.js');
     const ownRoot = flags['mountRoot'] === undefined;
-    const mountRoot = ownRoot ? await fs.mkdtemp(path.join(os.tmpdir(), 'maw-emulator-')) : await existingFolder(path.resolve(io.cwd, flags['mountRoot'] as string));
+    const mountRoot = ownRoot
+      ? await fs.mkdtemp(path.join(os.tmpdir(), 'maw-emulator-'))
+      : await existingFolder(path.resolve(io.cwd, flags['mountRoot'] as string));
     const port = flags['port'] as number | undefined;
     const latencyMs = flags['latencyMs'] as number | undefined;
     let emu: Emulator;
@@ -55,7 +57,8 @@ With --claim, each demo item is claimed here as a launcher would, and the variab
       emu = await startEmulator({ mountRoot, ...(port !== undefined ? { port } : {}), ...(latencyMs !== undefined ? { latencyMs } : {}) });
     } catch (e) {
       if (ownRoot) await fs.rm(mountRoot, { recursive: true, force: true });
-      if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`--port ${port}: already in use on 127.0.0.1; pick another port or leave --port out`);
+      if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE')
+        throw new UsageError(`--port ${port}: already in use on 127.0.0.1; pick another port or leave --port out`);
       throw e;
     }
     const claim = flags['claim'] === true;
@@ -91,7 +94,8 @@ With --claim, each demo item is claimed here as a launcher would, and the variab
 /** The mount root must exist: a worker creates each store's folder in it, never the root itself. */
 async function existingFolder(dir: string): Promise<string> {
   const stat = await fs.stat(dir).catch(() => undefined);
-  if (!stat?.isDirectory()) throw new UsageError(`--mount-root ${dir}: not an existing folder; create it first (workers never create the parent of a mount)`);
+  if (!stat?.isDirectory())
+    throw new UsageError(`--mount-root ${dir}: not an existing folder; create it first (workers never create the parent of a mount)`);
   return dir;
 }
 

@@ -335,7 +335,7 @@ export class ContentCache {
     let open = true;
     let renamed = false;
     try {
-      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+      for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
       await new Promise<void>((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
       closeSync(fd);
       open = false;

@@ -1,5 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsc, fstatSync, futimesSync, openSync, renameSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
+import {
+  closeSync,
+  constants as fsc,
+  fstatSync,
+  futimesSync,
+  openSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+  type BigIntStats,
+} from 'node:fs';
 import { LocalDirError, errCode } from './local-dir-error.js';
 import { TEMP_FILE_PREFIX } from '../rules/paths.js';
 import type { DirIdentity, PinnedChain } from './pinned-dir.js';
@@ -230,7 +240,7 @@ export class FreshFileWriter {
 
 /** Write all of `bytes` to `fd`, backdate its mtime to `mtimeMs`, and return its stat. */
 function fillAndStat(fd: number, bytes: Uint8Array, mtimeMs: number): BigIntStats {
-  for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+  for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
   const t = mtimeMs / 1000;
   futimesSync(fd, t, t);
   return fstatSync(fd, { bigint: true });

@@ -362,7 +362,11 @@ export class LocalDir {
       const stat = await fh.stat();
       if (!stat.isFile()) throw new LocalDirError('not-regular', rel, `${rel} is not a regular file; not copied`);
       if (stat.size > maxBytes) {
-        throw new LocalDirError('too-large', rel, `${rel} holds ${stat.size} bytes, over the ${maxBytes} bytes a copy may take; not copied`);
+        throw new LocalDirError(
+          'too-large',
+          rel,
+          `${rel} holds ${stat.size} bytes, over the ${maxBytes} bytes a copy may take; not copied`,
+        );
       }
       await pipeline(fh.createReadStream({ autoClose: false, end: maxBytes }), createWriteStream(destAbs, { flags: 'wx', mode: 0o600 }));
     } finally {

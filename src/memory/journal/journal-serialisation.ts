@@ -51,5 +51,7 @@ export function sameJournalState(a: StoreSyncState, b: StoreSyncState): boolean 
 
 /** The sha-256 of the serialised state with its generation set aside. */
 export function journalDigest(state: StoreSyncState): string {
-  return createHash('sha256').update(serializeSyncState({ ...state, generation: 0 })).digest('hex');
+  return createHash('sha256')
+    .update(serializeSyncState({ ...state, generation: 0 }))
+    .digest('hex');
 }

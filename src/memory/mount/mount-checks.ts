@@ -33,7 +33,10 @@ export interface StoreSpec {
 export function validateSpecs(sessionId: string, specs: StoreSpec[]): void {
   if (specs.length > MAX_STORES_PER_SESSION) {
     const ids = specs.map((s) => s.storeId).join(', ');
-    const beyond = specs.slice(MAX_STORES_PER_SESSION).map((s) => `${s.storeId} at ${s.root}`).join(', ');
+    const beyond = specs
+      .slice(MAX_STORES_PER_SESSION)
+      .map((s) => `${s.storeId} at ${s.root}`)
+      .join(', ');
     throw new MemoryMountError(
       `session ${sessionId} attaches ${specs.length} memory stores (${ids}); at most ${MAX_STORES_PER_SESSION} can be mounted ` +
         `per session (beyond the limit: ${beyond}). Detach ${specs.length - MAX_STORES_PER_SESSION} of them from the session.`,

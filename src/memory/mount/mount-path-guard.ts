@@ -34,7 +34,10 @@ export interface ParentSymlink {
  * reports them).
  */
 export async function findParentSymlink(mountPath: string): Promise<ParentSymlink | undefined> {
-  const segments = path.resolve(mountPath).split('/').filter((s) => s !== '');
+  const segments = path
+    .resolve(mountPath)
+    .split('/')
+    .filter((s) => s !== '');
   let current = '';
   for (const segment of segments.slice(0, -1)) {
     current = `${current}/${segment}`;

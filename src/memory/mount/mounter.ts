@@ -141,7 +141,6 @@ export type StoreWrapper = <T>(storeId: string, run: () => Promise<T>) => Promis
 
 type MemoryStoreResource = Extract<BetaManagedAgentsSession['resources'][number], { type: 'memory_store' }>;
 
-
 /**
  * Materialises a session's memory stores as folders.
  *
@@ -208,14 +207,21 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     this.#bufferBytes = opts.bufferBytes ?? MEMORY_BUFFER_DEFAULT_BYTES;
     this.#bufferProbe = opts.bufferProbe;
     if (opts.contentCacheBytes !== undefined) checkMemoryOptions({ memoryCacheBytes: opts.contentCacheBytes }, 'MemoryMounter options');
-    this.#contents = ContentCache.shared({ stateDir: this.#stateDir, maxBytes: opts.contentCacheBytes ?? CONTENT_CACHE_DEFAULT_BYTES, logger: this.#log });
+    this.#contents = ContentCache.shared({
+      stateDir: this.#stateDir,
+      maxBytes: opts.contentCacheBytes ?? CONTENT_CACHE_DEFAULT_BYTES,
+      logger: this.#log,
+    });
   }
 
   /**
    * Mount every store of `session`. `wrapStore` runs the mount of each store (tracing wraps it in a
    * span); by default each runs as is.
    */
-  async mount(session: BetaManagedAgentsSession, opts: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper } = {}): Promise<MountedSession> {
+  async mount(
+    session: BetaManagedAgentsSession,
+    opts: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper } = {},
+  ): Promise<MountedSession> {
     const wrapStore: StoreWrapper = opts.wrapStore ?? ((_storeId, run) => run());
     const log = childLogger(this.#log, { session_id: session.id });
     const resources = (session.resources ?? []).filter((r): r is MemoryStoreResource => r.type === 'memory_store');
@@ -251,20 +257,22 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     try {
       // The content cache writes what this mount downloads once the mount is done.
       const hold = <T>(run: () => Promise<T>): Promise<T> => (this.#contents !== undefined ? this.#contents.holding(run) : run());
-      const settled = await hold(() => Promise.allSettled(
-        specs.map(async (spec) => {
-          try {
-            return await wrapStore(spec.storeId, () =>
-              spec.adopt !== undefined
-                ? this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log)
-                : this.#mountOne(spec, created, binding, ctrl.signal, log, { pages, budget, gate, writes: buffers.writes }),
-            );
-          } catch (e) {
-            ctrl.abort(e);
-            throw e;
-          }
-        }),
-      ));
+      const settled = await hold(() =>
+        Promise.allSettled(
+          specs.map(async (spec) => {
+            try {
+              return await wrapStore(spec.storeId, () =>
+                spec.adopt !== undefined
+                  ? this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log)
+                  : this.#mountOne(spec, created, binding, ctrl.signal, log, { pages, budget, gate, writes: buffers.writes }),
+              );
+            } catch (e) {
+              ctrl.abort(e);
+              throw e;
+            }
+          }),
+        ),
+      );
       const failure = firstRealFailure(settled, ctrl.signal);
       if (failure !== undefined) {
         await removeAll(created, this.#journal, log);
@@ -306,10 +314,16 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         log.info({ path: rel }, 'memory deleted in the store: a deletion the previous session of this store confirmed but could not send');
         safeEmit(this, log, 'deleted', { storeId: spec.storeId, path: rel, side: 'remote' });
       } else if (r.failure === 'precondition') {
-        log.warn({ path: rel }, 'a deletion carried from the previous session was not sent: the memory changed in the store since; it is kept');
+        log.warn(
+          { path: rel },
+          'a deletion carried from the previous session was not sent: the memory changed in the store since; it is kept',
+        );
       } else {
         setPathKey(remaining, rel, d);
-        log.warn({ path: rel, reason: r.reason }, 'a deletion carried from the previous session failed; the next mount of this store retries it');
+        log.warn(
+          { path: rel, reason: r.reason },
+          'a deletion carried from the previous session failed; the next mount of this store retries it',
+        );
       }
     }
     await this.#journal.settleCarried(spec.storeId, remaining);
@@ -352,7 +366,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       return;
     }
     if (verdict.action === 'clear') {
-      this.#log.info({ root: spec.root, memory_store_id: spec.storeId, reason: verdict.reason }, 'removing a leftover folder with nothing to save before mounting');
+      this.#log.info(
+        { root: spec.root, memory_store_id: spec.storeId, reason: verdict.reason },
+        'removing a leftover folder with nothing to save before mounting',
+      );
       await new LocalDir(spec.root).removeRoot();
       await this.#journal.remove(spec.root);
       return;
@@ -374,7 +391,13 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
    * this process), then reconcile it with the store by the usual rules, starting from the
    * journal's baseline. After that it is mounted like any other folder.
    */
-  async #adoptOne(spec: StoreSpec, entry: JournalEntry, binding: JournalBinding, signal: AbortSignal, sessionLog: Logger): Promise<MountedStore> {
+  async #adoptOne(
+    spec: StoreSpec,
+    entry: JournalEntry,
+    binding: JournalBinding,
+    signal: AbortSignal,
+    sessionLog: Logger,
+  ): Promise<MountedStore> {
     const started = this.#clock.now();
     const log = sessionLog.child({ memory_store_id: spec.storeId });
     const dir = new LocalDir(spec.root);
@@ -409,7 +432,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       requestTimeoutMs: this.#timeoutMs,
       concurrency: this.#concurrency,
     });
-    const forward = <K extends keyof MemoryEventMap>(name: K) => (...args: MemoryEventMap[K]) => safeEmit(this, log, name, ...args);
+    const forward =
+      <K extends keyof MemoryEventMap>(name: K) =>
+      (...args: MemoryEventMap[K]) =>
+        safeEmit(this, log, name, ...args);
     for (const name of ['uploaded', 'downloaded', 'conflict', 'deleted', 'refused'] as const) loop.on(name, forward(name) as never);
     let report;
     try {
@@ -421,7 +447,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     }
     const memories = Object.keys(store.state.baseline).length;
     const durationMs = this.#clock.now() - started;
-    log.info({ root: spec.root, memories, ...snakeCaseKeys(report), duration_ms: durationMs }, 'leftover folder adopted and reconciled; memory store mounted');
+    log.info(
+      { root: spec.root, memories, ...snakeCaseKeys(report), duration_ms: durationMs },
+      'leftover folder adopted and reconciled; memory store mounted',
+    );
     safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: 0, durationMs });
     return store;
   }
@@ -468,7 +497,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     });
     const caseInsensitive = this.#assumeCaseInsensitive || (await probeCaseInsensitive(spec.root));
     if (caseInsensitive) {
-      log.warn({ root: spec.root }, 'this filesystem ignores letter case: memory paths differing only by case are kept once, the others not synced');
+      log.warn(
+        { root: spec.root },
+        'this filesystem ignores letter case: memory paths differing only by case are kept once, the others not synced',
+      );
     }
     await dir.writeMarker(markerContent(spec.storeId));
 
@@ -498,7 +530,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         // Read and hashed now: only bytes that hash to the listed sha are written.
         const cached = contents?.read(m.sha, log);
         if (cached === undefined) {
-          lateMisses.push({ m: { id: m.id, path: m.path ?? relToRemotePath(rel), sha: m.sha, sizeBytes: m.sizeBytes ?? 0, updatedAt: m.updatedAt }, rel });
+          lateMisses.push({
+            m: { id: m.id, path: m.path ?? relToRemotePath(rel), sha: m.sha, sizeBytes: m.sizeBytes ?? 0, updatedAt: m.updatedAt },
+            rel,
+          });
           return;
         }
         bytes = cached;
@@ -660,9 +695,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: bytesWritten, durationMs });
     return store;
   }
-
 }
-
 
 /** Refuse a store outside every allowed mount root (when some are configured). */
 function checkAllowedRoot(spec: StoreSpec, roots: readonly string[]): void {
@@ -692,7 +725,6 @@ function mountDeadline(sessionId: string, specs: StoreSpec[], timeoutMs: number)
   timer.unref?.();
   return { signal: ctrl.signal, clear: () => clearTimeout(timer) };
 }
-
 
 function toMountError(spec: StoreSpec, e: unknown, signal: AbortSignal): Error {
   if (e instanceof MemoryMountError) return e;
@@ -731,4 +763,3 @@ function isUnholdableName(e: unknown): boolean {
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
   return code === 'ENAMETOOLONG' || code === 'EILSEQ' || code === 'EINVAL';
 }
-

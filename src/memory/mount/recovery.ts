@@ -57,7 +57,10 @@ async function deadEntries(journal: Journal, log: Logger): Promise<DeadEntry[]> 
   const out: DeadEntry[] = [];
   for (const read of await journal.list()) {
     if ('error' in read) {
-      log.warn({ file: read.file, reason: read.error }, 'journal entry unreadable; left as is (remove it by hand once its folder is dealt with)');
+      log.warn(
+        { file: read.file, reason: read.error },
+        'journal entry unreadable; left as is (remove it by hand once its folder is dealt with)',
+      );
       continue;
     }
     const verdict = await checkOwner(read.entry.owner);
@@ -88,9 +91,13 @@ async function leftoverState(entry: JournalEntry): Promise<LeftoverState> {
 /** Remove the entry (and an empty leftover folder) when nothing is left to save. True when removed. */
 async function dropIfNothingToSave(journal: Journal, d: DeadEntry, log: Logger): Promise<boolean> {
   if (d.leftover === 'holds-files') return false;
-  if (d.leftover === 'empty' || d.leftover === 'half-removed' || d.leftover === 'download-unfinished') await new LocalDir(d.entry.root).removeRoot();
+  if (d.leftover === 'empty' || d.leftover === 'half-removed' || d.leftover === 'download-unfinished')
+    await new LocalDir(d.entry.root).removeRoot();
   await journal.remove(d.entry.root);
-  log.info({ root: d.entry.root, memory_store_id: d.entry.storeId, leftover: d.leftover }, 'journal entry of a worker that is gone removed; nothing was left to save');
+  log.info(
+    { root: d.entry.root, memory_store_id: d.entry.storeId, leftover: d.leftover },
+    'journal entry of a worker that is gone removed; nothing was left to save',
+  );
   return true;
 }
 
@@ -142,7 +149,8 @@ export interface RecoverOptions {
 /** Recover every leftover of a worker that is gone; one line per folder. */
 export async function recoverLeftovers(opts: RecoverOptions): Promise<RecoverLine[]> {
   const client = opts.client;
-  if (!opts.dryRun && client === undefined) throw new ConfigError('recovering leftovers needs a client with an API key (only a dry run goes without one)');
+  if (!opts.dryRun && client === undefined)
+    throw new ConfigError('recovering leftovers needs a client with an API key (only a dry run goes without one)');
   const log = resolveLogger(opts.logger).child({ component: 'memory-recovery' });
   const stateDir = opts.stateDir ?? defaultStateDir();
   const journal = new Journal(stateDir);
@@ -161,7 +169,11 @@ export async function recoverLeftovers(opts: RecoverOptions): Promise<RecoverLin
       continue;
     }
     try {
-      lines.push(opts.dryRun || client === undefined ? await planOne(client, d.entry, clock) : await recoverOne({ ...opts, client }, stateDir, journal, d.entry, clock, log));
+      lines.push(
+        opts.dryRun || client === undefined
+          ? await planOne(client, d.entry, clock)
+          : await recoverOne({ ...opts, client }, stateDir, journal, d.entry, clock, log),
+      );
     } catch (err) {
       lines.push({ ...base, removed: false, text: `${root}: not recovered: ${coerceError(err).message}; left as is` });
     }
@@ -261,6 +273,8 @@ async function planOne(client: Anthropic | undefined, entry: JournalEntry, clock
     removed: false,
     text:
       `${entry.root}: would upload ${uploads}, keep as copy ${conflicts + refused}, delete ${deletes}, then remove ` +
-      (client === undefined ? '(dry run without an API key: the store was not read, so edits made there since the last sync are not counted; nothing done)' : '(dry run: nothing done)'),
+      (client === undefined
+        ? '(dry run without an API key: the store was not read, so edits made there since the last sync are not counted; nothing done)'
+        : '(dry run: nothing done)'),
   };
 }

@@ -51,7 +51,10 @@ export class WriteQueue<T> {
   #error: { reason: unknown } | undefined;
   #waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
 
-  constructor(write: (item: T) => Promise<void>, opts: { highWater: number; batch: number; hooks?: WriteBatchHooks; bytes?: WriteQueueBytes<T> }) {
+  constructor(
+    write: (item: T) => Promise<void>,
+    opts: { highWater: number; batch: number; hooks?: WriteBatchHooks; bytes?: WriteQueueBytes<T> },
+  ) {
     this.#write = write;
     this.#highWater = Math.max(1, opts.highWater);
     this.#batch = Math.max(1, opts.batch);

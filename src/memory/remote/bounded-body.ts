@@ -9,10 +9,7 @@ import { RemoteApiError, RemoteLimitError } from '../../errors.js';
  * Throws a {@link RemoteLimitError} (`body-size`) for a body over the cap, and a retryable
  * {@link RemoteApiError} for a body that stalls; the caller adds what was read.
  */
-export async function readBodyCapped(
-  res: Response,
-  opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal },
-): Promise<string> {
+export async function readBodyCapped(res: Response, opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal }): Promise<string> {
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
   const parts: string[] = [];
   // Each chunk is decoded as it arrives and released: the body is never copied into one buffer of
@@ -30,7 +27,11 @@ let joined = Buffer.allocUnsafeSlow(0);
  * JavaScript heap, to decode piece by piece, so a large body never becomes one large string. The
  * buffer is shared and reused: it is valid only during `use`, which must not await.
  */
-export async function withBodyBytes<T>(res: Response, opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal }, use: (bytes: Buffer) => T): Promise<T> {
+export async function withBodyBytes<T>(
+  res: Response,
+  opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal },
+  use: (bytes: Buffer) => T,
+): Promise<T> {
   const chunks: Uint8Array[] = [];
   let total = 0;
   await readChunks(res, opts, (value) => {
@@ -47,11 +48,18 @@ export async function withBodyBytes<T>(res: Response, opts: { capBytes: number; 
   return use(joined.subarray(0, total));
 }
 
-async function readChunks(res: Response, opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal }, onChunk: (value: Uint8Array) => void): Promise<void> {
+async function readChunks(
+  res: Response,
+  opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal },
+  onChunk: (value: Uint8Array) => void,
+): Promise<void> {
   const declared = Number(res.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > opts.capBytes) {
     await res.body?.cancel().catch(() => {});
-    throw new RemoteLimitError('body-size', `the answer declares ${declared} bytes, over the ${opts.capBytes} bytes it can weigh; not read`);
+    throw new RemoteLimitError(
+      'body-size',
+      `the answer declares ${declared} bytes, over the ${opts.capBytes} bytes it can weigh; not read`,
+    );
   }
   if (res.body === null) return;
   const reader = res.body.getReader();

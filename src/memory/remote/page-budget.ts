@@ -43,7 +43,12 @@ export class PageBudget {
   saw(contentLength: number): void {
     this.#items++;
     this.#contentBytes += contentLength;
-    const next = pagesInFlight({ concurrency: this.#concurrency, itemsPerPage: this.#itemsPerPage, items: this.#items, contentBytes: this.#contentBytes });
+    const next = pagesInFlight({
+      concurrency: this.#concurrency,
+      itemsPerPage: this.#itemsPerPage,
+      items: this.#items,
+      contentBytes: this.#contentBytes,
+    });
     if (next !== this.#limit.concurrency) this.#limit.concurrency = next;
   }
 }

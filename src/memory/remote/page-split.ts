@@ -51,7 +51,7 @@ export function splitPage(text: Buffer): SplitPage | undefined {
   const items: string[] = [];
   let inData = false;
   let seenData = false;
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     const c = text[i]!;
     if (c === QUOTE) {
       const end = skipString(text, i);

@@ -180,11 +180,17 @@ export class RemoteStore {
     gate?: PageGate,
   ): Promise<void> {
     const part = prefix === '/' ? ({ prefix, depth: 1 } as const) : { prefix };
-    await this.#eachPage('full', FULL_PAGE_LIMIT, signal, (m) => {
-      const tooLarge = oversizeReason(m);
-      if (tooLarge !== undefined) return onRefused?.(toRemote(m), tooLarge);
-      return onMemory({ ...toRemote(m), content: m.content ?? '' });
-    }, { budget: newBudget(FULL_PAGE_LIMIT), ...part, gate });
+    await this.#eachPage(
+      'full',
+      FULL_PAGE_LIMIT,
+      signal,
+      (m) => {
+        const tooLarge = oversizeReason(m);
+        if (tooLarge !== undefined) return onRefused?.(toRemote(m), tooLarge);
+        return onMemory({ ...toRemote(m), content: m.content ?? '' });
+      },
+      { budget: newBudget(FULL_PAGE_LIMIT), ...part, gate },
+    );
   }
 
   async #listSplit(
@@ -215,12 +221,17 @@ export class RemoteStore {
       }
       if (prefixes.has(prefix)) throw this.#limit('duplicate-path', `${what} names the folder ${JSON.stringify(prefix)} twice`);
       if (prefixes.size >= MAX_LISTED_MEMORIES) {
-        throw this.#limit('memory-count', `${what} named more than ${MAX_LISTED_MEMORIES} folders (a store holds at most ${MAX_MEMORIES_PER_STORE} memories); stopped reading it`);
+        throw this.#limit(
+          'memory-count',
+          `${what} named more than ${MAX_LISTED_MEMORIES} folders (a store holds at most ${MAX_MEMORIES_PER_STORE} memories); stopped reading it`,
+        );
       }
       prefixes.add(prefix);
       // A folder's last page may be a partial one: each folder may take one page more.
       budget.maxPages++;
-      const part = limit(() => (failure === undefined ? this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, prefix, gate }) : undefined));
+      const part = limit(() =>
+        failure === undefined ? this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, prefix, gate }) : undefined,
+      );
       parts.push(part.catch(fail));
     };
     const depthFirst = { prefix: '/', depth: 1 } as const;
@@ -231,7 +242,11 @@ export class RemoteStore {
       const top = limit(() => this.#page(view, pageLimit, depthFirst, undefined, ctrl.signal, gate));
       top.catch(() => {});
       // The depth-1 page when it is not used: its bytes go back to the gate.
-      const dropTop = (): Promise<void> => top.then((p) => gate?.budget.give(p.held), () => {});
+      const dropTop = (): Promise<void> =>
+        top.then(
+          (p) => gate?.budget.give(p.held),
+          () => {},
+        );
       const wholePage = await whole.catch((e: unknown) => {
         fail(e);
         return undefined;
@@ -260,7 +275,9 @@ export class RemoteStore {
           // More than one page: its items come again from the parts. It counts against the budget.
           budget.pages++;
           gate?.budget.give(wholePage.held);
-          await limit(() => this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: topPage, gate })).catch(fail);
+          await limit(() =>
+            this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: topPage, gate }),
+          ).catch(fail);
         }
       } else {
         await dropTop();
@@ -333,7 +350,11 @@ export class RemoteStore {
     }
   }
 
-  async #write(serverPath: string, signal: AbortSignal | undefined, call: () => Promise<BetaManagedAgentsMemory>): Promise<RemoteWriteResult> {
+  async #write(
+    serverPath: string,
+    signal: AbortSignal | undefined,
+    call: () => Promise<BetaManagedAgentsMemory>,
+  ): Promise<RemoteWriteResult> {
     try {
       const m = await call();
       return { ok: true, id: m.id, sha: m.content_sha256, updatedAt: m.updated_at };
@@ -358,7 +379,10 @@ export class RemoteStore {
   ): Promise<ListingPage> {
     const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
     const what = this.#what(view, part.prefix);
-    const query = { ...(part.prefix !== undefined ? { path_prefix: part.prefix } : {}), ...(part.depth !== undefined ? { depth: part.depth } : {}) };
+    const query = {
+      ...(part.prefix !== undefined ? { path_prefix: part.prefix } : {}),
+      ...(part.depth !== undefined ? { depth: part.depth } : {}),
+    };
     let held = 0;
     if (gate !== undefined) {
       const guess = gate.guess(limit);
@@ -414,7 +438,14 @@ export class RemoteStore {
     limit: number,
     signal: AbortSignal | undefined,
     onItem: (m: BetaManagedAgentsMemory) => unknown,
-    part: { budget?: ListingBudget; prefix?: string; depth?: 1; onPrefix?: (path: unknown) => void; first?: ListingPage | Promise<ListingPage>; gate?: PageGate | undefined } = {},
+    part: {
+      budget?: ListingBudget;
+      prefix?: string;
+      depth?: 1;
+      onPrefix?: (path: unknown) => void;
+      first?: ListingPage | Promise<ListingPage>;
+      gate?: PageGate | undefined;
+    } = {},
   ): Promise<void> {
     const gate = part.gate;
     const budget = part.budget ?? newBudget(limit);
@@ -436,9 +467,16 @@ export class RemoteStore {
         holding = held;
         ahead = undefined;
         if (next !== undefined) {
-          if (cursors.has(next)) throw this.#limit('repeated-cursor', `${what} returned a next_page cursor it had returned before (page ${pages}); stopped reading it`);
+          if (cursors.has(next))
+            throw this.#limit(
+              'repeated-cursor',
+              `${what} returned a next_page cursor it had returned before (page ${pages}); stopped reading it`,
+            );
           if (budget.pages >= budget.maxPages) {
-            throw this.#limit('page-count', `${what} kept paging past ${budget.maxPages} pages (${budget.memories} memories so far); stopped reading it`);
+            throw this.#limit(
+              'page-count',
+              `${what} kept paging past ${budget.maxPages} pages (${budget.memories} memories so far); stopped reading it`,
+            );
           }
           cursors.add(next);
           const asked = this.#page(view, limit, part, next, ctrl.signal, gate);
@@ -459,10 +497,16 @@ export class RemoteStore {
           if (typeof raw === 'object' && raw !== null && type !== 'memory') continue;
           const item = checkMemory(raw, this.storeId, what);
           if (++budget.memories > MAX_LISTED_MEMORIES) {
-            throw this.#limit('memory-count', `${what} passed ${MAX_LISTED_MEMORIES} memories (a store holds at most ${MAX_MEMORIES_PER_STORE}); stopped reading it`);
+            throw this.#limit(
+              'memory-count',
+              `${what} passed ${MAX_LISTED_MEMORIES} memories (a store holds at most ${MAX_MEMORIES_PER_STORE}); stopped reading it`,
+            );
           }
           if (budget.paths.has(item.path)) {
-            throw this.#limit('duplicate-path', `${what} lists ${JSON.stringify(item.path)} twice; a path names one memory, so the listing cannot be trusted`);
+            throw this.#limit(
+              'duplicate-path',
+              `${what} lists ${JSON.stringify(item.path)} twice; a path names one memory, so the listing cannot be trusted`,
+            );
           }
           budget.paths.add(item.path);
           await onItem(item);
@@ -475,7 +519,11 @@ export class RemoteStore {
       ctrl.abort(e);
       if (holding > 0) gate?.budget.give(holding);
       // The page asked ahead gives its bytes back whether it arrives or fails.
-      if (ahead !== undefined) void Promise.resolve(ahead).then((p) => gate?.budget.give(p.held), () => {});
+      if (ahead !== undefined)
+        void Promise.resolve(ahead).then(
+          (p) => gate?.budget.give(p.held),
+          () => {},
+        );
       throw e;
     } finally {
       detach();
@@ -578,7 +626,8 @@ function checkPage(body: unknown, storeId: string, what: string): ListingPage {
     throw malformed(storeId, `${what}: a page without a \`data\` array`);
   }
   const next = b.next_page;
-  if (next !== undefined && next !== null && typeof next !== 'string') throw malformed(storeId, `${what}: next_page is neither a string nor null`);
+  if (next !== undefined && next !== null && typeof next !== 'string')
+    throw malformed(storeId, `${what}: next_page is neither a string nor null`);
   return { data: b.data, next: typeof next === 'string' && next !== '' ? next : undefined, held: 0 };
 }
 
@@ -637,7 +686,10 @@ export function rethrowAbort(e: unknown, signal: AbortSignal | undefined): void 
 }
 
 /** Map a failed write to what the planner needs to know about it. */
-export function classifyWriteFailure(e: unknown, serverPath: string | undefined): { failure: RemoteFailure; reason: string; status: number | undefined } {
+export function classifyWriteFailure(
+  e: unknown,
+  serverPath: string | undefined,
+): { failure: RemoteFailure; reason: string; status: number | undefined } {
   const status = statusOf(e);
   const type = errorTypeOf(e);
   const reason = describe(e, status, type);

@@ -54,9 +54,18 @@ export function adoptVerdict(storeId: string, found: FoundAtPath, journal: Journ
   }
   const marker = found.marker;
   if (journal.kind === 'entry' && journal.storeId === storeId && !journal.owner.alive && journal.unmounting === true) {
-    return { action: 'clear', reason: `a folder a worker that is gone was removing at its session's end, everything in it saved (${journal.owner.reason})` };
+    return {
+      action: 'clear',
+      reason: `a folder a worker that is gone was removing at its session's end, everything in it saved (${journal.owner.reason})`,
+    };
   }
-  if (journal.kind === 'entry' && journal.storeId === storeId && !journal.owner.alive && journal.downloading === true && marker.kind === 'ours') {
+  if (
+    journal.kind === 'entry' &&
+    journal.storeId === storeId &&
+    !journal.owner.alive &&
+    journal.downloading === true &&
+    marker.kind === 'ours'
+  ) {
     return {
       action: 'clear',
       reason: `a folder a worker that is gone was still downloading this store into (${journal.owner.reason}): nothing in it is an edit, and a file may be half written`,
@@ -73,10 +82,18 @@ export function adoptVerdict(storeId: string, found: FoundAtPath, journal: Journ
   }
   switch (marker.kind) {
     case 'missing':
-      return { action: 'refuse', recoverable: false, reason: 'a folder without the .anthropic-memory-store marker is there; not a leftover of this worker' };
+      return {
+        action: 'refuse',
+        recoverable: false,
+        reason: 'a folder without the .anthropic-memory-store marker is there; not a leftover of this worker',
+      };
     case 'malformed':
     case 'not-a-file':
-      return { action: 'refuse', recoverable: false, reason: 'a folder whose .anthropic-memory-store marker is malformed is there; not a leftover of this worker' };
+      return {
+        action: 'refuse',
+        recoverable: false,
+        reason: 'a folder whose .anthropic-memory-store marker is malformed is there; not a leftover of this worker',
+      };
     case 'other-store':
       return { action: 'refuse', recoverable: false, reason: `a folder of another memory store (${marker.storeId}) is there` };
     case 'ours':
@@ -89,13 +106,22 @@ export function adoptVerdict(storeId: string, found: FoundAtPath, journal: Journ
       return {
         action: 'refuse',
         recoverable: false,
-        reason: 'a folder with this store\'s marker is there, but the state folder has no journal entry for it (another state folder, or copied by hand); not a recoverable leftover',
+        reason:
+          "a folder with this store's marker is there, but the state folder has no journal entry for it (another state folder, or copied by hand); not a recoverable leftover",
       };
     case 'unreadable':
-      return { action: 'refuse', recoverable: false, reason: `a folder with this store's marker is there, but its journal entry is unreadable (${journal.error})` };
+      return {
+        action: 'refuse',
+        recoverable: false,
+        reason: `a folder with this store's marker is there, but its journal entry is unreadable (${journal.error})`,
+      };
     case 'entry':
       if (journal.storeId !== storeId) {
-        return { action: 'refuse', recoverable: false, reason: `a folder with this store's marker is there, but its journal entry names store ${journal.storeId}` };
+        return {
+          action: 'refuse',
+          recoverable: false,
+          reason: `a folder with this store's marker is there, but its journal entry names store ${journal.storeId}`,
+        };
       }
       if (journal.owner.alive) {
         return {

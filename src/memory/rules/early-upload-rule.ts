@@ -42,14 +42,25 @@ export function earlyUploadIndex(input: {
 }
 
 /** The `push-create` the plan will hold for `rel` whatever else the scan finds, or undefined. */
-export function earlyUpload(index: EarlyUploadIndex, rel: string, entry: LocalEntry): Extract<SyncAction, { kind: 'push-create' }> | undefined {
+export function earlyUpload(
+  index: EarlyUploadIndex,
+  rel: string,
+  entry: LocalEntry,
+): Extract<SyncAction, { kind: 'push-create' }> | undefined {
   const { state } = index;
   if (!index.enabled || entry.kind !== 'file') return undefined;
   if (index.known.has(rel) || index.folders.has(rel)) return undefined;
-  for (const record of [state.pendingDeletes, state.sentShas, state.refused, state.shadowed]) if (Object.hasOwn(record, rel)) return undefined;
+  for (const record of [state.pendingDeletes, state.sentShas, state.refused, state.shadowed])
+    if (Object.hasOwn(record, rel)) return undefined;
   for (let i = rel.indexOf('/'); i !== -1; i = rel.indexOf('/', i + 1)) if (index.known.has(rel.slice(0, i))) return undefined;
   // The planner's own rule for a path only the folder holds.
   const alone: StoreSyncState = { ...state, baseline: {}, pendingDeletes: {}, sentShas: {}, refused: {}, shadowed: {} };
-  const [action] = planSync({ state: alone, local: new Map([[rel, entry]]), remote: new Map(), deletions: index.deletions, phase: 'sync' }).actions;
+  const [action] = planSync({
+    state: alone,
+    local: new Map([[rel, entry]]),
+    remote: new Map(),
+    deletions: index.deletions,
+    phase: 'sync',
+  }).actions;
   return action?.kind === 'push-create' ? action : undefined;
 }

@@ -23,9 +23,7 @@ export type FolderFacts =
  * - `skip`: sync nothing this time; `problem`, when set, is warned about once until it changes.
  */
 export type FolderVerdict =
-  | { action: 'sync' }
-  | { action: 'rebuild'; createRoot: boolean; warning: string }
-  | { action: 'skip'; problem?: string };
+  { action: 'sync' } | { action: 'rebuild'; createRoot: boolean; warning: string } | { action: 'skip'; problem?: string };
 
 /**
  * The folder rule of a sync. A folder wiped whole is rebuilt and downloaded again (except by the

@@ -90,11 +90,7 @@ export type MarkerRead =
  * - `missing`, `not-a-file`, `malformed`: no usable marker.
  */
 export type MarkerVerdict =
-  | { kind: 'ours' }
-  | { kind: 'other-store'; storeId: string }
-  | { kind: 'missing' }
-  | { kind: 'not-a-file' }
-  | { kind: 'malformed' };
+  { kind: 'ours' } | { kind: 'other-store'; storeId: string } | { kind: 'missing' } | { kind: 'not-a-file' } | { kind: 'malformed' };
 
 export function markerVerdict(read: MarkerRead, storeId: string): MarkerVerdict {
   switch (read.kind) {

@@ -291,7 +291,6 @@ export function isRemoteWrite(action: SyncAction): boolean {
   return action.kind === 'push-create' || action.kind === 'push-update' || action.kind === 'delete-remote';
 }
 
-
 /** Presence of a path in (baseline, local, remote), one bit each, in that order. */
 type PresenceKey = '000' | '001' | '010' | '011' | '100' | '101' | '110' | '111';
 
@@ -493,8 +492,7 @@ export function planSync(input: PlanInput): SyncPlan {
         // The final sync waives the wait: nothing will come back to confirm it.
         const pending = pathEntry(state.pendingDeletes, path);
         const seen = pending !== undefined && pending.baseSha === bb.sha;
-        const goneLongEnough =
-          seen && (pending.sinceMs === undefined || nowMs === undefined || nowMs - pending.sinceMs >= deleteAfterMs);
+        const goneLongEnough = seen && (pending.sinceMs === undefined || nowMs === undefined || nowMs - pending.sinceMs >= deleteAfterMs);
         const confirmed =
           phase === 'final'
             ? input.finalDeletes !== 'corroborated' || seen

@@ -78,7 +78,9 @@ export function localDeleteVerdict(race: LocalDeleteRace): { action: 'remove' } 
  * gone. A folder at the path is not the memory's file (it stays gone); a file back at the path, or
  * a path that cannot be checked, keeps the memory.
  */
-export function remoteDeleteVerdict(now: 'missing' | 'folder' | 'other' | 'unknown'): { action: 'send' } | { action: 'keep'; outcome: ActionOutcome } {
+export function remoteDeleteVerdict(
+  now: 'missing' | 'folder' | 'other' | 'unknown',
+): { action: 'send' } | { action: 'keep'; outcome: ActionOutcome } {
   if (now === 'missing' || now === 'folder') return { action: 'send' };
   return { action: 'keep', outcome: { ok: false, failure: 'precondition', reason: 'the file is there again' } };
 }

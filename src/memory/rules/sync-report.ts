@@ -20,7 +20,18 @@ export interface SyncReport {
 
 /** A report of nothing done. */
 export function emptyReport(): SyncReport {
-  return { uploads: 0, downloads: 0, conflicts: 0, deletes: 0, localDeletes: 0, wouldDeletes: 0, refusals: 0, errors: 0, skippedStores: 0, durationMs: 0 };
+  return {
+    uploads: 0,
+    downloads: 0,
+    conflicts: 0,
+    deletes: 0,
+    localDeletes: 0,
+    wouldDeletes: 0,
+    refusals: 0,
+    errors: 0,
+    skippedStores: 0,
+    durationMs: 0,
+  };
 }
 
 /** True when a sync changed something on either side (or refused something): worth an info line. */

@@ -74,7 +74,8 @@ export class EarlyUploads {
         const done = await this.#run(action, bytes);
         if (done.outcome !== undefined) {
           result.steps.push([action, done.outcome]);
-          if (done.outcome.ok && done.outcome.id !== undefined) result.created.set(rel, { id: done.outcome.id, sha: done.outcome.sha ?? action.sha });
+          if (done.outcome.ok && done.outcome.id !== undefined)
+            result.created.set(rel, { id: done.outcome.id, sha: done.outcome.sha ?? action.sha });
         }
         if (done.notSaved) result.notSaved.push(rel);
       }),

@@ -66,7 +66,12 @@ export interface ExecuteResult {
   notSaved: string[];
 }
 
-const PHASES: ReadonlyArray<ReadonlyArray<SyncAction['kind']>> = [['delete-local'], ['delete-remote'], ['pull'], ['push-create', 'push-update']];
+const PHASES: ReadonlyArray<ReadonlyArray<SyncAction['kind']>> = [
+  ['delete-local'],
+  ['delete-remote'],
+  ['pull'],
+  ['push-create', 'push-update'],
+];
 
 export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, plan: SyncPlan): Promise<ExecuteResult> {
   let state = initial;
@@ -116,7 +121,10 @@ export async function executePlan(ctx: ExecuteContext, initial: StoreSyncState, 
     }
   }
   if (plan.deleteCapped > 0) {
-    ctx.log.warn({ capped: plan.deleteCapped }, 'remote deletes held back by the per-sync cap; the next syncs (or the final one) send them');
+    ctx.log.warn(
+      { capped: plan.deleteCapped },
+      'remote deletes held back by the per-sync cap; the next syncs (or the final one) send them',
+    );
   }
 
   settle();
@@ -148,7 +156,12 @@ export interface ActionDone {
  * aborted or the mount gone, and a failure is logged and counted, never thrown. `state` is read
  * for the action's own path only.
  */
-export async function executeAction(ctx: ExecuteContext, state: StoreSyncState, action: SyncAction, report: SyncReport): Promise<ActionDone> {
+export async function executeAction(
+  ctx: ExecuteContext,
+  state: StoreSyncState,
+  action: SyncAction,
+  report: SyncReport,
+): Promise<ActionDone> {
   const isUpload = action.kind === 'push-create' || action.kind === 'push-update';
   if (ctx.signal.aborted || ctx.disposed()) return { outcome: undefined, notSaved: isUpload };
   try {
@@ -164,7 +177,12 @@ export async function executeAction(ctx: ExecuteContext, state: StoreSyncState, 
 }
 
 /** Run one action; `undefined` means "record nothing" (skipped without an outcome). */
-async function runAction(ctx: ExecuteContext, state: StoreSyncState, action: SyncAction, report: SyncReport): Promise<ActionOutcome | undefined> {
+async function runAction(
+  ctx: ExecuteContext,
+  state: StoreSyncState,
+  action: SyncAction,
+  report: SyncReport,
+): Promise<ActionOutcome | undefined> {
   switch (action.kind) {
     case 'pull':
       return pull(ctx, state, action, report);
@@ -384,7 +402,8 @@ async function deleteLocal(
   if (ctx.disposed()) return undefined;
   const current = await ctx.dir.lstat(action.path);
   const isFile = current?.isFile() === true;
-  const changed = isFile && !sameFileStat(current!, ctx.scan.stats.get(action.path)) ? { sha: await hashLocal(ctx.dir, action.path) } : undefined;
+  const changed =
+    isFile && !sameFileStat(current!, ctx.scan.stats.get(action.path)) ? { sha: await hashLocal(ctx.dir, action.path) } : undefined;
   const verdict = localDeleteVerdict({
     current: current === undefined ? 'none' : isFile ? 'file' : 'not-a-file',
     changed,

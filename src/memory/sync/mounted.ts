@@ -84,7 +84,10 @@ export class MountedStore {
     try {
       await this.writeJournal();
     } catch (err) {
-      this.log.warn({ error: errorSummary(coerceError(err)) }, 'could not write the journal entry; a crash now would leave this folder unrecoverable');
+      this.log.warn(
+        { error: errorSummary(coerceError(err)) },
+        'could not write the journal entry; a crash now would leave this folder unrecoverable',
+      );
     }
   }
 
@@ -142,7 +145,10 @@ export class MountedStore {
     try {
       await this.writeJournal();
     } catch (err) {
-      this.log.warn({ error: errorSummary(coerceError(err)) }, 'could not release the journal entry; the folder is adopted once this process is gone');
+      this.log.warn(
+        { error: errorSummary(coerceError(err)) },
+        'could not release the journal entry; the folder is adopted once this process is gone',
+      );
     }
     this.#closed = true;
   }
@@ -200,7 +206,12 @@ export class MountedSession {
   /** Awaited at the end of the unmount (the content cache's writes behind the mount). */
   readonly #settle: () => Promise<void>;
 
-  constructor(sessionId: string, stores: MountedStore[], emit: (payload: MemoryEventMap['unmounted'][0]) => void, settle: () => Promise<void> = async () => {}) {
+  constructor(
+    sessionId: string,
+    stores: MountedStore[],
+    emit: (payload: MemoryEventMap['unmounted'][0]) => void,
+    settle: () => Promise<void> = async () => {},
+  ) {
     this.#settle = settle;
     this.sessionId = sessionId;
     this.stores = stores;
@@ -228,7 +239,9 @@ export class MountedSession {
           const keepReason = opts.keep?.get(store.root);
           const outcome = keepReason !== undefined ? { removed: false, reason: keepReason } : await store.removeFolder();
           if (outcome.removed) {
-            await store.removeJournal().catch((err: unknown) => store.log.warn({ error: errorSummary(coerceError(err)) }, 'could not remove the journal entry'));
+            await store
+              .removeJournal()
+              .catch((err: unknown) => store.log.warn({ error: errorSummary(coerceError(err)) }, 'could not remove the journal entry'));
           } else {
             await store.release();
           }

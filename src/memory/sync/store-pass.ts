@@ -15,7 +15,14 @@ import { EarlyUploads } from './early-uploads.js';
 import { folderVerdict, type FolderFacts } from '../rules/folder-verdict.js';
 import { scanLocal } from '../disk/local-scan.js';
 import { isUnderSkipped, type LocalScan } from '../rules/scan.js';
-import { MARKER_CHANGED_DURING_SYNC, MARKER_FILE_NAME, markerContent, markerProblemWarning, markerVerdict, type MarkerVerdict } from '../rules/marker.js';
+import {
+  MARKER_CHANGED_DURING_SYNC,
+  MARKER_FILE_NAME,
+  markerContent,
+  markerProblemWarning,
+  markerVerdict,
+  type MarkerVerdict,
+} from '../rules/marker.js';
 import type { MountedStore } from './mounted.js';
 import { isRemoteWrite, planSync, type LocalEntry, type SyncPhase } from '../rules/plan.js';
 import { RemoteStore, type RemoteMemory } from '../remote/remote-store.js';
@@ -112,7 +119,9 @@ export class StorePass {
       const early = listing !== undefined && phase === 'final' ? this.#earlyUploads(listing, phase, signal, stamp) : undefined;
       const scan = await scanLocal(this.store.dir, this.store.cache, {
         exclude: new Set(Object.keys(this.#state.shadowed)),
-        ...(early !== undefined ? { onFile: (rel: string, entry: LocalEntry, bytes: Buffer | undefined) => early.offer(rel, entry, bytes) } : {}),
+        ...(early !== undefined
+          ? { onFile: (rel: string, entry: LocalEntry, bytes: Buffer | undefined) => early.offer(rel, entry, bytes) }
+          : {}),
       });
       const earlyDone = await early?.settle();
       if (earlyDone !== undefined) {
@@ -120,7 +129,10 @@ export class StorePass {
         addReport(report, earlyDone.report);
         this.#notSaved = earlyDone.notSaved;
       }
-      log.debug({ phase, files: scan.entries.size, files_read: scan.filesRead, uploaded_early: earlyDone?.created.size ?? 0 }, 'local scan done');
+      log.debug(
+        { phase, files: scan.entries.size, files_read: scan.filesRead, uploaded_early: earlyDone?.created.size ?? 0 },
+        'local scan done',
+      );
       this.#warnSkipped(scan);
       if (phase === 'flush' && !hasLocalChanges(this.#state, scan.entries)) {
         // Kept without the bytes it read: nothing is uploaded from it.
@@ -133,7 +145,8 @@ export class StorePass {
       const view = remoteView(listed, this.#state, this.store.caseInsensitive);
       // The listing was taken before the early uploads: what they created is in the store now.
       for (const [rel, entry] of earlyDone?.created ?? []) view.remote.set(rel, entry);
-      for (const s of view.newlyShadowed) log.warn({ path: s.path, reason: s.reason }, 'memory not materialised; never synced from this folder');
+      for (const s of view.newlyShadowed)
+        log.warn({ path: s.path, reason: s.reason }, 'memory not materialised; never synced from this folder');
       this.#state = releaseResolvedPathConflicts({ ...this.#state, shadowed: view.shadowed }, view.remote);
       const plan = planSync({
         state: this.#state,
@@ -167,7 +180,9 @@ export class StorePass {
         report.errors++;
         log.warn(
           { error: errorSummary(coerceError(err)), phase },
-          phase === 'sync' ? 'memory sync of this store failed; retried next sync' : 'memory sync of this store failed at the end; what differs is copied out',
+          phase === 'sync'
+            ? 'memory sync of this store failed; retried next sync'
+            : 'memory sync of this store failed at the end; what differs is copied out',
         );
       }
     }
@@ -179,7 +194,13 @@ export class StorePass {
     return report;
   }
 
-  #executeContext(p: { scan: LocalScan; listed: ReadonlyMap<string, RemoteMemory>; signal: AbortSignal; stamp: string; phase: SyncPhase }): ExecuteContext {
+  #executeContext(p: {
+    scan: LocalScan;
+    listed: ReadonlyMap<string, RemoteMemory>;
+    signal: AbortSignal;
+    stamp: string;
+    phase: SyncPhase;
+  }): ExecuteContext {
     const ctx = this.#ctx;
     const log = this.store.log;
     return {
@@ -208,7 +229,15 @@ export class StorePass {
    */
   #earlyUploads(listing: Promise<RemoteMemory[]>, phase: SyncPhase, signal: AbortSignal, stamp: string): EarlyUploads {
     const early = new EarlyUploads((action, bytes, report) => {
-      const scan: LocalScan = { entries: new Map(), stats: new Map(), skipped: [], reserved: [], markerPresent: true, filesRead: 0, contents: new Map(bytes !== undefined ? [[action.path, bytes]] : []) };
+      const scan: LocalScan = {
+        entries: new Map(),
+        stats: new Map(),
+        skipped: [],
+        reserved: [],
+        markerPresent: true,
+        filesRead: 0,
+        contents: new Map(bytes !== undefined ? [[action.path, bytes]] : []),
+      };
       return executeAction(this.#executeContext({ scan, listed: new Map(), signal, stamp, phase }), this.#state, action, report);
     }, this.#ctx.concurrency);
     const state = this.#state;
@@ -217,7 +246,13 @@ export class StorePass {
         const view = remoteView(listed, state, this.store.caseInsensitive);
         if (!(await this.#markerStillOurs())) return;
         early.open(
-          earlyUploadIndex({ state: { ...state, shadowed: view.shadowed }, remote: view.remote, deletions: this.#ctx.deletions, caseInsensitive: this.store.caseInsensitive, phase }),
+          earlyUploadIndex({
+            state: { ...state, shadowed: view.shadowed },
+            remote: view.remote,
+            deletions: this.#ctx.deletions,
+            caseInsensitive: this.store.caseInsensitive,
+            phase,
+          }),
         );
       })
       .catch(() => {});

@@ -158,7 +158,11 @@ async function lastPasses(
   let flush = emptyReport();
   let phase: 'final' | 'flush' = opts.clean ? 'final' : 'flush';
   try {
-    if (scheduler.running) await raceAbort(scheduler.running.catch(() => undefined), bound.signal);
+    if (scheduler.running)
+      await raceAbort(
+        scheduler.running.catch(() => undefined),
+        bound.signal,
+      );
     if (opts.clean && !bound.signal.aborted) {
       final = await scheduler.start(bound.signal, 'final').catch(() => undefined);
     }
@@ -172,7 +176,11 @@ async function lastPasses(
   const cutOff = bound.signal.aborted;
   bound.dispose();
   // Let an aborted sync unwind (its requests are cancelled) before the folders go away.
-  if (scheduler.running) await raceAbort(scheduler.running.catch(() => undefined), AbortSignal.timeout(2_000)).catch(() => {});
+  if (scheduler.running)
+    await raceAbort(
+      scheduler.running.catch(() => undefined),
+      AbortSignal.timeout(2_000),
+    ).catch(() => {});
   return { final, flush, cutOff, phase };
 }
 
@@ -194,7 +202,13 @@ async function carryStoreDeletes(pass: StorePass, goneFromScan: readonly string[
   await Promise.all(
     candidates.map((rel) =>
       limit(async () => {
-        if (await store.dir.lstat(rel).then((st) => st === undefined, () => false)) gone.add(rel);
+        if (
+          await store.dir.lstat(rel).then(
+            (st) => st === undefined,
+            () => false,
+          )
+        )
+          gone.add(rel);
       }),
     ),
   );
@@ -205,7 +219,10 @@ async function carryStoreDeletes(pass: StorePass, goneFromScan: readonly string[
     await store.carryDeletes(carried);
     store.log.warn({ paths }, `${paths.length} local deletion(s) not sent before the end; the next session of this store sends them first`);
   } catch (err) {
-    store.log.warn({ paths, error: errorSummary(coerceError(err)) }, 'could not record the deletions not sent; the memories stay in the store');
+    store.log.warn(
+      { paths, error: errorSummary(coerceError(err)) },
+      'could not record the deletions not sent; the memories stay in the store',
+    );
   }
 }
 
@@ -227,7 +244,8 @@ async function unsavedPaths(passes: readonly StorePass[]): Promise<{ unsaved: Un
         try {
           // A flush that found nothing to upload has just scanned the folder against this state.
           const scan =
-            pass.takeSettledScan() ?? (await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)), keptBytesBudget: 0 }));
+            pass.takeSettledScan() ??
+            (await scanLocal(store.dir, store.cache, { exclude: new Set(Object.keys(state.shadowed)), keptBytesBudget: 0 }));
           for (const u of unsavedInScan(state, scan, store.access === 'read_write')) out.push({ ...u, pass });
           if (store.access === 'read_write') gone.set(pass, goneCandidates(state, scan));
         } catch {

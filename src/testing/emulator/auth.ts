@@ -47,9 +47,9 @@ export function unauthenticated(principal: Principal): ApiError {
   return new ApiError(
     401,
     'authentication_error',
-    principal.kind === 'none' ?
-      'no credential: send Authorization: Bearer <key> (or x-api-key)'
-    : 'invalid credential: the key is not one this server issued',
+    principal.kind === 'none'
+      ? 'no credential: send Authorization: Bearer <key> (or x-api-key)'
+      : 'invalid credential: the key is not one this server issued',
   );
 }
 
@@ -101,9 +101,7 @@ export function requireStoreAccess(
 ): void {
   if (principal.kind === 'console') return;
   if (principal.kind === 'environment_key') {
-    throw permissionDenied(
-      'the memory endpoints do not accept the environment key; use the sessions token from the work item secret',
-    );
+    throw permissionDenied('the memory endpoints do not accept the environment key; use the sessions token from the work item secret');
   }
   if (principal.kind === 'sessions_token') {
     const access = attachmentAccess(principal.sessionId);
@@ -124,6 +122,7 @@ export function requireStoreAccess(
  */
 export function requireSkillAccess(principal: Principal, skillId: string, agentSkillIds: (sessionId: string) => readonly string[]): void {
   if (principal.kind === 'console' || principal.kind === 'environment_key') return;
-  if (principal.kind === 'sessions_token' && principal.sessionId !== undefined && agentSkillIds(principal.sessionId).includes(skillId)) return;
+  if (principal.kind === 'sessions_token' && principal.sessionId !== undefined && agentSkillIds(principal.sessionId).includes(skillId))
+    return;
   throw permissionDenied(`a ${describe(principal)} may not read skill ${skillId}: it is not among the skills of that session's agent`);
 }

@@ -163,7 +163,14 @@ export class Emulator {
   #closed: Promise<void> | undefined;
 
   /** @internal Use {@link startEmulator}. */
-  constructor(init: { state: EmulatorState; server: EmulatorServer; faults: Faults; log: RequestRecord[]; baseURL: string; environmentId: string }) {
+  constructor(init: {
+    state: EmulatorState;
+    server: EmulatorServer;
+    faults: Faults;
+    log: RequestRecord[];
+    baseURL: string;
+    environmentId: string;
+  }) {
     this.#state = init.state;
     this.#server = init.server;
     this.faults = init.faults;
@@ -374,7 +381,8 @@ export class Emulator {
       }
       if (Date.now() >= deadline || this.#stop.signal.aborted) {
         const waiting: string[] = [];
-        if (!session.terminated) waiting.push(`session status is ${session.status}, waiting for terminated; agent: ${session.scriptProgress}`);
+        if (!session.terminated)
+          waiting.push(`session status is ${session.status}, waiting for terminated; agent: ${session.scriptProgress}`);
         if (!workStopped) waiting.push(`work item ${work?.id} is ${work?.state}, waiting for stopped`);
         // A failed wait fails the caller's test as an `expect` does: a plain Error, not a library failure.
         throw new Error(

@@ -34,7 +34,13 @@ export type SessionEnd = 'terminate' | 'idle' | { idleMs: number };
 export function resultText(content: unknown): string {
   if (!Array.isArray(content)) return '';
   return content
-    .filter((b): b is { type: 'text'; text: string } => typeof b === 'object' && b !== null && (b as { type?: unknown }).type === 'text' && typeof (b as { text?: unknown }).text === 'string')
+    .filter(
+      (b): b is { type: 'text'; text: string } =>
+        typeof b === 'object' &&
+        b !== null &&
+        (b as { type?: unknown }).type === 'text' &&
+        typeof (b as { text?: unknown }).text === 'string',
+    )
     .map((b) => b.text)
     .join('\n');
 }
@@ -53,10 +59,20 @@ export class ScriptPlayer<E> {
   readonly #state: EmulatorState;
   readonly #stop: AbortSignal;
   /** Scripted calls by tool-use event id. */
-  readonly #calls = new Map<string, { name: string; input: Record<string, unknown>; resultType: string; resolve: () => void; answered: boolean }>();
+  readonly #calls = new Map<
+    string,
+    { name: string; input: Record<string, unknown>; resultType: string; resolve: () => void; answered: boolean }
+  >();
   #done: Promise<void> | undefined;
 
-  constructor(init: { session: Session; steps: ReadonlyArray<ScriptStep<E>>; end: SessionEnd; emu: E; state: EmulatorState; stop: AbortSignal }) {
+  constructor(init: {
+    session: Session;
+    steps: ReadonlyArray<ScriptStep<E>>;
+    end: SessionEnd;
+    emu: E;
+    state: EmulatorState;
+    stop: AbortSignal;
+  }) {
     this.#session = init.session;
     this.#steps = init.steps;
     this.#end = init.end;
@@ -81,9 +97,7 @@ export class ScriptPlayer<E> {
 
   #onEvent(ev: SessionEvent): void {
     const id =
-      ev.type === 'user.tool_result' ? ev['tool_use_id']
-      : ev.type === 'user.custom_tool_result' ? ev['custom_tool_use_id']
-      : undefined;
+      ev.type === 'user.tool_result' ? ev['tool_use_id'] : ev.type === 'user.custom_tool_result' ? ev['custom_tool_use_id'] : undefined;
     if (typeof id !== 'string') return;
     const call = this.#calls.get(id);
     if (!call || call.resultType !== ev.type) return;

@@ -133,11 +133,7 @@ export class EmulatorServer {
       return;
     }
 
-    const decision = this.#deps.faults._decide(
-      `${method} ${path}`,
-      method,
-      matched?.route.template === HEARTBEAT_TEMPLATE,
-    );
+    const decision = this.#deps.faults._decide(`${method} ${path}`, method, matched?.route.template === HEARTBEAT_TEMPLATE);
     const delayMs = this.#deps.latencyMs + decision.latencyMs;
     if (delayMs > 0) await sleep(delayMs, clientGone.signal);
     if (clientGone.signal.aborted) {
@@ -177,8 +173,7 @@ export class EmulatorServer {
       };
       result = await matched.route.handler(ctx);
     } catch (e) {
-      const err =
-        e instanceof ApiError ? e : new ApiError(500, 'api_error', `emulator internal error: ${String(e)}`);
+      const err = e instanceof ApiError ? e : new ApiError(500, 'api_error', `emulator internal error: ${String(e)}`);
       const errHeaders = { ...headers, ...(err.shouldRetry !== undefined ? { 'x-should-retry': String(err.shouldRetry) } : {}) };
       if (decision.dropResponse) {
         res.destroy();

@@ -99,7 +99,9 @@ export class EmulatorState {
     }
   }
 
-  createEnvironment(init: { name?: string; type?: EnvironmentType; description?: string | null; metadata?: Record<string, string> } = {}): EnvironmentRecord {
+  createEnvironment(
+    init: { name?: string; type?: EnvironmentType; description?: string | null; metadata?: Record<string, string> } = {},
+  ): EnvironmentRecord {
     const now = isoTime();
     const env: EnvironmentRecord = {
       id: newId('env'),
@@ -187,9 +189,7 @@ export class EmulatorState {
     const env = this.environment(init.environmentId);
     if (env.archivedAt !== null) throw invalidRequest(`environment ${env.id} is archived; sessions cannot be created on it`);
     if (init.attachments.length > MAX_STORES_PER_SESSION) {
-      throw invalidRequest(
-        `a session may attach at most ${MAX_STORES_PER_SESSION} memory stores; got ${init.attachments.length}`,
-      );
+      throw invalidRequest(`a session may attach at most ${MAX_STORES_PER_SESSION} memory stores; got ${init.attachments.length}`);
     }
     const seen = new Set<string>();
     const resources: SessionStoreResource[] = init.attachments.map((a) => {

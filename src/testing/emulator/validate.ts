@@ -16,11 +16,7 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown, what: s
 }
 
 /** An optional integer query parameter within [min, max]; 400 naming the parameter otherwise. */
-export function intQuery(
-  query: URLSearchParams,
-  name: string,
-  opts: { min: number; max?: number },
-): number | undefined {
+export function intQuery(query: URLSearchParams, name: string, opts: { min: number; max?: number }): number | undefined {
   const raw = query.get(name);
   if (raw === null || raw === '') return undefined;
   if (!/^-?\d+$/.test(raw)) throw invalidRequest(`${name}: expected an integer, got ${JSON.stringify(raw)}`);
@@ -33,11 +29,7 @@ export function intQuery(
 }
 
 /** An optional enum query parameter; 400 naming the allowed values otherwise. */
-export function enumQuery<T extends string>(
-  query: URLSearchParams,
-  name: string,
-  allowed: readonly T[],
-): T | undefined {
+export function enumQuery<T extends string>(query: URLSearchParams, name: string, allowed: readonly T[]): T | undefined {
   const raw = query.get(name);
   if (raw === null || raw === '') return undefined;
   if (!(allowed as readonly string[]).includes(raw)) {

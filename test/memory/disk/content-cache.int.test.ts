@@ -51,11 +51,19 @@ function memoryRequests(from: number): { full: number; basic: number; retrieves:
   };
 }
 
-async function mountOnce(storeIds: Array<{ memoryStoreId: string; access?: 'read_only' | 'read_write' }>, opts: { cacheBytes?: number; logger?: ReturnType<typeof captureLogger> } = {}) {
+async function mountOnce(
+  storeIds: Array<{ memoryStoreId: string; access?: 'read_only' | 'read_write' }>,
+  opts: { cacheBytes?: number; logger?: ReturnType<typeof captureLogger> } = {},
+) {
   const { client, session } = await openSession(h.emu, storeIds);
   const from = h.emu.requests.length;
   const log = opts.logger ?? captureLogger();
-  const mounter = new MemoryMounter({ client, logger: log.logger, stateDir: h.stateDir, contentCacheBytes: opts.cacheBytes ?? 64 * 1024 * 1024 });
+  const mounter = new MemoryMounter({
+    client,
+    logger: log.logger,
+    stateDir: h.stateDir,
+    contentCacheBytes: opts.cacheBytes ?? 64 * 1024 * 1024,
+  });
   const mounted = await mounter.mount(session);
   const trees = await Promise.all(mounted.roots.map((r) => readTree(r)));
   const requests = memoryRequests(from);
@@ -97,7 +105,11 @@ describe('warm mounts', () => {
     h.emu.putMemory(store.id, '/f1/note-1.md', 'edited in the Console');
     h.emu.putMemory(store.id, '/added.md', 'new in the Console');
     const third = await mountOnce([{ memoryStoreId: store.id }]);
-    expect(third.trees[0]).toEqual({ ...expectedTree(memories), 'f1/note-1.md': 'edited in the Console', 'added.md': 'new in the Console' });
+    expect(third.trees[0]).toEqual({
+      ...expectedTree(memories),
+      'f1/note-1.md': 'edited in the Console',
+      'added.md': 'new in the Console',
+    });
     // Only the two new contents are fetched, one by one.
     expect(third.requests).toMatchObject({ full: 0, retrieves: 2 });
     expect(third.mounted.stores[0]!.state.baseline['f1/note-1.md']!.sha).toBe(sha256Hex(Buffer.from('edited in the Console')));
@@ -145,7 +157,14 @@ describe('pulls during a sync', () => {
     const { mounted, requests } = await mountOnce([{ memoryStoreId: store.id }]);
     expect(requests.full).toBeGreaterThan(0);
     const { client } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
-    const loop = new SyncLoop({ client, mounted, logger: captureLogger().logger, stateDir: h.stateDir, clock: manualClock(), contentCacheBytes: 64 * 1024 * 1024 });
+    const loop = new SyncLoop({
+      client,
+      mounted,
+      logger: captureLogger().logger,
+      stateDir: h.stateDir,
+      clock: manualClock(),
+      contentCacheBytes: 64 * 1024 * 1024,
+    });
     await ContentCache.shared({ stateDir: h.stateDir, maxBytes: 64 * 1024 * 1024 })!.flush();
     // Back to a content the cache holds (b's), and a content it never saw.
     h.emu.putMemory(store.id, '/a.md', 'content B');
@@ -198,7 +217,9 @@ describe('a blob that is not what it is named', () => {
   it('a worker killed (SIGKILL) while writing blobs leaves none half written under a sha; the next process cleans its temp files', async () => {
     let leftTemp = false;
     for (let attempt = 0; attempt < 8 && !leftTemp; attempt++) {
-      const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, h.stateDir, String(attempt)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, h.stateDir, String(attempt)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       // Once three blobs are whole, killed as soon as a temp file is there: mid-write, before its rename.
       await new Promise<void>((resolve) => {
@@ -323,7 +344,9 @@ describe('the bound option', () => {
   it('is refused when it is not a whole number of bytes from 0, naming the option', async () => {
     const { client } = await openSession(h.emu, []);
     for (const bad of [-1, 1.5, Number.NaN]) {
-      expect(() => new MemoryMounter({ client, stateDir: h.stateDir, contentCacheBytes: bad })).toThrow(/memoryCacheBytes: expected an integer number of bytes from 0 \(no cache\)/);
+      expect(() => new MemoryMounter({ client, stateDir: h.stateDir, contentCacheBytes: bad })).toThrow(
+        /memoryCacheBytes: expected an integer number of bytes from 0 \(no cache\)/,
+      );
     }
     // 0 turns the cache off: nothing is created in the state folder for it.
     const store = await h.emu.createMemoryStore({ name: 'Off', memories: { '/a.md': 'a' } });

@@ -292,7 +292,20 @@ describe('scan tolerance', () => {
         'console.log(JSON.stringify({ files: [...scan.files.keys()], skipped: scan.skipped }));\n',
     );
     const { build } = await import('tsup');
-    await build({ entry: { scan: entry }, outDir: path.join(tmp, 'bundle'), format: ['esm'], platform: 'node', target: 'node20', bundle: true, silent: true, config: false, dts: false, sourcemap: false, clean: false, outExtension: () => ({ js: '.mjs' }) });
+    await build({
+      entry: { scan: entry },
+      outDir: path.join(tmp, 'bundle'),
+      format: ['esm'],
+      platform: 'node',
+      target: 'node20',
+      bundle: true,
+      silent: true,
+      config: false,
+      dts: false,
+      sourcemap: false,
+      clean: false,
+      outExtension: () => ({ js: '.mjs' }),
+    });
     const script = path.join(tmp, 'bundle', 'scan.mjs');
     await fsp.chmod(path.join(tmp, 'bundle'), 0o755);
     await fsp.chmod(script, 0o644);

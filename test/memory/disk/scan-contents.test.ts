@@ -27,7 +27,10 @@ describe('scanLocal contents', () => {
 
     const scan = await scanLocal(dir, new StatCache());
 
-    expect(Object.fromEntries([...scan.contents].map(([rel, b]) => [rel, b.toString('utf8')]))).toEqual({ 'a.md': 'alpha', 'notes/b.md': 'beta\n' });
+    expect(Object.fromEntries([...scan.contents].map(([rel, b]) => [rel, b.toString('utf8')]))).toEqual({
+      'a.md': 'alpha',
+      'notes/b.md': 'beta\n',
+    });
     for (const [rel, bytes] of scan.contents) expect(scan.entries.get(rel)).toMatchObject({ kind: 'file', sha: sha256Hex(bytes) });
   });
 

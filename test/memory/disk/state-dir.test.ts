@@ -24,9 +24,21 @@ afterEach(async () => {
 
 describe('defaultStateDir', () => {
   const rows = [
-    { description: 'XDG_STATE_HOME set: below it', env: { XDG_STATE_HOME: '/home/u/.state' }, expected: '/home/u/.state/managed-agents-worker' },
-    { description: 'XDG_STATE_HOME unset: ~/.local/state', env: {}, expected: path.join(os.homedir(), '.local/state/managed-agents-worker') },
-    { description: 'a relative XDG_STATE_HOME is ignored (as the spec says)', env: { XDG_STATE_HOME: 'state' }, expected: path.join(os.homedir(), '.local/state/managed-agents-worker') },
+    {
+      description: 'XDG_STATE_HOME set: below it',
+      env: { XDG_STATE_HOME: '/home/u/.state' },
+      expected: '/home/u/.state/managed-agents-worker',
+    },
+    {
+      description: 'XDG_STATE_HOME unset: ~/.local/state',
+      env: {},
+      expected: path.join(os.homedir(), '.local/state/managed-agents-worker'),
+    },
+    {
+      description: 'a relative XDG_STATE_HOME is ignored (as the spec says)',
+      env: { XDG_STATE_HOME: 'state' },
+      expected: path.join(os.homedir(), '.local/state/managed-agents-worker'),
+    },
   ];
   it.each(rows)('$description', ({ env, expected }) => {
     expect(defaultStateDir(env)).toBe(expected);

@@ -23,8 +23,16 @@ describe('sameJournalState', () => {
   const rows: Array<{ description: string; other: StoreSyncState; same: boolean }> = [
     { description: 'the same object', other: base, same: true },
     { description: 'only the generation moved', other: { ...base, generation: 4 }, same: true },
-    { description: 'a baseline copied with another sha', other: { ...base, baseline: { 'a.md': { id: 'mem_a', sha: 'b'.repeat(64) } } }, same: false },
-    { description: 'an equal baseline in another object (decided by the digest)', other: { ...base, baseline: { ...base.baseline } }, same: false },
+    {
+      description: 'a baseline copied with another sha',
+      other: { ...base, baseline: { 'a.md': { id: 'mem_a', sha: 'b'.repeat(64) } } },
+      same: false,
+    },
+    {
+      description: 'an equal baseline in another object (decided by the digest)',
+      other: { ...base, baseline: { ...base.baseline } },
+      same: false,
+    },
     { description: 'a field added', other: { ...base, blockedPulls: {} }, same: false },
     { description: 'another access', other: { ...base, access: 'read_only' }, same: false },
   ];

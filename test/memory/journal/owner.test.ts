@@ -12,19 +12,54 @@ import { ownerVerdict, type OwnerIdentity, type OwnerObservation } from '../../.
 const recorded: OwnerIdentity = { pid: 4242, startTime: '1000', bootId: 'boot-a' };
 
 const rows: Array<{ description: string; recorded: OwnerIdentity; now: OwnerObservation; alive: boolean }> = [
-  { description: 'same boot, pid there, same start time: alive', recorded, now: { bootId: 'boot-a', pidExists: true, startTime: '1000' }, alive: true },
-  { description: 'the machine rebooted (boot id differs): dead, whatever the pid', recorded, now: { bootId: 'boot-b', pidExists: true, startTime: '1000' }, alive: false },
-  { description: 'no process has the pid: dead', recorded, now: { bootId: 'boot-a', pidExists: false, startTime: undefined }, alive: false },
-  { description: 'the pid was reused (start time differs): dead', recorded, now: { bootId: 'boot-a', pidExists: true, startTime: '2000' }, alive: false },
-  { description: 'boot id unreadable now, pid there: alive', recorded, now: { bootId: undefined, pidExists: true, startTime: '1000' }, alive: true },
-  { description: 'start time unreadable now, pid there: alive (when in doubt, not touched)', recorded, now: { bootId: 'boot-a', pidExists: true, startTime: undefined }, alive: true },
+  {
+    description: 'same boot, pid there, same start time: alive',
+    recorded,
+    now: { bootId: 'boot-a', pidExists: true, startTime: '1000' },
+    alive: true,
+  },
+  {
+    description: 'the machine rebooted (boot id differs): dead, whatever the pid',
+    recorded,
+    now: { bootId: 'boot-b', pidExists: true, startTime: '1000' },
+    alive: false,
+  },
+  {
+    description: 'no process has the pid: dead',
+    recorded,
+    now: { bootId: 'boot-a', pidExists: false, startTime: undefined },
+    alive: false,
+  },
+  {
+    description: 'the pid was reused (start time differs): dead',
+    recorded,
+    now: { bootId: 'boot-a', pidExists: true, startTime: '2000' },
+    alive: false,
+  },
+  {
+    description: 'boot id unreadable now, pid there: alive',
+    recorded,
+    now: { bootId: undefined, pidExists: true, startTime: '1000' },
+    alive: true,
+  },
+  {
+    description: 'start time unreadable now, pid there: alive (when in doubt, not touched)',
+    recorded,
+    now: { bootId: 'boot-a', pidExists: true, startTime: undefined },
+    alive: true,
+  },
   {
     description: 'no start time recorded, pid there: alive',
     recorded: { pid: 4242 },
     now: { bootId: 'boot-a', pidExists: true, startTime: '5' },
     alive: true,
   },
-  { description: 'no boot id recorded, pid gone: dead', recorded: { pid: 4242 }, now: { bootId: 'boot-a', pidExists: false, startTime: undefined }, alive: false },
+  {
+    description: 'no boot id recorded, pid gone: dead',
+    recorded: { pid: 4242 },
+    now: { bootId: 'boot-a', pidExists: false, startTime: undefined },
+    alive: false,
+  },
 ];
 
 describe('ownerVerdict', () => {

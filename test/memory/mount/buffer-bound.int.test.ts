@@ -40,7 +40,13 @@ describe('the mount buffer bound', () => {
     );
     let budgets: { pages: ByteBudget; writes: ByteBudget } | undefined;
     const seen = { writes: 0, pages: 0, files: 0 };
-    const mounter = new MemoryMounter({ client, logger: captureLogger().logger, stateDir: h.stateDir, bufferBytes: 2 * 1024 * KIB, bufferProbe: (b) => (budgets = b) });
+    const mounter = new MemoryMounter({
+      client,
+      logger: captureLogger().logger,
+      stateDir: h.stateDir,
+      bufferBytes: 2 * 1024 * KIB,
+      bufferProbe: (b) => (budgets = b),
+    });
     mounter.on('downloaded', () => {
       seen.files++;
       seen.writes = Math.max(seen.writes, budgets!.writes.used);
@@ -67,7 +73,9 @@ describe('the mount buffer bound', () => {
       expect(Object.keys(tree)).toHaveLength(60);
       for (const [p, c] of Object.entries(contents[i]!)) expect(tree[p.slice(1)]).toBe(c);
     }
-    console.info(`[figure] 2 x 60 x 80 KiB with a 2 MiB buffer: peak queued ${Math.round(b.writes.peak / KIB)} KiB, peak pages ${Math.round(b.pages.peak / KIB)} KiB`);
+    console.info(
+      `[figure] 2 x 60 x 80 KiB with a 2 MiB buffer: peak queued ${Math.round(b.writes.peak / KIB)} KiB, peak pages ${Math.round(b.pages.peak / KIB)} KiB`,
+    );
     await mounted.unmount();
   }, 60_000);
 
@@ -114,21 +122,32 @@ describe('the mount buffer bound', () => {
     expect(b.pages.peak).toBeLessThanOrEqual(Math.max(b.pages.bound, 12 * 93 * KIB) + 2 * 91 * KIB);
     expect(b.writes.peak).toBeLessThanOrEqual(b.writes.bound);
     expect({ writes: b.writes.used, pages: b.pages.used }).toEqual({ writes: 0, pages: 0 });
-    console.info(`[figure] warm mount, 14 of 60 changed (90 KiB): peak queued ${Math.round(b.writes.peak / KIB)} KiB, peak pages ${Math.round(b.pages.peak / KIB)} KiB`);
+    console.info(
+      `[figure] warm mount, 14 of 60 changed (90 KiB): peak queued ${Math.round(b.writes.peak / KIB)} KiB, peak pages ${Math.round(b.pages.peak / KIB)} KiB`,
+    );
     await mounted.unmount();
   }, 60_000);
 
   it('gives back every page of a flat store (one folder, paged on the whole-store cursor) and of a store whose first page is the whole listing', async () => {
     const flat: Record<string, string> = {};
     for (let i = 0; i < 50; i++) flat[`/flat/note-${i}.md`] = `flat ${i} `.padEnd(8 * KIB, '.');
-    const stores = [await h.emu.createMemoryStore({ name: 'Flat', memories: flat }), await h.emu.createMemoryStore({ name: 'Small', memories: { '/a.md': 'a', '/f/b.md': 'b' } })];
+    const stores = [
+      await h.emu.createMemoryStore({ name: 'Flat', memories: flat }),
+      await h.emu.createMemoryStore({ name: 'Small', memories: { '/a.md': 'a', '/f/b.md': 'b' } }),
+    ];
     const { client, session } = await openSession(
       h.emu,
       stores.map((s, i) => ({ memoryStoreId: s.id, mountPath: path.join(h.mountRoot, `flat-${i}`) })),
     );
     let budgets: { pages: ByteBudget; writes: ByteBudget } | undefined;
     const from = h.emu.requests.length;
-    const mounter = new MemoryMounter({ client, logger: captureLogger().logger, stateDir: h.stateDir, contentCacheBytes: 0, bufferProbe: (b) => (budgets = b) });
+    const mounter = new MemoryMounter({
+      client,
+      logger: captureLogger().logger,
+      stateDir: h.stateDir,
+      contentCacheBytes: 0,
+      bufferProbe: (b) => (budgets = b),
+    });
     const mounted = await mounter.mount(session);
     const lists = h.emu.requests.slice(from).filter((r) => r.route === 'GET /v1/memory_stores/:id/memories');
     // Flat: the whole-store page and the depth-1 page at once, then the whole-store cursor (3 pages of 20).
@@ -141,6 +160,8 @@ describe('the mount buffer bound', () => {
 
   it('refuses a buffer below 1 MiB with a ConfigError naming the option', () => {
     expect(() => new MemoryMounter({ client: {} as never, bufferBytes: 1000 })).toThrow(ConfigError);
-    expect(() => new MemoryMounter({ client: {} as never, bufferBytes: 1000 })).toThrow(/memoryBufferBytes: expected an integer number of bytes from 1048576/);
+    expect(() => new MemoryMounter({ client: {} as never, bufferBytes: 1000 })).toThrow(
+      /memoryBufferBytes: expected an integer number of bytes from 1048576/,
+    );
   });
 });

@@ -100,7 +100,9 @@ describe('allowed mount roots', () => {
     const client = h.emu.client();
     expect(resolveWorkerOptions({ client }).allowedMountRoots).toEqual([]);
     expect(resolveWorkerOptions({ client, allowedMountRoots: ['/mnt/memory'] }).allowedMountRoots).toEqual(['/mnt/memory']);
-    expect(() => resolveWorkerOptions({ client, allowedMountRoots: ['relative/dir'] })).toThrow(/allowedMountRoots: expected an array of absolute folder paths/);
+    expect(() => resolveWorkerOptions({ client, allowedMountRoots: ['relative/dir'] })).toThrow(
+      /allowedMountRoots: expected an array of absolute folder paths/,
+    );
     expect(() => resolveWorkerOptions({ client, mountTimeoutMs: 10 })).toThrow(/mountTimeoutMs/);
   });
 });

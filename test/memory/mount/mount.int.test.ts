@@ -70,7 +70,13 @@ describe('mounting', () => {
     expect(await loop.syncNow()).toMatchObject({ uploads: 2, conflicts: 0, errors: 0 });
     expect(await loop.syncNow()).toMatchObject({ uploads: 0, downloads: 0, errors: 0 });
     await loop.finish({ clean: true });
-    expect(h.emu.memories(store.id)).toEqual({ '/__proto__': 'p', '/constructor': 'c', '/a.md': 'a', '/toString': 't', '/hasOwnProperty': 'h' });
+    expect(h.emu.memories(store.id)).toEqual({
+      '/__proto__': 'p',
+      '/constructor': 'c',
+      '/a.md': 'a',
+      '/toString': 't',
+      '/hasOwnProperty': 'h',
+    });
   });
 
   it('writes each file with exactly its own bytes, a short file after a long one and multi-byte text included', async () => {
@@ -89,10 +95,7 @@ describe('mounting', () => {
   it('lists read-only roots separately', async () => {
     const a = await h.emu.createMemoryStore({ name: 'Writable', memories: { '/a.md': 'a' } });
     const b = await h.emu.createMemoryStore({ name: 'Reference', memories: { '/b.md': 'b' } });
-    const { client, session } = await openSession(h.emu, [
-      { memoryStoreId: a.id },
-      { memoryStoreId: b.id, access: 'read_only' },
-    ]);
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: a.id }, { memoryStoreId: b.id, access: 'read_only' }]);
     const mounted = await new MemoryMounter({ client, logger: captureLogger().logger }).mount(session);
     expect(mounted.readOnlyRoots).toEqual([path.join(h.mountRoot, 'reference')]);
     expect(mounted.roots).toHaveLength(2);
@@ -178,8 +181,16 @@ describe('refusals', () => {
     for (let i = 0; i < 9; i++) stores.push(await h.emu.createMemoryStore({ name: `Store ${i}`, memories: { '/a.md': `${i}` } }));
     // The emulator (like the API) refuses a 9th attachment, so the 9th resource is added to the
     // session object the worker received, as an API that let it through would send it.
-    const { client, session } = await openSession(h.emu, stores.slice(0, 8).map((s) => ({ memoryStoreId: s.id })));
-    const ninth = { ...session.resources[0]!, memory_store_id: stores[8]!.id, name: 'Store 8', mount_path: path.join(h.mountRoot, 'store-8') };
+    const { client, session } = await openSession(
+      h.emu,
+      stores.slice(0, 8).map((s) => ({ memoryStoreId: s.id })),
+    );
+    const ninth = {
+      ...session.resources[0]!,
+      memory_store_id: stores[8]!.id,
+      name: 'Store 8',
+      mount_path: path.join(h.mountRoot, 'store-8'),
+    };
     const err = await mountError(
       new MemoryMounter({ client, logger: captureLogger().logger }).mount({ ...session, resources: [...session.resources, ninth] }),
     );

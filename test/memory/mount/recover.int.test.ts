@@ -39,7 +39,11 @@ async function killOwner(root: string): Promise<void> {
 }
 
 /** Mount a store, let `before` act on the folder (and the loop), then "crash": no unmount. */
-async function crashedMount(name: string, memories: Record<string, string>, before: (root: string, loop: SyncLoop) => Promise<void> = async () => {}) {
+async function crashedMount(
+  name: string,
+  memories: Record<string, string>,
+  before: (root: string, loop: SyncLoop) => Promise<void> = async () => {},
+) {
   const store = await h.emu.createMemoryStore({ name, memories });
   const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
   const { logger } = captureLogger();
@@ -52,7 +56,14 @@ async function crashedMount(name: string, memories: Record<string, string>, befo
 }
 
 function io(env: NodeJS.ProcessEnv): CliIo & { out: string; err: string } {
-  const o = { out: '', err: '', env, cwd: process.cwd(), stdout: (t: string) => void (o.out += t), stderr: (t: string) => void (o.err += t) };
+  const o = {
+    out: '',
+    err: '',
+    env,
+    cwd: process.cwd(),
+    stdout: (t: string) => void (o.out += t),
+    stderr: (t: string) => void (o.err += t),
+  };
   return o;
 }
 
@@ -72,7 +83,9 @@ describe('the sweep at start', () => {
     await fsp.truncate(path.join(downloading.root, 'a.md'), 2);
     const live = await h.emu.createMemoryStore({ name: 'Live', memories: { '/x.md': 'x' } });
     const opened = await openSession(h.emu, [{ memoryStoreId: live.id }]);
-    const liveMount = await new MemoryMounter({ client: opened.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(opened.session);
+    const liveMount = await new MemoryMounter({ client: opened.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(
+      opened.session,
+    );
 
     const cap = captureLogger();
     const waiting = await sweepJournal({ stateDir: h.stateDir, logger: cap.logger });

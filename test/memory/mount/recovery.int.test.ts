@@ -123,7 +123,12 @@ describe('a leftover of a worker that died', () => {
         '/c.md': 'console c',
         '/new.md': 'created before the crash',
       });
-      expect(await readTree(s.root)).toEqual({ 'a.md': 'edited before the crash', 'b.md': 'console b', 'c.md': 'console c', 'new.md': 'created before the crash' });
+      expect(await readTree(s.root)).toEqual({
+        'a.md': 'edited before the crash',
+        'b.md': 'console b',
+        'c.md': 'console c',
+        'new.md': 'created before the crash',
+      });
       const copies = await readTree(path.join(h.stateDir, 'conflicts'));
       expect(Object.values(copies)).toEqual(['agent c']);
       expect(cap.warnings().some((m) => /adopting the leftover folder/.test(m))).toBe(true);
@@ -152,7 +157,9 @@ describe('a leftover of a worker that died', () => {
     expect(fs.existsSync(s.root)).toBe(true);
     fault.remove();
     const next = await openSession(h.emu, [{ memoryStoreId: s.storeId }]);
-    const mounted = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    const mounted = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(
+      next.session,
+    );
     expect(h.emu.memories(s.storeId)).toEqual({ '/a.md': 'edited before the crash' });
     await mounted.unmount();
     expect(fs.existsSync(s.root)).toBe(false);
@@ -165,7 +172,9 @@ describe('a leftover of a worker that died', () => {
     for (const name of await fsp.readdir(s.root)) await fsp.rm(path.join(s.root, name), { recursive: true });
     await killOwner(h.stateDir, s.root);
     const next = await openSession(h.emu, [{ memoryStoreId: s.storeId }]);
-    const mounted = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    const mounted = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(
+      next.session,
+    );
     expect(await readTree(s.root)).toEqual({ 'a.md': 'a' });
     await mounted.unmount();
   });
@@ -178,7 +187,9 @@ describe('a leftover of a worker that died', () => {
     await fsp.rm(path.join(s.root, '.anthropic-memory-store'));
     await killOwner(h.stateDir, s.root);
     const next = await openSession(h.emu, [{ memoryStoreId: s.storeId }]);
-    const again = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    const again = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(
+      next.session,
+    );
     expect(await readTree(s.root)).toEqual({ 'a.md': 'a', 'b.md': 'b' });
     expect(h.emu.memories(s.storeId)).toEqual({ '/a.md': 'a', '/b.md': 'b' });
     await again.unmount();
@@ -217,7 +228,9 @@ describe('a leftover of a worker that died', () => {
     delete expected['/m-01.md'];
 
     const next = await openSession(h.emu, [{ memoryStoreId: s.storeId }]);
-    const mounted = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    const mounted = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(
+      next.session,
+    );
     expect(h.emu.memories(s.storeId)).toEqual(expected);
     // No torn bytes ever reached the store.
     expect(h.emu.memoryHistory(s.storeId).filter((w) => w.content !== null && w.content.length <= 10)).toEqual([]);

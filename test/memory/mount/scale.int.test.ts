@@ -63,7 +63,10 @@ describe('at scale', () => {
   it('mounts 8 stores of 250 memories in parallel', async () => {
     const stores = [];
     for (let i = 0; i < 8; i++) stores.push(await h.emu.createMemoryStore({ name: `Store ${i}`, memories: memoriesOf(250, `s${i}`) }));
-    const { client, session } = await openSession(h.emu, stores.map((s) => ({ memoryStoreId: s.id })));
+    const { client, session } = await openSession(
+      h.emu,
+      stores.map((s) => ({ memoryStoreId: s.id })),
+    );
     const mark = h.emu.requests.length;
     const started = Date.now();
     const mounted = await new MemoryMounter({ client, logger: captureLogger().logger }).mount(session);
@@ -89,7 +92,10 @@ describe('at scale', () => {
     for (let i = 0; i < 3; i++) stores.push(await h.emu.createMemoryStore({ name: `Cmp ${i}`, memories: memoriesOf(120, `c${i}`) }));
     const trees: Record<string, Array<Record<string, string>>> = {};
     for (const via of ['retrieve', 'list-full'] as const) {
-      const { client, session } = await openSession(h.emu, stores.map((s) => ({ memoryStoreId: s.id })));
+      const { client, session } = await openSession(
+        h.emu,
+        stores.map((s) => ({ memoryStoreId: s.id })),
+      );
       const mounted = await new MemoryMounter({ client, logger: captureLogger().logger, downloadVia: via }).mount(session);
       expect(mounted.stores.map((s) => s.memories)).toEqual([120, 120, 120]);
       trees[via] = await Promise.all(stores.map((_, i) => readTree(path.join(h.mountRoot, `cmp-${i}`))));

@@ -98,9 +98,12 @@ describe('a write queue', () => {
     refused.push(3);
     await expect(refused.drained()).rejects.toThrow('folder replaced');
     await expect(refused.push(4)).rejects.toThrow('folder replaced');
-    const cut = new WriteQueue<number>(async (n) => {
-      if (n === 1) throw new Error('disk full');
-    }, { highWater: 100, batch: 4, hooks: { begin: () => undefined, end: (failed) => void ends.push(failed) } });
+    const cut = new WriteQueue<number>(
+      async (n) => {
+        if (n === 1) throw new Error('disk full');
+      },
+      { highWater: 100, batch: 4, hooks: { begin: () => undefined, end: (failed) => void ends.push(failed) } },
+    );
     cut.push(0);
     cut.push(1);
     cut.push(2);

@@ -9,7 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { RemoteApiError, RemoteLimitError } from '../../../src/errors.js';
 import { readBodyCapped } from '../../../src/memory/remote/bounded-body.js';
 
-function streamed(chunks: Array<string | number[]>, opts: { stallAfter?: boolean; headers?: Record<string, string> } = {}): { res: Response; pulled: () => number } {
+function streamed(
+  chunks: Array<string | number[]>,
+  opts: { stallAfter?: boolean; headers?: Record<string, string> } = {},
+): { res: Response; pulled: () => number } {
   let pulled = 0;
   const body = new ReadableStream<Uint8Array>({
     pull(controller) {
@@ -30,11 +33,29 @@ describe('readBodyCapped', () => {
     { description: 'a body under the cap is read whole', chunks: ['{"a":', '1}'], cap: 100, result: '{"a":1}' },
     { description: 'a body exactly at the cap is read whole', chunks: ['12345'], cap: 5, result: '12345' },
     { description: 'a body over the cap is refused', chunks: ['1234', '5678'], cap: 5, result: RemoteLimitError },
-    { description: 'a character split across two chunks is decoded whole', chunks: [[0x22, 0xc3], [0xa9, 0x22]], cap: 100, result: '"\u00e9"' },
-    { description: 'a four-byte character split over three chunks is decoded whole', chunks: [[0xf0, 0x9f], [0x98], [0x80]], cap: 100, result: '\u{1f600}' },
+    {
+      description: 'a character split across two chunks is decoded whole',
+      chunks: [
+        [0x22, 0xc3],
+        [0xa9, 0x22],
+      ],
+      cap: 100,
+      result: '"\u00e9"',
+    },
+    {
+      description: 'a four-byte character split over three chunks is decoded whole',
+      chunks: [[0xf0, 0x9f], [0x98], [0x80]],
+      cap: 100,
+      result: '\u{1f600}',
+    },
     { description: 'a leading byte-order mark is kept as text', chunks: [[0xef, 0xbb, 0xbf, 0x7b, 0x7d]], cap: 100, result: '\ufeff{}' },
     { description: 'bytes that are not UTF-8 become replacement characters', chunks: [[0x61, 0xff], [0x62]], cap: 100, result: 'a\ufffdb' },
-    { description: 'a body ending inside a character ends with a replacement character', chunks: [[0x61, 0xc3]], cap: 100, result: 'a\ufffd' },
+    {
+      description: 'a body ending inside a character ends with a replacement character',
+      chunks: [[0x61, 0xc3]],
+      cap: 100,
+      result: 'a\ufffd',
+    },
   ];
   for (const row of rows) {
     it(row.description, async () => {

@@ -10,15 +10,35 @@ import { MIN_PAGES_IN_FLIGHT, PAGE_CONTENT_BYTES_IN_FLIGHT, PageBudget, pagesInF
 describe('pagesInFlight', () => {
   const rows = [
     { description: 'before any memory is seen, every part may run', concurrency: 16, items: 0, contentBytes: 0, expected: 16 },
-    { description: 'pages of 1 KiB memories all fit: capped by concurrency', concurrency: 16, items: 100, contentBytes: 100 * 1024, expected: 16 },
-    { description: 'pages of 8 KiB memories: as many as fit the budget', concurrency: 16, items: 100, contentBytes: 100 * 8192, expected: Math.floor(PAGE_CONTENT_BYTES_IN_FLIGHT / (20 * 8192)) },
-    { description: 'pages of 100 KiB memories: the minimum', concurrency: 16, items: 10, contentBytes: 10 * 102_400, expected: MIN_PAGES_IN_FLIGHT },
+    {
+      description: 'pages of 1 KiB memories all fit: capped by concurrency',
+      concurrency: 16,
+      items: 100,
+      contentBytes: 100 * 1024,
+      expected: 16,
+    },
+    {
+      description: 'pages of 8 KiB memories: as many as fit the budget',
+      concurrency: 16,
+      items: 100,
+      contentBytes: 100 * 8192,
+      expected: Math.floor(PAGE_CONTENT_BYTES_IN_FLIGHT / (20 * 8192)),
+    },
+    {
+      description: 'pages of 100 KiB memories: the minimum',
+      concurrency: 16,
+      items: 10,
+      contentBytes: 10 * 102_400,
+      expected: MIN_PAGES_IN_FLIGHT,
+    },
     { description: 'empty memories: capped by concurrency', concurrency: 16, items: 50, contentBytes: 0, expected: 16 },
     { description: 'a concurrency below the minimum is kept', concurrency: 1, items: 10, contentBytes: 10 * 102_400, expected: 1 },
   ];
   for (const row of rows) {
     it(row.description, () => {
-      expect(pagesInFlight({ concurrency: row.concurrency, itemsPerPage: 20, items: row.items, contentBytes: row.contentBytes })).toBe(row.expected);
+      expect(pagesInFlight({ concurrency: row.concurrency, itemsPerPage: 20, items: row.items, contentBytes: row.contentBytes })).toBe(
+        row.expected,
+      );
     });
   }
 });

@@ -14,9 +14,15 @@ function parsedBack(text: string): unknown {
 describe('splitPage', () => {
   const tricky = ['plain', 'quote " inside', 'backslash \\', 'both \\" and \\\\"', '{ [ , ] }', 'unicode é ✓ 𝄞', 'new\nline', ''];
   it.each([
-    { name: 'a page of memories', body: { data: tricky.map((content, i) => ({ type: 'memory', id: `m${i}`, path: `/a/${i}.md`, content })), next_page: 'cur,sor]' } },
+    {
+      name: 'a page of memories',
+      body: { data: tricky.map((content, i) => ({ type: 'memory', id: `m${i}`, path: `/a/${i}.md`, content })), next_page: 'cur,sor]' },
+    },
     { name: 'an empty page', body: { data: [], next_page: null } },
-    { name: 'data after next_page', body: { next_page: 'x', data: [{ type: 'memory_prefix', path: '/a/' }, { n: [1, [2, { '"data"': 3 }]] }] } },
+    {
+      name: 'data after next_page',
+      body: { next_page: 'x', data: [{ type: 'memory_prefix', path: '/a/' }, { n: [1, [2, { '"data"': 3 }]] }] },
+    },
     { name: 'nested data keys', body: { meta: { data: [1, 2] }, data: [{ data: ['x'] }] } },
   ])('gives back the same items and members for $name', ({ body }) => {
     for (const text of [JSON.stringify(body), JSON.stringify(body, null, 2)]) {
@@ -43,7 +49,10 @@ describe('splitPage', () => {
       return seed % n;
     };
     for (let round = 0; round < 200; round++) {
-      const data = Array.from({ length: rand(6) }, (_, i) => ({ id: `m${i}`, content: Array.from({ length: rand(40) }, () => alphabet[rand(alphabet.length)]).join('') }));
+      const data = Array.from({ length: rand(6) }, (_, i) => ({
+        id: `m${i}`,
+        content: Array.from({ length: rand(40) }, () => alphabet[rand(alphabet.length)]).join(''),
+      }));
       const text = JSON.stringify({ data, next_page: rand(2) === 0 ? null : 'p"q' });
       expect(parsedBack(text)).toEqual(JSON.parse(text));
     }

@@ -106,7 +106,10 @@ describe('a listing', () => {
 
   it('refuses a listing that names one path twice', async () => {
     const r = await rig();
-    h.emu.faults.add({ route: LISTING, rewrite: () => ({ data: [fakeMemory(r.storeId, '/x.md'), fakeMemory(r.storeId, '/x.md')], next_page: null }) });
+    h.emu.faults.add({
+      route: LISTING,
+      rewrite: () => ({ data: [fakeMemory(r.storeId, '/x.md'), fakeMemory(r.storeId, '/x.md')], next_page: null }),
+    });
     expect((await limitOf(r.remote.listBasic())).limit).toBe('duplicate-path');
   });
 
@@ -179,7 +182,11 @@ describe('a folder-split listing', () => {
    * the first page of the whole store with `whole` (by default a page saying more follow, so the
    * split is used).
    */
-  function answer(top: () => unknown, folder: (prefix: string, page: number) => unknown, whole: () => unknown = () => ({ data: [], next_page: cursor('whole') })): void {
+  function answer(
+    top: () => unknown,
+    folder: (prefix: string, page: number) => unknown,
+    whole: () => unknown = () => ({ data: [], next_page: cursor('whole') }),
+  ): void {
     const pages = new Map<string, number>();
     h.emu.faults.add({
       route: LISTING,
@@ -203,16 +210,33 @@ describe('a folder-split listing', () => {
     const mark = h.emu.requests.length;
     const got: string[] = [];
     await new RemoteStore(client, store.id).listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split);
-    expect(got.sort()).toEqual(Object.entries(memories).map(([p, c]) => `${p}=${c}`).sort());
-    const queries = h.emu.requests.slice(mark).filter((r) => r.route === 'GET /v1/memory_stores/:id/memories').map((r) => r.query);
+    expect(got.sort()).toEqual(
+      Object.entries(memories)
+        .map(([p, c]) => `${p}=${c}`)
+        .sort(),
+    );
+    const queries = h.emu.requests
+      .slice(mark)
+      .filter((r) => r.route === 'GET /v1/memory_stores/:id/memories')
+      .map((r) => r.query);
     // The whole store's first page (more than one page: dropped) and the depth-1 page, asked at once.
-    expect(queries.slice(0, 2).map((q) => `${q['path_prefix'] ?? '(whole)'} ${q['depth'] ?? ''}`).sort()).toEqual(['(whole) ', '/ 1']);
+    expect(
+      queries
+        .slice(0, 2)
+        .map((q) => `${q['path_prefix'] ?? '(whole)'} ${q['depth'] ?? ''}`)
+        .sort(),
+    ).toEqual(['(whole) ', '/ 1']);
     // 15 memories per folder: one full page each.
-    expect(queries.slice(2).map((q) => q['path_prefix']).sort()).toEqual(['/f0/', '/f1/', '/f2/']);
+    expect(
+      queries
+        .slice(2)
+        .map((q) => q['path_prefix'])
+        .sort(),
+    ).toEqual(['/f0/', '/f1/', '/f2/']);
   });
 
   describe('of a store that fits one page', () => {
-    it('takes one round trip: the whole store\'s first page, asked at once with the depth-1 page, is complete and is the listing', async () => {
+    it("takes one round trip: the whole store's first page, asked at once with the depth-1 page, is complete and is the listing", async () => {
       const memories: Record<string, string> = {};
       for (let i = 0; i < 5; i++) memories[`/f${i}/n${i}.md`] = `n${i}`;
       const store = await h.emu.createMemoryStore({ name: 'Small', memories });
@@ -223,7 +247,11 @@ describe('a folder-split listing', () => {
       const mark = h.emu.requests.length;
       const got: string[] = [];
       await new RemoteStore(client, store.id).listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split);
-      expect(got.sort()).toEqual(Object.entries(memories).map(([p, c]) => `${p}=${c}`).sort());
+      expect(got.sort()).toEqual(
+        Object.entries(memories)
+          .map(([p, c]) => `${p}=${c}`)
+          .sort(),
+      );
       const lists = h.emu.requests.slice(mark).filter((r) => r.route === 'GET /v1/memory_stores/:id/memories');
       expect(lists.map((r) => `${r.query['path_prefix'] ?? '(whole)'} ${r.query['depth'] ?? ''}`).sort()).toEqual(['(whole) ', '/ 1']);
       // Both asked before either was answered.
@@ -277,7 +305,10 @@ describe('a folder-split listing', () => {
     const r = await rig();
     answer(
       () => ({ data: Array.from({ length: 20 }, (_, i) => prefixItem(`/d${i}/`)), next_page: null }),
-      (prefix, page) => ({ data: Array.from({ length: 20 }, (_, i) => fakeMemory(r.storeId, `${prefix}p${page}-${i}.md`)), next_page: cursor(`${prefix}${page}`) }),
+      (prefix, page) => ({
+        data: Array.from({ length: 20 }, (_, i) => fakeMemory(r.storeId, `${prefix}p${page}-${i}.md`)),
+        next_page: cursor(`${prefix}${page}`),
+      }),
     );
     const err = await limitOf(collect(r).run());
     expect(err.limit).toBe('memory-count');

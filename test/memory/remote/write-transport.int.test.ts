@@ -26,11 +26,18 @@ afterEach(async () => {
 
 const WRITE = /^POST \/v1\/memory_stores\/[^/]+\/memories/;
 
-async function rig(clientOptions: ConstructorParameters<typeof Anthropic>[0] = {}, requestTimeoutMs?: number): Promise<{ storeId: string; remote: RemoteStore; client: Anthropic }> {
+async function rig(
+  clientOptions: ConstructorParameters<typeof Anthropic>[0] = {},
+  requestTimeoutMs?: number,
+): Promise<{ storeId: string; remote: RemoteStore; client: Anthropic }> {
   const store = await h.emu.createMemoryStore({ name: 'Writes', memories: { '/a.md': 'a' } });
   const { sessionId } = await h.emu.createSession({ resources: [{ memoryStoreId: store.id }] });
   const client = h.emu.sessionClient(sessionId, clientOptions);
-  return { storeId: store.id, client, remote: new RemoteStore(client, store.id, { readRetries: 0, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) }) };
+  return {
+    storeId: store.id,
+    client,
+    remote: new RemoteStore(client, store.id, { readRetries: 0, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) }),
+  };
 }
 
 describe('with the runtime default fetch', () => {
@@ -60,8 +67,17 @@ describe('with the runtime default fetch', () => {
   });
 
   const rows: Array<{ description: string; fault: Parameters<Harness['emu']['faults']['add']>[0]; failure: string; reason?: RegExp }> = [
-    { description: 'a 409 precondition failure is a precondition', fault: { status: 409, errorType: 'memory_precondition_failed_error' }, failure: 'precondition' },
-    { description: 'a 400 is a refusal, with the server message', fault: { status: 400, message: 'bad content' }, failure: 'refused', reason: /HTTP 400.*bad content/ },
+    {
+      description: 'a 409 precondition failure is a precondition',
+      fault: { status: 409, errorType: 'memory_precondition_failed_error' },
+      failure: 'precondition',
+    },
+    {
+      description: 'a 400 is a refusal, with the server message',
+      fault: { status: 400, message: 'bad content' },
+      failure: 'refused',
+      reason: /HTTP 400.*bad content/,
+    },
     { description: 'a 413 is a refusal', fault: { status: 413 }, failure: 'refused' },
     { description: 'a 404 is not-found', fault: { status: 404 }, failure: 'not-found' },
     { description: 'a 503 is transient', fault: { status: 503 }, failure: 'transient', reason: /HTTP 503/ },

@@ -31,16 +31,31 @@ const rows: Row[] = [
   { description: 'nothing goes early in a flush', rel: 'n.md', phase: 'flush', early: false },
   { description: 'a file the baseline knows waits for the plan', rel: 'known.md', early: false },
   { description: 'a file the listing shows waits for the plan', rel: 'r.md', remote: { 'r.md': { id: 'mem_r', sha: A } }, early: false },
-  { description: 'a file where the listing has a folder waits', rel: 'rdir', remote: { 'rdir/x.md': { id: 'mem_x', sha: A } }, early: false },
+  {
+    description: 'a file where the listing has a folder waits',
+    rel: 'rdir',
+    remote: { 'rdir/x.md': { id: 'mem_x', sha: A } },
+    early: false,
+  },
   { description: 'a file where the baseline has a folder waits', rel: 'dir', early: false },
   { description: 'a file below a listed file waits', rel: 'r.md/x.md', remote: { 'r.md': { id: 'mem_r', sha: A } }, early: false },
   { description: 'a file below a baseline file waits', rel: 'known.md/x.md', early: false },
   { description: 'a file beside baseline files in the same folder goes early', rel: 'dir/other.md', early: true },
-  { description: 'a file with a pending delete waits', rel: 'p.md', state: { pendingDeletes: { 'p.md': { sinceGeneration: 0, baseSha: A } } }, early: false },
+  {
+    description: 'a file with a pending delete waits',
+    rel: 'p.md',
+    state: { pendingDeletes: { 'p.md': { sinceGeneration: 0, baseSha: A } } },
+    early: false,
+  },
   { description: 'a file whose upload response was lost waits', rel: 's.md', state: { sentShas: { 's.md': [B] } }, early: false },
   { description: 'a refused file waits', rel: 'x.md', state: { refused: { 'x.md': { fingerprint: B, reason: '413' } } }, early: false },
   { description: 'a shadowed path waits', rel: 'S.md', state: { shadowed: { 'S.md': { reason: 'case collision' } } }, early: false },
-  { description: 'an unsyncable file waits (the plan refuses it)', rel: 'bin.dat', entry: { kind: 'unsyncable', reason: 'not UTF-8', fingerprint: 'f' }, early: false },
+  {
+    description: 'an unsyncable file waits (the plan refuses it)',
+    rel: 'bin.dat',
+    entry: { kind: 'unsyncable', reason: 'not UTF-8', fingerprint: 'f' },
+    early: false,
+  },
   { description: 'a read-only store never uploads', rel: 'n.md', state: { access: 'read_only' }, early: false },
   { description: 'nothing goes early on a case-insensitive folder', rel: 'n.md', caseInsensitive: true, early: false },
   { description: 'a path the planner refuses waits', rel: 'bad\u0001.md', early: false },
@@ -49,7 +64,10 @@ const rows: Row[] = [
 describe('earlyUpload', () => {
   for (const row of rows) {
     it(row.description, () => {
-      const state: StoreSyncState = { ...createSyncState({ storeId: 's', root: '/r', access: 'read_write', baseline: base }), ...row.state };
+      const state: StoreSyncState = {
+        ...createSyncState({ storeId: 's', root: '/r', access: 'read_write', baseline: base }),
+        ...row.state,
+      };
       const index = earlyUploadIndex({
         state,
         remote: new Map(Object.entries(row.remote ?? {})),

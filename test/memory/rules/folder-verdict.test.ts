@@ -13,9 +13,17 @@ const bytes = (text: string): MarkerRead => ({ kind: 'bytes', bytes: new TextEnc
 describe('markerVerdict', () => {
   const rows: Array<{ description: string; read: MarkerRead; expected: MarkerVerdict }> = [
     { description: 'the exact marker of the store is ours', read: bytes(`version 1\n${STORE}`), expected: { kind: 'ours' } },
-    { description: 'a well-formed marker of another store names that store', read: bytes('version 1\nmemstore_other'), expected: { kind: 'other-store', storeId: 'memstore_other' } },
+    {
+      description: 'a well-formed marker of another store names that store',
+      read: bytes('version 1\nmemstore_other'),
+      expected: { kind: 'other-store', storeId: 'memstore_other' },
+    },
     { description: 'a trailing newline makes the marker malformed', read: bytes(`version 1\n${STORE}\n`), expected: { kind: 'malformed' } },
-    { description: 'another format version of the same store is not ours', read: bytes(`version 2\n${STORE}`), expected: { kind: 'malformed' } },
+    {
+      description: 'another format version of the same store is not ours',
+      read: bytes(`version 2\n${STORE}`),
+      expected: { kind: 'malformed' },
+    },
     { description: 'empty bytes are malformed', read: bytes(''), expected: { kind: 'malformed' } },
     { description: 'text that is no marker is malformed', read: bytes('hello'), expected: { kind: 'malformed' } },
     { description: 'no marker file is missing', read: { kind: 'missing' }, expected: { kind: 'missing' } },
@@ -30,13 +38,22 @@ describe('folderVerdict', () => {
   const ours: MarkerVerdict = { kind: 'ours' };
   const rows: Array<{ description: string; facts: FolderFacts; phase?: SyncPhase; expected: FolderVerdict }> = [
     { description: 'a folder with its marker syncs', facts: { root: 'folder', marker: ours, empty: false }, expected: { action: 'sync' } },
-    { description: 'an empty folder with its marker syncs (the plan downloads)', facts: { root: 'folder', marker: ours, empty: true }, expected: { action: 'sync' } },
+    {
+      description: 'an empty folder with its marker syncs (the plan downloads)',
+      facts: { root: 'folder', marker: ours, empty: true },
+      expected: { action: 'sync' },
+    },
     {
       description: 'a removed folder is re-created and downloaded again',
       facts: { root: 'missing' },
       expected: { action: 'rebuild', createRoot: true, warning: 'the store folder was removed; re-created and downloading again' },
     },
-    { description: 'the flush never re-creates a removed folder', facts: { root: 'missing' }, phase: 'flush', expected: { action: 'skip' } },
+    {
+      description: 'the flush never re-creates a removed folder',
+      facts: { root: 'missing' },
+      phase: 'flush',
+      expected: { action: 'skip' },
+    },
     {
       description: 'the final sync re-creates a removed folder',
       facts: { root: 'missing' },
@@ -53,7 +70,12 @@ describe('folderVerdict', () => {
       facts: { root: 'folder', marker: { kind: 'missing' }, empty: true },
       expected: { action: 'rebuild', createRoot: false, warning: 'the store folder was emptied, marker included; downloading again' },
     },
-    { description: 'the flush skips an emptied folder without a warning', facts: { root: 'folder', marker: { kind: 'missing' }, empty: true }, phase: 'flush', expected: { action: 'skip' } },
+    {
+      description: 'the flush skips an emptied folder without a warning',
+      facts: { root: 'folder', marker: { kind: 'missing' }, empty: true },
+      phase: 'flush',
+      expected: { action: 'skip' },
+    },
     {
       description: 'an empty folder with an altered marker is rebuilt',
       facts: { root: 'folder', marker: { kind: 'malformed' }, empty: true },

@@ -22,9 +22,24 @@ const rows: Row[] = [
   { description: 'a file the scan saw is not a candidate', baseline: ['a.md', 'b.md'], scanned: ['a.md'], expected: ['b.md'] },
   { description: 'every baseline file is a candidate when the scan saw none', baseline: ['a.md', 'd/b.md'], expected: ['a.md', 'd/b.md'] },
   { description: 'a refused path is never a candidate', baseline: ['a.md', 'b.md'], refused: ['b.md'], expected: ['a.md'] },
-  { description: 'a skipped entry (FIFO, symlink) at the path is there', baseline: ['a.md'], skipped: [{ rel: 'a.md', kind: 'fifo' }], expected: [] },
-  { description: 'a path below a skipped folder is there', baseline: ['d/a.md', 'e.md'], skipped: [{ rel: 'd', kind: 'unreadable' }], expected: ['e.md'] },
-  { description: 'an unreadable root hides every path', baseline: ['d/a.md', 'e.md'], skipped: [{ rel: '', kind: 'unreadable' }], expected: [] },
+  {
+    description: 'a skipped entry (FIFO, symlink) at the path is there',
+    baseline: ['a.md'],
+    skipped: [{ rel: 'a.md', kind: 'fifo' }],
+    expected: [],
+  },
+  {
+    description: 'a path below a skipped folder is there',
+    baseline: ['d/a.md', 'e.md'],
+    skipped: [{ rel: 'd', kind: 'unreadable' }],
+    expected: ['e.md'],
+  },
+  {
+    description: 'an unreadable root hides every path',
+    baseline: ['d/a.md', 'e.md'],
+    skipped: [{ rel: '', kind: 'unreadable' }],
+    expected: [],
+  },
   { description: 'a reserved temp name at the path is there', baseline: ['a.md'], reserved: ['a.md'], expected: [] },
   { description: 'a new file the baseline does not know is never a candidate', baseline: [], scanned: ['new.md'], expected: [] },
 ];

@@ -49,7 +49,11 @@ describe('isValidMarker', () => {
 describe('parseMarker', () => {
   const rows = [
     { description: 'reads the version and store id', bytes: enc(`version 1\n${STORE}`), expected: { version: 1, storeId: STORE } },
-    { description: 'reads a future version (the caller decides)', bytes: enc('version 2\nmemstore_x'), expected: { version: 2, storeId: 'memstore_x' } },
+    {
+      description: 'reads a future version (the caller decides)',
+      bytes: enc('version 2\nmemstore_x'),
+      expected: { version: 2, storeId: 'memstore_x' },
+    },
     { description: 'rejects a trailing newline', bytes: enc(`version 1\n${STORE}\n`), expected: undefined },
     { description: 'rejects a missing id', bytes: enc('version 1\n'), expected: undefined },
     { description: 'rejects an id with spaces', bytes: enc('version 1\nmem store'), expected: undefined },

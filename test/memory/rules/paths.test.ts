@@ -97,8 +97,18 @@ describe('checkRelPath (local side)', () => {
 
 describe('agreement with the emulator (which enforces the API rules)', () => {
   const samples = [
-    '/ok.md', '/a\u202Eb.md', '/a\u200Bb.md', '/\uFEFFx', '/cafe\u0301.md', '/caf\u00e9.md', '/a\u0007b', '/a\u2029b',
-    '/a/../b', '/a//b', `/${Array(21).fill('d').join('/')}`, '/x\u00ADy.md',
+    '/ok.md',
+    '/a\u202Eb.md',
+    '/a\u200Bb.md',
+    '/\uFEFFx',
+    '/cafe\u0301.md',
+    '/caf\u00e9.md',
+    '/a\u0007b',
+    '/a\u2029b',
+    '/a/../b',
+    '/a//b',
+    `/${Array(21).fill('d').join('/')}`,
+    '/x\u00ADy.md',
   ];
   for (const sample of samples) {
     it(`${JSON.stringify(sample)}: refused here exactly when the emulator refuses it`, () => {

@@ -29,13 +29,33 @@ describe('pullRaceVerdict', () => {
   });
   const rows: Array<{ description: string; race: PullRace; expected: ReturnType<typeof pullRaceVerdict>['action'] }> = [
     { description: 'no file at the path: the store version is written', race: race({ fileThere: false }), expected: 'write' },
-    { description: 'a planned conflict with no file left: written, nothing to copy', race: race({ fileThere: false, plannedConflict: true }), expected: 'write' },
-    { description: 'a planned conflict copies the local bytes out first', race: race({ plannedConflict: true }), expected: 'copy-then-write' },
+    {
+      description: 'a planned conflict with no file left: written, nothing to copy',
+      race: race({ fileThere: false, plannedConflict: true }),
+      expected: 'write',
+    },
+    {
+      description: 'a planned conflict copies the local bytes out first',
+      race: race({ plannedConflict: true }),
+      expected: 'copy-then-write',
+    },
     { description: 'a file unchanged since the scan is overwritten', race: race({}), expected: 'write' },
     { description: 'a file changed back to the baseline is overwritten', race: race({ changed: { sha: BASE } }), expected: 'write' },
-    { description: 'a file changed to the store version already is overwritten', race: race({ changed: { sha: STORE } }), expected: 'write' },
-    { description: 'a file no longer readable as a regular file is overwritten', race: race({ changed: { sha: undefined } }), expected: 'write' },
-    { description: 'an edit after the scan while the store changed: copied out, the store wins', race: race({ changed: { sha: EDIT } }), expected: 'copy-then-write' },
+    {
+      description: 'a file changed to the store version already is overwritten',
+      race: race({ changed: { sha: STORE } }),
+      expected: 'write',
+    },
+    {
+      description: 'a file no longer readable as a regular file is overwritten',
+      race: race({ changed: { sha: undefined } }),
+      expected: 'write',
+    },
+    {
+      description: 'an edit after the scan while the store changed: copied out, the store wins',
+      race: race({ changed: { sha: EDIT } }),
+      expected: 'copy-then-write',
+    },
     {
       description: 'an edit after the scan while the store still holds the baseline: the edit is kept',
       race: race({ changed: { sha: EDIT }, storeSha: BASE, fetchedSha: BASE }),
@@ -62,7 +82,11 @@ describe('pullRaceVerdict', () => {
 describe('localDeleteVerdict', () => {
   const rows: Array<{ description: string; race: LocalDeleteRace; expected: ReturnType<typeof localDeleteVerdict> }> = [
     { description: 'a file as scanned is removed', race: { current: 'file', expectedSha: BASE }, expected: { action: 'remove' } },
-    { description: 'a file touched but holding the same bytes is removed', race: { current: 'file', changed: { sha: BASE }, expectedSha: BASE }, expected: { action: 'remove' } },
+    {
+      description: 'a file touched but holding the same bytes is removed',
+      race: { current: 'file', changed: { sha: BASE }, expectedSha: BASE },
+      expected: { action: 'remove' },
+    },
     {
       description: 'a file edited since the scan is kept',
       race: { current: 'file', changed: { sha: EDIT }, expectedSha: BASE },
@@ -73,7 +97,11 @@ describe('localDeleteVerdict', () => {
       race: { current: 'file', changed: { sha: undefined }, expectedSha: BASE },
       expected: { action: 'done', outcome: { ok: false, failure: 'precondition', reason: 'file changed since the scan' } },
     },
-    { description: 'a file already gone is done', race: { current: 'none', expectedSha: BASE }, expected: { action: 'done', outcome: { ok: true } } },
+    {
+      description: 'a file already gone is done',
+      race: { current: 'none', expectedSha: BASE },
+      expected: { action: 'done', outcome: { ok: true } },
+    },
     {
       description: 'a folder or symlink at the path is left alone',
       race: { current: 'not-a-file', expectedSha: BASE },

@@ -42,8 +42,20 @@ describe('remoteView', () => {
     shadowedAfter: string[];
     newly: string[];
   }> = [
-    { description: 'usable paths are keyed without their leading slash', listed: ['/a.md', '/notes/b.md'], kept: ['a.md', 'notes/b.md'], shadowedAfter: [], newly: [] },
-    { description: 'a path that escapes the root is shadowed and warned once', listed: ['/../x.md', '/a.md'], kept: ['a.md'], shadowedAfter: ['/../x.md'], newly: ['/../x.md'] },
+    {
+      description: 'usable paths are keyed without their leading slash',
+      listed: ['/a.md', '/notes/b.md'],
+      kept: ['a.md', 'notes/b.md'],
+      shadowedAfter: [],
+      newly: [],
+    },
+    {
+      description: 'a path that escapes the root is shadowed and warned once',
+      listed: ['/../x.md', '/a.md'],
+      kept: ['a.md'],
+      shadowedAfter: ['/../x.md'],
+      newly: ['/../x.md'],
+    },
     {
       description: 'a path shadowed before stays shadowed without a new warning',
       listed: ['/A.md'],
@@ -52,9 +64,29 @@ describe('remoteView', () => {
       shadowedAfter: ['A.md'],
       newly: [],
     },
-    { description: 'a shadowed path no longer listed is dropped from the shadowed set', listed: ['/a.md'], shadowed: { 'gone.md': { reason: 'case collision' } }, kept: ['a.md'], shadowedAfter: [], newly: [] },
-    { description: 'case variants both stay on a case-sensitive folder', listed: ['/A.md', '/a.md'], kept: ['A.md', 'a.md'], shadowedAfter: [], newly: [] },
-    { description: 'on a case-insensitive folder one spelling of a collision is kept', listed: ['/A.md', '/a.md'], caseInsensitive: true, kept: ['A.md'], shadowedAfter: ['a.md'], newly: ['a.md'] },
+    {
+      description: 'a shadowed path no longer listed is dropped from the shadowed set',
+      listed: ['/a.md'],
+      shadowed: { 'gone.md': { reason: 'case collision' } },
+      kept: ['a.md'],
+      shadowedAfter: [],
+      newly: [],
+    },
+    {
+      description: 'case variants both stay on a case-sensitive folder',
+      listed: ['/A.md', '/a.md'],
+      kept: ['A.md', 'a.md'],
+      shadowedAfter: [],
+      newly: [],
+    },
+    {
+      description: 'on a case-insensitive folder one spelling of a collision is kept',
+      listed: ['/A.md', '/a.md'],
+      caseInsensitive: true,
+      kept: ['A.md'],
+      shadowedAfter: ['a.md'],
+      newly: ['a.md'],
+    },
     {
       description: 'on a case-insensitive folder the spelling the baseline holds wins against a newcomer',
       listed: ['/A.md', '/a.md'],
@@ -97,7 +129,11 @@ describe('remoteView', () => {
       baseline: Object.fromEntries((baseline ?? []).map((p) => [p, { id: `mem_/${p}`, sha: A }])),
       shadowed: shadowed ?? {},
     });
-    const view = remoteView(listed.map((p) => mem(p)), s, caseInsensitive ?? false);
+    const view = remoteView(
+      listed.map((p) => mem(p)),
+      s,
+      caseInsensitive ?? false,
+    );
     expect([...view.byRel.keys()].sort()).toEqual(kept);
     expect([...view.remote.keys()].sort()).toEqual(kept);
     expect(Object.keys(view.shadowed).sort()).toEqual(shadowedAfter);
@@ -117,8 +153,18 @@ describe('remoteView', () => {
 
 describe('releaseResolvedPathConflicts', () => {
   const rows: Array<{ description: string; refused: string; listed: string[]; released: boolean }> = [
-    { description: 'a file refused under a listed memory (a file where the folder goes) stays refused', refused: 'notes/a.md', listed: ['notes'], released: false },
-    { description: 'a file refused over a listed folder of memories stays refused', refused: 'notes', listed: ['notes/a.md'], released: false },
+    {
+      description: 'a file refused under a listed memory (a file where the folder goes) stays refused',
+      refused: 'notes/a.md',
+      listed: ['notes'],
+      released: false,
+    },
+    {
+      description: 'a file refused over a listed folder of memories stays refused',
+      refused: 'notes',
+      listed: ['notes/a.md'],
+      released: false,
+    },
     { description: 'a deeper overlapping memory keeps the refusal', refused: 'notes/x/a.md', listed: ['notes'], released: false },
     { description: 'once the overlapping memory is gone the refusal ends', refused: 'notes/a.md', listed: ['other.md'], released: true },
     { description: 'a sibling with a common prefix is no overlap', refused: 'notes', listed: ['notes2/a.md'], released: true },
@@ -139,13 +185,43 @@ describe('releaseResolvedPathConflicts', () => {
 describe('local changes a flush sends', () => {
   const file = (sha: string): LocalEntry => ({ kind: 'file', sha, size: 1 });
   const rows: Array<{ description: string; s: StoreSyncState; entries: Array<[string, LocalEntry]>; expected: boolean }> = [
-    { description: 'a file as the baseline has it is no change', s: state({ baseline: { 'a.md': { id: 'm', sha: A } } }), entries: [['a.md', file(A)]], expected: false },
-    { description: 'an edited file is a change', s: state({ baseline: { 'a.md': { id: 'm', sha: A } } }), entries: [['a.md', file(B)]], expected: true },
+    {
+      description: 'a file as the baseline has it is no change',
+      s: state({ baseline: { 'a.md': { id: 'm', sha: A } } }),
+      entries: [['a.md', file(A)]],
+      expected: false,
+    },
+    {
+      description: 'an edited file is a change',
+      s: state({ baseline: { 'a.md': { id: 'm', sha: A } } }),
+      entries: [['a.md', file(B)]],
+      expected: true,
+    },
     { description: 'a new file is a change', s: state(), entries: [['a.md', file(A)]], expected: true },
-    { description: 'a version refused for good is no change', s: state({ refused: { 'a.md': { fingerprint: B, reason: 'too large' } } }), entries: [['a.md', file(B)]], expected: false },
-    { description: 'a version refused for a path conflict is still a change', s: state({ refused: { 'a.md': { fingerprint: B, reason: CONFLICT } } }), entries: [['a.md', file(B)]], expected: true },
-    { description: 'a newer version than the refused one is a change', s: state({ refused: { 'a.md': { fingerprint: A, reason: 'too large' } } }), entries: [['a.md', file(B)]], expected: true },
-    { description: 'an unsyncable file is nothing a flush can send', s: state(), entries: [['a.bin', { kind: 'unsyncable', reason: 'binary', fingerprint: '1:2:3' }]], expected: false },
+    {
+      description: 'a version refused for good is no change',
+      s: state({ refused: { 'a.md': { fingerprint: B, reason: 'too large' } } }),
+      entries: [['a.md', file(B)]],
+      expected: false,
+    },
+    {
+      description: 'a version refused for a path conflict is still a change',
+      s: state({ refused: { 'a.md': { fingerprint: B, reason: CONFLICT } } }),
+      entries: [['a.md', file(B)]],
+      expected: true,
+    },
+    {
+      description: 'a newer version than the refused one is a change',
+      s: state({ refused: { 'a.md': { fingerprint: A, reason: 'too large' } } }),
+      entries: [['a.md', file(B)]],
+      expected: true,
+    },
+    {
+      description: 'an unsyncable file is nothing a flush can send',
+      s: state(),
+      entries: [['a.bin', { kind: 'unsyncable', reason: 'binary', fingerprint: '1:2:3' }]],
+      expected: false,
+    },
   ];
   it.each(rows)('$description', ({ s, entries, expected }) => {
     expect(hasLocalChanges(s, new Map(entries))).toBe(expected);
@@ -160,7 +236,10 @@ describe('local changes a flush sends', () => {
 });
 
 describe('unsavedInScan', () => {
-  const s = state({ baseline: { 'same.md': { id: 'm1', sha: A }, 'edit.md': { id: 'm2', sha: A } }, refused: { 'big.md': { fingerprint: B, reason: 'too large' } } });
+  const s = state({
+    baseline: { 'same.md': { id: 'm1', sha: A }, 'edit.md': { id: 'm2', sha: A } },
+    refused: { 'big.md': { fingerprint: B, reason: 'too large' } },
+  });
   const entries = new Map<string, LocalEntry>([
     ['same.md', { kind: 'file', sha: A, size: 1 }],
     ['edit.md', { kind: 'file', sha: B, size: 1 }],
@@ -206,9 +285,24 @@ describe('carriedDeletes', () => {
   const rows: Array<{ description: string; s: StoreSyncState; gone: string[]; expected: string[] }> = [
     { description: 'files gone at the end are carried', s: state({ baseline: base }), gone: ['a.md'], expected: ['a.md'] },
     { description: 'nothing gone carries nothing', s: state({ baseline: base }), gone: [], expected: [] },
-    { description: 'a refused path is never carried', s: state({ baseline: base, refused: { 'a.md': { fingerprint: '<deleted>', reason: 'read-only' } } }), gone: ['a.md', 'b.md'], expected: ['b.md'] },
-    { description: 'a folder emptied whole is a wipe: nothing is carried', s: state({ baseline: base }), gone: ['a.md', 'b.md', 'c.md'], expected: [] },
-    { description: 'the only file of a one-file store gone is a deletion, not a wipe', s: state({ baseline: { 'a.md': { id: 'm1', sha: A } } }), gone: ['a.md'], expected: ['a.md'] },
+    {
+      description: 'a refused path is never carried',
+      s: state({ baseline: base, refused: { 'a.md': { fingerprint: '<deleted>', reason: 'read-only' } } }),
+      gone: ['a.md', 'b.md'],
+      expected: ['b.md'],
+    },
+    {
+      description: 'a folder emptied whole is a wipe: nothing is carried',
+      s: state({ baseline: base }),
+      gone: ['a.md', 'b.md', 'c.md'],
+      expected: [],
+    },
+    {
+      description: 'the only file of a one-file store gone is a deletion, not a wipe',
+      s: state({ baseline: { 'a.md': { id: 'm1', sha: A } } }),
+      gone: ['a.md'],
+      expected: ['a.md'],
+    },
   ];
   it.each(rows)('$description', ({ s, gone, expected }) => {
     const carried = carriedDeletes(s, new Set(gone));
@@ -220,15 +314,60 @@ describe('carriedDeletes', () => {
 describe('skip warnings', () => {
   const where = '/mnt/memory/x/e';
   const rows: Array<{ description: string; kind: SkippedEntry['kind']; fix: string; warned: boolean }> = [
-    { description: 'a symlink is replaced by a regular file', kind: 'symlink', fix: `replace ${where} with a regular file (or remove it) to sync it`, warned: true },
-    { description: 'a FIFO is replaced by a regular file', kind: 'fifo', fix: `replace ${where} with a regular file (or remove it) to sync it`, warned: true },
-    { description: 'a socket is replaced by a regular file', kind: 'socket', fix: `replace ${where} with a regular file (or remove it) to sync it`, warned: true },
-    { description: 'a device is replaced by a regular file', kind: 'device', fix: `replace ${where} with a regular file (or remove it) to sync it`, warned: true },
-    { description: 'an unreadable entry is made readable', kind: 'unreadable', fix: `make ${where} readable by the worker's user (chmod u+rX)`, warned: true },
-    { description: 'an over-long path is shortened', kind: 'too-long', fix: `shorten the path of ${where} (it is longer than this system allows)`, warned: true },
-    { description: 'a too-deep path moves closer to the root', kind: 'too-deep', fix: `move ${where} closer to the store root: a memory path has at most 20 segments`, warned: true },
-    { description: 'a name that is not UTF-8 is renamed', kind: 'unreadable-name', fix: `rename ${where} to a valid UTF-8 name`, warned: true },
-    { description: 'an entry that changed during the scan is not warned about', kind: 'vanished', fix: 'none: it changed during the scan', warned: false },
+    {
+      description: 'a symlink is replaced by a regular file',
+      kind: 'symlink',
+      fix: `replace ${where} with a regular file (or remove it) to sync it`,
+      warned: true,
+    },
+    {
+      description: 'a FIFO is replaced by a regular file',
+      kind: 'fifo',
+      fix: `replace ${where} with a regular file (or remove it) to sync it`,
+      warned: true,
+    },
+    {
+      description: 'a socket is replaced by a regular file',
+      kind: 'socket',
+      fix: `replace ${where} with a regular file (or remove it) to sync it`,
+      warned: true,
+    },
+    {
+      description: 'a device is replaced by a regular file',
+      kind: 'device',
+      fix: `replace ${where} with a regular file (or remove it) to sync it`,
+      warned: true,
+    },
+    {
+      description: 'an unreadable entry is made readable',
+      kind: 'unreadable',
+      fix: `make ${where} readable by the worker's user (chmod u+rX)`,
+      warned: true,
+    },
+    {
+      description: 'an over-long path is shortened',
+      kind: 'too-long',
+      fix: `shorten the path of ${where} (it is longer than this system allows)`,
+      warned: true,
+    },
+    {
+      description: 'a too-deep path moves closer to the root',
+      kind: 'too-deep',
+      fix: `move ${where} closer to the store root: a memory path has at most 20 segments`,
+      warned: true,
+    },
+    {
+      description: 'a name that is not UTF-8 is renamed',
+      kind: 'unreadable-name',
+      fix: `rename ${where} to a valid UTF-8 name`,
+      warned: true,
+    },
+    {
+      description: 'an entry that changed during the scan is not warned about',
+      kind: 'vanished',
+      fix: 'none: it changed during the scan',
+      warned: false,
+    },
   ];
   it.each(rows)('$description', ({ kind, fix, warned }) => {
     expect(skipFix(kind, where)).toBe(fix);

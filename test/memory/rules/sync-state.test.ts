@@ -273,18 +273,38 @@ describe('applyOutcomes', () => {
   it('gives, for every row above, the state applyOutcome gives, and leaves its input untouched', () => {
     for (const row of rows) {
       const before = deepFreeze(busyState());
-      expect(applyOutcomes(before, [[row.action, row.outcome]]), row.description).toEqual(applyOutcome(busyState(), row.action, row.outcome));
+      expect(applyOutcomes(before, [[row.action, row.outcome]]), row.description).toEqual(
+        applyOutcome(busyState(), row.action, row.outcome),
+      );
     }
   });
 
   it('applies many steps on several paths as applyOutcome one step at a time would, without touching its input', () => {
-    const base = createSyncState({ storeId: 's', root: '/r', access: 'read_write', baseline: { 'keep.md': { id: 'mem_k', sha: A }, 'gone.md': { id: 'mem_g', sha: A } } });
-    const before = deepFreeze({ ...base, pendingDeletes: { 'gone.md': { sinceGeneration: 0, baseSha: A } }, refused: { 'r.md': { fingerprint: B, reason: '413' } } });
+    const base = createSyncState({
+      storeId: 's',
+      root: '/r',
+      access: 'read_write',
+      baseline: { 'keep.md': { id: 'mem_k', sha: A }, 'gone.md': { id: 'mem_g', sha: A } },
+    });
+    const before = deepFreeze({
+      ...base,
+      pendingDeletes: { 'gone.md': { sinceGeneration: 0, baseSha: A } },
+      refused: { 'r.md': { fingerprint: B, reason: '413' } },
+    });
     const steps: Array<[SyncAction, ActionOutcome]> = [
-      ...Array.from({ length: 50 }, (_, i): [SyncAction, ActionOutcome] => [{ kind: 'push-create', path: `new-${i}.md`, sha: B }, { ok: true, id: `mem_${i}`, sha: B }]),
+      ...Array.from({ length: 50 }, (_, i): [SyncAction, ActionOutcome] => [
+        { kind: 'push-create', path: `new-${i}.md`, sha: B },
+        { ok: true, id: `mem_${i}`, sha: B },
+      ]),
       [{ kind: 'delete-remote', path: 'gone.md', id: 'mem_g', expectedSha: A }, { ok: true }],
-      [{ kind: 'push-create', path: 'lost.md', sha: C }, { ok: false, failure: 'lost-response' }],
-      [{ kind: 'push-create', path: 'r.md', sha: C }, { ok: false, failure: 'refused', reason: '400' }],
+      [
+        { kind: 'push-create', path: 'lost.md', sha: C },
+        { ok: false, failure: 'lost-response' },
+      ],
+      [
+        { kind: 'push-create', path: 'r.md', sha: C },
+        { ok: false, failure: 'refused', reason: '400' },
+      ],
       [{ kind: 'noop', path: 'keep.md' }, { ok: true }],
     ];
     let oneByOne: StoreSyncState = before;
@@ -297,20 +317,36 @@ describe('applyOutcomes', () => {
   });
 
   it('keeps a path named __proto__ as a path of its own, in a copied record and in one a batch changes', () => {
-    const copied = createSyncState({ storeId: 's', root: '/r', access: 'read_write', baseline: JSON.parse(`{"__proto__":{"id":"mem_p","sha":"${A}"}}`) });
+    const copied = createSyncState({
+      storeId: 's',
+      root: '/r',
+      access: 'read_write',
+      baseline: JSON.parse(`{"__proto__":{"id":"mem_p","sha":"${A}"}}`),
+    });
     expect(Object.hasOwn(copied.baseline, '__proto__')).toBe(true);
     const after = applyOutcomes(createSyncState({ storeId: 's', root: '/r', access: 'read_write' }), [
-      [{ kind: 'push-create', path: 'a.md', sha: B }, { ok: true, id: 'mem_a', sha: B }],
-      [{ kind: 'push-create', path: '__proto__', sha: C }, { ok: true, id: 'mem_p', sha: C }],
+      [
+        { kind: 'push-create', path: 'a.md', sha: B },
+        { ok: true, id: 'mem_a', sha: B },
+      ],
+      [
+        { kind: 'push-create', path: '__proto__', sha: C },
+        { ok: true, id: 'mem_p', sha: C },
+      ],
     ]);
     expect(Object.hasOwn(after.baseline, '__proto__')).toBe(true);
     expect(Object.getPrototypeOf(after.baseline)).toBe(Object.prototype);
-    expect(JSON.parse(serializeSyncState(after)).baseline).toEqual(JSON.parse(`{"a.md":{"id":"mem_a","sha":"${B}"},"__proto__":{"id":"mem_p","sha":"${C}"}}`));
+    expect(JSON.parse(serializeSyncState(after)).baseline).toEqual(
+      JSON.parse(`{"a.md":{"id":"mem_a","sha":"${B}"},"__proto__":{"id":"mem_p","sha":"${C}"}}`),
+    );
   });
 
   it('hands back records that a later transition copies instead of changing', () => {
     const first = applyOutcomes(createSyncState({ storeId: 's', root: '/r', access: 'read_write' }), [
-      [{ kind: 'push-create', path: 'a.md', sha: A }, { ok: true, id: 'mem_a', sha: A }],
+      [
+        { kind: 'push-create', path: 'a.md', sha: A },
+        { ok: true, id: 'mem_a', sha: A },
+      ],
     ]);
     const second = applyOutcome(first, { kind: 'push-create', path: 'b.md', sha: B }, { ok: true, id: 'mem_b', sha: B });
     expect(Object.keys(first.baseline)).toEqual(['a.md']);
@@ -321,12 +357,27 @@ describe('applyOutcomes', () => {
 describe('pulls the folder cannot hold', () => {
   const pull: SyncAction = { kind: 'pull', path: P, id: 'mem_1', sha: B, why: 'remote-changed' };
   const blocked: ActionOutcome = { ok: false, failure: 'blocked', reason: 'notes is a file here, where the store has a folder' };
-  const rows: Array<{ description: string; before?: Record<string, string>; outcome: ActionOutcome; after: Record<string, string> | undefined }> = [
+  const rows: Array<{
+    description: string;
+    before?: Record<string, string>;
+    outcome: ActionOutcome;
+    after: Record<string, string> | undefined;
+  }> = [
     { description: 'a blocked pull remembers the listed version', outcome: blocked, after: { [P]: B } },
     { description: 'a newer listed version blocked replaces the older one', before: { [P]: A }, outcome: blocked, after: { [P]: B } },
     { description: 'a pull that lands ends the block', before: { [P]: B }, outcome: { ok: true, id: 'mem_1', sha: B }, after: undefined },
-    { description: 'a pull that fails for another reason ends the block too (the folder could hold it)', before: { [P]: B }, outcome: { ok: false, failure: 'transient' }, after: undefined },
-    { description: 'the blocks of other paths stay', before: { [P]: B, 'x.md': A }, outcome: { ok: true, id: 'mem_1', sha: B }, after: { 'x.md': A } },
+    {
+      description: 'a pull that fails for another reason ends the block too (the folder could hold it)',
+      before: { [P]: B },
+      outcome: { ok: false, failure: 'transient' },
+      after: undefined,
+    },
+    {
+      description: 'the blocks of other paths stay',
+      before: { [P]: B, 'x.md': A },
+      outcome: { ok: true, id: 'mem_1', sha: B },
+      after: { 'x.md': A },
+    },
   ];
   it.each(rows)('$description', ({ before, outcome, after }) => {
     const state = deepFreeze({ ...busyState(), ...(before ? { blockedPulls: before } : {}) });
@@ -397,7 +448,12 @@ describe('pending deletes across syncs', () => {
 
 describe('creating and persisting the state', () => {
   it('starts at generation 0 with nothing pending, sent or refused', () => {
-    const state = createSyncState({ storeId: 'memstore_1', root: '/mnt/memory/a', access: 'read_only', baseline: { [P]: { id: 'm', sha: A } } });
+    const state = createSyncState({
+      storeId: 'memstore_1',
+      root: '/mnt/memory/a',
+      access: 'read_only',
+      baseline: { [P]: { id: 'm', sha: A } },
+    });
     expect(state).toEqual({
       storeId: 'memstore_1',
       root: '/mnt/memory/a',
@@ -428,8 +484,16 @@ describe('creating and persisting the state', () => {
     { description: 'rejects a non-object', text: '[]', field: '(root)' },
     { description: 'rejects a wrong access mode', text: JSON.stringify({ ...busyState(), access: 'rw' }), field: 'access' },
     { description: 'rejects a negative generation', text: JSON.stringify({ ...busyState(), generation: -1 }), field: 'generation' },
-    { description: 'rejects a baseline entry without a sha', text: JSON.stringify({ ...busyState(), baseline: { x: { id: 'm' } } }), field: 'baseline.x' },
-    { description: 'rejects sent shas that are not a string list', text: JSON.stringify({ ...busyState(), sentShas: { x: 'abc' } }), field: 'sentShas.x' },
+    {
+      description: 'rejects a baseline entry without a sha',
+      text: JSON.stringify({ ...busyState(), baseline: { x: { id: 'm' } } }),
+      field: 'baseline.x',
+    },
+    {
+      description: 'rejects sent shas that are not a string list',
+      text: JSON.stringify({ ...busyState(), sentShas: { x: 'abc' } }),
+      field: 'sentShas.x',
+    },
     { description: 'rejects a missing shadowed map', text: JSON.stringify({ ...busyState(), shadowed: undefined }), field: 'shadowed' },
   ];
   for (const row of bad) {

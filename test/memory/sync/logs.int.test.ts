@@ -40,7 +40,14 @@ describe('memory log lines', () => {
     const store = await h.emu.createMemoryStore({ name: 'Slow', memories: memoriesOf(30) });
     const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
     const cap = captureLogger();
-    const mounter = new MemoryMounter({ client, logger: cap.logger, stateDir: h.stateDir, downloadVia: 'retrieve', concurrency: 1, progressIntervalMs: 200 });
+    const mounter = new MemoryMounter({
+      client,
+      logger: cap.logger,
+      stateDir: h.stateDir,
+      downloadVia: 'retrieve',
+      concurrency: 1,
+      progressIntervalMs: 200,
+    });
     const events: Array<{ storeId: string; memories: number }> = [];
     mounter.on('mountProgress', (e) => events.push(e));
     const mounted = await mounter.mount(session);

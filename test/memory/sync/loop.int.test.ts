@@ -164,7 +164,9 @@ describe('when syncs run', () => {
 
   it('refuses an interval under 5 s', async () => {
     const r = await rig();
-    expect(() => new SyncLoop({ client: r.client, mounted: r.mounted, intervalMs: 1_000 })).toThrow(/memorySyncIntervalMs: expected a number >= 5000 or null, got 1000/);
+    expect(() => new SyncLoop({ client: r.client, mounted: r.mounted, intervalMs: 1_000 })).toThrow(
+      /memorySyncIntervalMs: expected a number >= 5000 or null, got 1000/,
+    );
     await r.loop.finish({ clean: false });
   });
 

@@ -27,7 +27,11 @@ function linesOf(fn: () => unknown): string[] {
 const rows = [
   { description: 'finalFlushMs 0', input: { finalFlushMs: 0 }, line: /^finalFlushMs: expected .*from 1 to 600000.*got 0$/ },
   { description: 'finalFlushMs over 10 minutes', input: { finalFlushMs: 600_001 }, line: /^finalFlushMs: expected/ },
-  { description: 'a sync interval of 4999 ms', input: { memorySyncIntervalMs: 4_999 }, line: /^memorySyncIntervalMs: expected a number >= 5000 or null, got 4999$/ },
+  {
+    description: 'a sync interval of 4999 ms',
+    input: { memorySyncIntervalMs: 4_999 },
+    line: /^memorySyncIntervalMs: expected a number >= 5000 or null, got 4999$/,
+  },
   { description: 'a fractional delete wait', input: { memoryDeleteAfterMs: 1.5 }, line: /^memoryDeleteAfterMs: expected/ },
 ];
 
@@ -40,7 +44,14 @@ describe('memory option validation', () => {
   });
 
   it('refuses --final-flush 0 from the CLI before any session runs (usage error, same bounds)', async () => {
-    const o = { out: '', err: '', env: {}, cwd: process.cwd(), stdout: (t: string) => void (o.out += t), stderr: (t: string) => void (o.err += t) };
+    const o = {
+      out: '',
+      err: '',
+      env: {},
+      cwd: process.cwd(),
+      stdout: (t: string) => void (o.out += t),
+      stderr: (t: string) => void (o.err += t),
+    };
     expect(await runCli(['run', '--final-flush', '0'], o, commands())).toBe(EXIT.USAGE);
     expect(o.err).toMatch(new RegExp(`${FINAL_FLUSH_MIN_MS}.*${FINAL_FLUSH_MAX_MS}`));
   });

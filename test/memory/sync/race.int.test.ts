@@ -87,7 +87,9 @@ describe('when an agent swaps mount folders for symlinks during pulls, syncs and
     }
     const after = await snapshotTree(h.tmp, [h.mountRoot, h.stateDir]);
     const seconds = (Date.now() - started) / 1000;
-    console.log(`symlink race: ${seconds.toFixed(1)} s, ${swaps} swaps, ${syncs} syncs, ${ROUNDS} unmounts (final sync + unmount: ${finishMs.join(', ')} ms)`);
+    console.log(
+      `symlink race: ${seconds.toFixed(1)} s, ${swaps} swaps, ${syncs} syncs, ${ROUNDS} unmounts (final sync + unmount: ${finishMs.join(', ')} ms)`,
+    );
     expect(after).toEqual(before);
     expect(swaps).toBeGreaterThan(100);
   }, 60_000);
@@ -111,7 +113,9 @@ describe('when an agent swaps mount folders for symlinks during pulls, syncs and
     let swaps = 0;
     let result: unknown;
     try {
-      result = await new MemoryMounter({ client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(session).catch((e: unknown) => e);
+      result = await new MemoryMounter({ client, logger: captureLogger().logger, stateDir: h.stateDir })
+        .mount(session)
+        .catch((e: unknown) => e);
     } finally {
       swaps = await swapper.stop();
     }

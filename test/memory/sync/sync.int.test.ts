@@ -95,7 +95,12 @@ describe('uploads and downloads', () => {
     expect(Object.keys(await readTree(r.root))).toHaveLength(303);
     const again = h.emu.requests.length;
     expect(await r.loop.syncNow()).toMatchObject({ uploads: 0, downloads: 0, localDeletes: 0, deletes: 0 });
-    expect(requestsSince(again)).toEqual(['GET /v1/memory_stores/:id/memories', 'GET /v1/memory_stores/:id/memories', 'GET /v1/memory_stores/:id/memories', 'GET /v1/memory_stores/:id/memories']);
+    expect(requestsSince(again)).toEqual([
+      'GET /v1/memory_stores/:id/memories',
+      'GET /v1/memory_stores/:id/memories',
+      'GET /v1/memory_stores/:id/memories',
+      'GET /v1/memory_stores/:id/memories',
+    ]);
   });
 
   it('at the end, uploads many new files once each (most while the final scan runs) and removes the folder with nothing left unsaved', async () => {
@@ -149,7 +154,10 @@ describe('uploads and downloads', () => {
     for (const p of ['a.md', 'c.md', 'gone.md', 'b.md']) {
       const lines = r.log.lines.filter((l) => l['path'] === p);
       expect(lines.length, `a log line about ${p}`).toBeGreaterThan(0);
-      expect(lines.every((l) => l['memory_store_id'] === r.storeId), `${p} logged with memory_store_id`).toBe(true);
+      expect(
+        lines.every((l) => l['memory_store_id'] === r.storeId),
+        `${p} logged with memory_store_id`,
+      ).toBe(true);
     }
   });
 
@@ -276,7 +284,11 @@ describe('an agent edit racing a pull of the same file', () => {
     // Every read of the hardened layer, with what it returned (the executor's own read helper).
     const reads: Array<{ rel: string; bytes: number }> = [];
     const realRead = LocalDir.prototype.readFile;
-    const spy = vi.spyOn(LocalDir.prototype, 'readFile').mockImplementation(async function (this: LocalDir, rel: string, maxBytes?: number) {
+    const spy = vi.spyOn(LocalDir.prototype, 'readFile').mockImplementation(async function (
+      this: LocalDir,
+      rel: string,
+      maxBytes?: number,
+    ) {
       const out = await realRead.call(this, rel, maxBytes);
       reads.push({ rel, bytes: out.bytes.length });
       return out;
@@ -557,7 +569,9 @@ describe('hostile and unsyncable files', () => {
     expect(await r.loop.syncNow()).toMatchObject({ refusals: 0, uploads: 0 });
     expect(requestsSince(mark)).toEqual(['GET /v1/memory_stores/:id/memories']);
     expect(refused).toEqual(['new.md']);
-    expect(r.log.lines.filter((l) => l.level >= 40 && l['path'] === 'new.md' && String(l['reason']).includes('refused by policy'))).toHaveLength(1);
+    expect(
+      r.log.lines.filter((l) => l.level >= 40 && l['path'] === 'new.md' && String(l['reason']).includes('refused by policy')),
+    ).toHaveLength(1);
     fault.remove();
     await fsp.writeFile(r.file('new.md'), 'an accepted version');
     expect((await r.loop.syncNow()).uploads).toBe(1);
@@ -592,7 +606,7 @@ describe('a folder replacing a file, or a file replacing a folder', () => {
     expect(h.emu.memories(r.storeId)).toEqual({ '/a.md/x.md': 'inside the new folder', '/b.md': 'b' });
   });
 
-  it('uploads a local file that replaced a folder once the folder\'s memories are deleted in the store', async () => {
+  it("uploads a local file that replaced a folder once the folder's memories are deleted in the store", async () => {
     const r = await rig({ '/notes/x.md': 'x', '/notes/y.md': 'y', '/b.md': 'b' });
     await fsp.rm(r.file('notes'), { recursive: true });
     await fsp.writeFile(r.file('notes'), 'now a plain file');
@@ -620,7 +634,8 @@ describe('parallelism', () => {
   }
 
   it('syncs the stores in parallel, and runs uploads and pulls in parallel within the concurrency bound', async () => {
-    const six = (tag: string): Record<string, string> => Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`/${tag}${i}.md`, `${tag} ${i}`]));
+    const six = (tag: string): Record<string, string> =>
+      Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`/${tag}${i}.md`, `${tag} ${i}`]));
     const one = await h.emu.createMemoryStore({ name: 'One', memories: six('p') });
     const two = await h.emu.createMemoryStore({ name: 'Two', memories: six('q') });
     const { client, session } = await openSession(h.emu, [{ memoryStoreId: one.id }, { memoryStoreId: two.id }]);
@@ -647,7 +662,9 @@ describe('parallelism', () => {
       expect(peak, route).toBeGreaterThan(1);
       expect(peak, route).toBeLessThanOrEqual(3);
     }
-    expect(await readTree(rootTwo)).toEqual(Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`q${i}.md`, `q ${i} edited in the Console`])));
+    expect(await readTree(rootTwo)).toEqual(
+      Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`q${i}.md`, `q ${i} edited in the Console`])),
+    );
     await loop.finish({ clean: false });
   });
 });

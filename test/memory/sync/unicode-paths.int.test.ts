@@ -27,7 +27,10 @@ describe('server paths with format characters or not in NFC', () => {
       route: /memories$/,
       rewrite: (b) => {
         const body = b as { data: Array<Record<string, unknown>> };
-        return { ...body, data: body.data.map((m) => (m['path'] === '/a.md' ? { ...m, path: BAD[0] } : m['path'] === '/b.md' ? { ...m, path: BAD[1] } : m)) };
+        return {
+          ...body,
+          data: body.data.map((m) => (m['path'] === '/a.md' ? { ...m, path: BAD[0] } : m['path'] === '/b.md' ? { ...m, path: BAD[1] } : m)),
+        };
       },
     });
     const log = captureLogger();

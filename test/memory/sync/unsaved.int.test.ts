@@ -59,7 +59,11 @@ describe('an entry the worker cannot read', () => {
     expect(skips).toHaveLength(1);
     // The scan walks pinned folders, so the tree's length never overflows a path: it stops where a
     // memory path cannot reach (20 segments) and reports that folder.
-    expect(skips[0]).toMatchObject({ kind: 'too-deep', memory_store_id: r.storeId, fix: expect.stringMatching(/closer to the store root/) });
+    expect(skips[0]).toMatchObject({
+      kind: 'too-deep',
+      memory_store_id: r.storeId,
+      fix: expect.stringMatching(/closer to the store root/),
+    });
     expect(String(skips[0]!['path'])).toMatch(/^deep\//);
 
     await fsp.writeFile(r.file('b.md'), 'edited at the very end');
@@ -135,12 +139,16 @@ describe('deletions the final sync could not send', () => {
     hang.remove();
     expect(end.cutOff).toBe(true);
     expect(Object.keys(h.emu.memories(store.id)).sort()).toEqual(['/a.md', '/b.md', '/c.md']);
-    expect(log.warnings().some((m) => /2 local deletion\(s\) not sent before the end; the next session of this store sends them first/.test(m))).toBe(true);
+    expect(
+      log.warnings().some((m) => /2 local deletion\(s\) not sent before the end; the next session of this store sends them first/.test(m)),
+    ).toBe(true);
 
     // Meanwhile b.md changes in the Console: its carried deletion must not go through.
     h.emu.putMemory(store.id, '/b.md', 'b changed in the Console');
     const next = await openSession(h.emu, [{ memoryStoreId: store.id }]);
-    const again = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(next.session);
+    const again = await new MemoryMounter({ client: next.client, logger: captureLogger().logger, stateDir: h.stateDir }).mount(
+      next.session,
+    );
     expect(h.emu.memories(store.id)).toEqual({ '/b.md': 'b changed in the Console', '/c.md': 'c' });
     expect(await readTree(again.roots[0]!)).toEqual({ 'b.md': 'b changed in the Console', 'c.md': 'c' });
     await again.unmount();
@@ -160,7 +168,15 @@ describe('the check for unsaved files at the end', () => {
     const end = await r.loop.finish({ clean: true });
     // Eight files, each looked up by the final sync's scan and the flush's, and no third time.
     expect(lookups() - before).toBe(2 * 8);
-    expect(Object.keys(h.emu.memories(r.storeId)).sort()).toEqual(['/a.md', '/b.md', '/new-0.md', '/new-1.md', '/new-2.md', '/new-3.md', '/new-4.md']);
+    expect(Object.keys(h.emu.memories(r.storeId)).sort()).toEqual([
+      '/a.md',
+      '/b.md',
+      '/new-0.md',
+      '/new-1.md',
+      '/new-2.md',
+      '/new-3.md',
+      '/new-4.md',
+    ]);
     // What differs from the store is still found and copied out.
     expect(end.unsavedCopies).toHaveLength(1);
     expect(end.unsavedCopies[0]).toMatch(/bin\.dat$/);

@@ -12,7 +12,10 @@ export interface MemoryLimits {
   maxMemoriesPerStore: number;
 }
 
-export const DEFAULT_MEMORY_LIMITS: MemoryLimits = { maxContentBytes: API_LIMITS.memoryBytes, maxMemoriesPerStore: API_LIMITS.memoriesPerStore };
+export const DEFAULT_MEMORY_LIMITS: MemoryLimits = {
+  maxContentBytes: API_LIMITS.memoryBytes,
+  maxMemoriesPerStore: API_LIMITS.memoriesPerStore,
+};
 
 export type MemoryView = 'basic' | 'full';
 
@@ -279,9 +282,7 @@ export class MemoryStore {
     const from = start === -1 ? entries.length : start;
     const page = entries.slice(from, from + opts.limit);
     const items = page.map((entry): MemoryObject | MemoryPrefixObject =>
-      entry.kind === 'prefix' ?
-        { type: 'memory_prefix', path: entry.path }
-      : this.memoryObject(this.#byPath.get(entry.path)!, opts.view),
+      entry.kind === 'prefix' ? { type: 'memory_prefix', path: entry.path } : this.memoryObject(this.#byPath.get(entry.path)!, opts.view),
     );
     return { items, lastPath: page.at(-1)?.path, more: from + opts.limit < entries.length };
   }

@@ -151,7 +151,9 @@ export function agentSnapshot(agentId: string, name: string, skills: AgentSkillR
     description: null,
     system: null,
     model: { id: 'claude-sonnet-4-5', speed: 'standard' },
-    tools: [{ type: 'agent_toolset_20260401', configs: [], default_config: { enabled: true, permission_policy: { type: 'always_allow' } } }],
+    tools: [
+      { type: 'agent_toolset_20260401', configs: [], default_config: { enabled: true, permission_policy: { type: 'always_allow' } } },
+    ],
     mcp_servers: [],
     skills: skills.map((s) => ({ ...s })),
     multiagent: null,

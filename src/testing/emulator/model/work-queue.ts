@@ -161,9 +161,7 @@ export class WorkQueue {
       }
       const fresh = item.state === 'queued' && (item.deliveredAtMs === null || now - item.deliveredAtMs >= reclaimMs);
       const lapsed =
-        (item.state === 'starting' || item.state === 'active') &&
-        item.leaseExpiresAtMs !== null &&
-        now > item.leaseExpiresAtMs;
+        (item.state === 'starting' || item.state === 'active') && item.leaseExpiresAtMs !== null && now > item.leaseExpiresAtMs;
       if (!fresh && !lapsed) continue;
       if (lapsed) {
         // The holder stopped heartbeating: the item goes back to the queue and its lease is void,
@@ -237,8 +235,7 @@ export class WorkQueue {
     }
     const expectedValue = expected ?? NO_HEARTBEAT;
     const matches =
-      !item.forceLeaseLost &&
-      (item.lastHeartbeat === null ? expectedValue === NO_HEARTBEAT : expectedValue === item.lastHeartbeat);
+      !item.forceLeaseLost && (item.lastHeartbeat === null ? expectedValue === NO_HEARTBEAT : expectedValue === item.lastHeartbeat);
     if (!matches) {
       item.forceLeaseLost = false;
       throw new ApiError(
@@ -325,4 +322,3 @@ export class WorkQueue {
     this.#opts.onChange(item);
   }
 }
-

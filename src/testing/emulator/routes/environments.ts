@@ -8,7 +8,10 @@ const CreateBody = z.object({
   name: z.string().min(1),
   description: z.string().nullable().optional(),
   metadata: z.record(z.string(), z.string()).optional(),
-  config: z.object({ type: z.enum(['self_hosted', 'cloud']) }).loose().optional(),
+  config: z
+    .object({ type: z.enum(['self_hosted', 'cloud']) })
+    .loose()
+    .optional(),
   scope: z.string().optional(),
 });
 

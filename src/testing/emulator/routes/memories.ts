@@ -18,9 +18,7 @@ const CreateBody = z.strictObject({
 const UpdateBody = z.strictObject({
   content: z.string().nullable().optional(),
   path: z.string().nullable().optional(),
-  precondition: z
-    .strictObject({ type: z.literal('content_sha256'), content_sha256: z.string().optional() })
-    .optional(),
+  precondition: z.strictObject({ type: z.literal('content_sha256'), content_sha256: z.string().optional() }).optional(),
 });
 
 const VIEWS = ['basic', 'full'] as const;

@@ -19,18 +19,27 @@ const CreateBody = z.object({
   environment_id: z.string().min(1),
   resources: z
     .array(
-      z.object({ type: z.string() }).loose().superRefine((r, ctx) => {
-        if (r.type !== 'memory_store') {
-          ctx.addIssue({ code: 'custom', message: `resource type ${JSON.stringify(r.type)} is not supported by the emulator (only memory_store)` });
-        }
-      }),
+      z
+        .object({ type: z.string() })
+        .loose()
+        .superRefine((r, ctx) => {
+          if (r.type !== 'memory_store') {
+            ctx.addIssue({
+              code: 'custom',
+              message: `resource type ${JSON.stringify(r.type)} is not supported by the emulator (only memory_store)`,
+            });
+          }
+        }),
     )
     .optional(),
   metadata: z.record(z.string().max(64), z.string().max(512)).optional(),
   title: z.string().nullable().optional(),
   vault_ids: z.array(z.string()).optional(),
   budget: z.unknown().optional(),
-  initial_events: z.array(z.object({ type: z.string() }).loose()).max(50).optional(),
+  initial_events: z
+    .array(z.object({ type: z.string() }).loose())
+    .max(50)
+    .optional(),
 });
 
 /** Create, retrieve, list and archive of `/v1/sessions`. */
@@ -117,4 +126,3 @@ export const sessionRoutes: Route[] = [
     },
   },
 ];
-
