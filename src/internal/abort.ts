@@ -7,14 +7,21 @@ import { monotonicClock, type TimerClock } from './clock.js';
 
 /** Abort `target` when `source` aborts. Returns the function that undoes the link. */
 export function linkAbort(source: AbortSignal | undefined, target: AbortController): () => void {
-  if (!source) return () => {};
-  if (source.aborted) {
-    target.abort(source.reason);
+  return onAbort(source, () => target.abort(source?.reason));
+}
+
+/**
+ * Call `callback` once when `signal` aborts (at once if it already has); the returned function
+ * detaches it. The function form of {@link linkAbort}, for a reaction that is not an abort.
+ */
+export function onAbort(signal: AbortSignal | undefined, callback: () => void): () => void {
+  if (!signal) return () => {};
+  if (signal.aborted) {
+    callback();
     return () => {};
   }
-  const onAbort = (): void => target.abort(source.reason);
-  source.addEventListener('abort', onAbort, { once: true });
-  return () => source.removeEventListener('abort', onAbort);
+  signal.addEventListener('abort', callback, { once: true });
+  return () => signal.removeEventListener('abort', callback);
 }
 
 /** Resolve after `ms` on `clock`, or reject with the signal's reason as soon as it aborts. */

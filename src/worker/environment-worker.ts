@@ -1,7 +1,7 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { ConfigError, MissingInputError, WorkItemFailedError } from '../errors.js';
-import { linkAbort } from '../internal/abort.js';
+import { linkAbort, onAbort } from '../internal/abort.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import type { ItemOutcome, WorkerEventMap } from './events.js';
@@ -174,7 +174,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       this.#running = false;
       throw e;
     }
-    const detachRunSignal = linkAbortToClose(signal, () => void this.close());
+    const detachRunSignal = onAbort(signal, () => void this.close());
     const detachOwnSignal = this.#listenToOwnSignal();
     const poller = new Poller({
       api: workQueueApi(postingClient(scopedClient(this.#opts.client, environmentKey)), this.#opts.requestOptions),
@@ -372,14 +372,4 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   async #drained(): Promise<void> {
     while (this.#active.size > 0) await Promise.allSettled([...this.#active]);
   }
-}
-
-function linkAbortToClose(signal: AbortSignal | undefined, close: () => void): () => void {
-  if (!signal) return () => {};
-  if (signal.aborted) {
-    close();
-    return () => {};
-  }
-  signal.addEventListener('abort', close, { once: true });
-  return () => signal.removeEventListener('abort', close);
 }

@@ -15,16 +15,12 @@ import { cloneSyncState } from '../rules/sync-state.js';
 import { SyncScheduler } from './sync-scheduler.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from '../rules/types.js';
 
-export {
-  MEMORY_SYNC_INTERVAL_DEFAULT_MS as SYNC_INTERVAL_DEFAULT_MS,
-  MEMORY_SYNC_INTERVAL_MIN_MS as SYNC_INTERVAL_MIN_MS,
-  FINAL_FLUSH_DEFAULT_MS,
-} from './options.js';
+export { FINAL_FLUSH_DEFAULT_MS } from './options.js';
 export type { FinishReport } from './sync-finish.js';
 import {
   FINAL_FLUSH_DEFAULT_MS,
-  MEMORY_DELETE_AFTER_DEFAULT_MS as DELETE_AFTER_DEFAULT_MS,
-  MEMORY_SYNC_INTERVAL_DEFAULT_MS as SYNC_INTERVAL_DEFAULT_MS,
+  MEMORY_DELETE_AFTER_DEFAULT_MS,
+  MEMORY_SYNC_INTERVAL_DEFAULT_MS,
   checkMemoryOptions,
   memoryConcurrency,
 } from './options.js';
@@ -112,7 +108,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
 
   constructor(opts: SyncLoopOptions) {
     super();
-    const intervalMs = opts.intervalMs ?? SYNC_INTERVAL_DEFAULT_MS;
+    const intervalMs = opts.intervalMs ?? MEMORY_SYNC_INTERVAL_DEFAULT_MS;
     const finalFlushMs = opts.finalFlushMs ?? FINAL_FLUSH_DEFAULT_MS;
     checkMemoryOptions(
       {
@@ -134,7 +130,7 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
     const passContext = {
       clock: this.#clock,
       deletions: this.#deletions,
-      deleteAfterMs: opts.deleteAfterMs ?? DELETE_AFTER_DEFAULT_MS,
+      deleteAfterMs: opts.deleteAfterMs ?? MEMORY_DELETE_AFTER_DEFAULT_MS,
       finalDeletes: this.#finalDeletes,
       concurrency: memoryConcurrency(opts.concurrency),
       conflicts: this.#conflicts,
