@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsc, fstatSync, fsync, futimesSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
-import { coerceError } from '../../errors.js';
+import { coerceError, StateFileError } from '../../errors.js';
 import { MEMORY_DEFAULTS } from '../../internal/defaults.js';
 import { errorSummary, resolveLogger, type Logger } from '../../internal/logger.js';
 import { MAX_MEMORY_BYTES } from './local-dir.js';
@@ -325,7 +325,8 @@ export class ContentCache {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       });
       const shardStat = await fsp.lstat(shard);
-      if (!shardStat.isDirectory()) throw new Error(`${shard} is not a folder`);
+      if (!shardStat.isDirectory())
+        throw new StateFileError(`content cache folder ${shard} is not a folder; remove it (the cache refills itself)`, { path: shard });
       this.#shards.add(shard);
     }
     const tmp = path.join(this.#root, TMP_FOLDER, `${this.#tempStem}${(this.#tempCount++).toString(36)}`);
