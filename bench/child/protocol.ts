@@ -1,7 +1,8 @@
 /**
  * What the benchmark parent and a worker child say to each other over the IPC channel. The child
- * runs one worker (official or ours) or the bare-client floor, and reports its own resource usage:
- * CPU of that process and of what it started (shells, sandboxes), RSS of that process alone.
+ * runs one worker (official or ours) or the bare-client floor, and reports its own resource usage;
+ * the parent replaces its CPU with that of the child's cgroup where it has one (bench/cpu-group.ts),
+ * which also counts what the child started (shells, sandboxes).
  */
 
 /** The child's configuration, passed as the single command-line argument (JSON). */
@@ -38,11 +39,7 @@ export type FloorConfig =
     }
   | { kind: 'sessions'; concurrency: number };
 
-/**
- * CPU in ms (the process's own, plus that of the processes it started and reaped: shells, sandboxes
- * and their tool hosts) and peak RSS in MiB of the process itself, from `process.resourceUsage()`
- * and `/proc/self/stat`.
- */
+/** CPU in ms and peak RSS in MiB of the process itself, from `process.resourceUsage()`. */
 export interface Usage {
   cpuMs: number;
   maxRssMiB: number;
