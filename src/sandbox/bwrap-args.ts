@@ -44,7 +44,7 @@ export interface SandboxView {
 }
 
 /** True when `p` is `root` or inside it (both absolute and normalised). */
-export function isWithin(root: string, p: string): boolean {
+export function isPathInside(root: string, p: string): boolean {
   if (root === '/') return p.startsWith('/');
   return p === root || p.startsWith(`${root}/`);
 }
@@ -63,7 +63,7 @@ export function boundPaths(view: SandboxView): string[] {
 /** The hidden paths that would otherwise be visible: those inside a bound path. */
 export function maskedPaths(view: SandboxView): Array<{ path: string; kind: 'dir' | 'file' }> {
   const bound = boundPaths(view);
-  return view.hide.filter((h) => bound.some((b) => isWithin(b, h.path)));
+  return view.hide.filter((h) => bound.some((b) => isPathInside(b, h.path)));
 }
 
 /** The bubblewrap arguments (without the executable) that start `view.command` in the view. */

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SandboxUnavailableError } from '../errors.js';
+import { isPathInside } from './bwrap-args.js';
 
 /**
  * What of this host every sandbox sees read-only, read once per process: the system folders (as
@@ -87,7 +88,7 @@ function readHostLayout(): HostLayout {
     );
   }
   const packages = packageClosure(sdkPackageRoot(hostEntry));
-  const underSystem = (p: string): boolean => system.some((s) => s.symlinkTo === undefined && (p === s.path || p.startsWith(`${s.path}/`)));
+  const underSystem = (p: string): boolean => system.some((s) => s.symlinkTo === undefined && isPathInside(s.path, p));
   for (const p of [node, path.dirname(hostEntry), ...packages]) {
     if (!underSystem(p)) readOnly.push(p);
   }

@@ -1,6 +1,6 @@
 // The bubblewrap command line a session's view turns into: pure, table-tested.
 import { describe, expect, it } from 'vitest';
-import { bwrapArgs, isWithin, maskedPaths, type SandboxView } from '../../src/sandbox/bwrap-args.js';
+import { bwrapArgs, isPathInside, maskedPaths, type SandboxView } from '../../src/sandbox/bwrap-args.js';
 
 const base: SandboxView = {
   system: [{ path: '/usr' }, { path: '/bin', symlinkTo: 'usr/bin' }],
@@ -90,7 +90,7 @@ describe('hidden paths', () => {
   );
 });
 
-describe('isWithin', () => {
+describe('isPathInside', () => {
   it.each([
     ['/a', '/a', true],
     ['/a', '/a/b', true],
@@ -98,6 +98,6 @@ describe('isWithin', () => {
     ['/a/b', '/a', false],
     ['/', '/x', true],
   ])('%s contains %s: %s', (root, p, expected) => {
-    expect(isWithin(root, p)).toBe(expected);
+    expect(isPathInside(root, p)).toBe(expected);
   });
 });
