@@ -5,7 +5,7 @@ import { linkAbort, onAbort } from '../internal/abort.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import type { ItemOutcome, WorkerEventMap } from './events.js';
-import { runItem } from './item-runner.js';
+import { runWorkItem } from './work-item.js';
 import { defaultMemoryPort } from './default-memory-port.js';
 import type { MemoryPort } from './memory-port.js';
 import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
@@ -307,9 +307,9 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       sandbox,
       ...(this.#wrapTools ? { wrapTools: this.#wrapTools } : {}),
     };
-    const p: Promise<ItemOutcome> = runItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
+    const p: Promise<ItemOutcome> = runWorkItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
       .catch((e: unknown) => {
-        // runItem does not throw; this is the last line of defence so one item never stops the worker.
+        // runWorkItem does not throw; this is the last line of defence so one item never stops the worker.
         this.#log.error({ err: e, work_id: work.id }, 'work item crashed');
         return { workId: work.id, sessionId: undefined, status: 'failed' as const, error: e as Error, durationMs: 0 };
       })

@@ -61,3 +61,6 @@ export interface WorkerEventMap {
   flushCutOff: WithIds<'flushCutOff'>;
   unmounted: WithIds<'unmounted'>;
 }
+
+/** Emits one worker event; a throwing listener is logged, never thrown. */
+export type WorkerEmit = <K extends keyof WorkerEventMap>(name: K, ...payload: WorkerEventMap[K]) => void;

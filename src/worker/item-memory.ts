@@ -3,8 +3,7 @@ import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/
 import { coerceError } from '../errors.js';
 import { combineSignals } from '../internal/abort.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
-import type { MEMORY_EVENT_NAMES } from './events.js';
-import type { WorkerEmit } from './item-reporter.js';
+import type { MEMORY_EVENT_NAMES, WorkerEmit } from './events.js';
 import { forwardMemoryEvents } from './memory-events.js';
 import type { FinishReport, MemoryPort, MountedSessionView, SyncLoopView } from './memory-port.js';
 import { MemorySpans } from './memory-spans.js';

@@ -1,6 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import { MEMORY_EVENT_NAMES, type ItemIds } from './events.js';
-import type { WorkerEmit } from './item-reporter.js';
+import { MEMORY_EVENT_NAMES, type ItemIds, type WorkerEmit } from './events.js';
 import type { MemoryEventMap } from './memory-port.js';
 import type { WorkerMetrics } from './metrics.js';
 

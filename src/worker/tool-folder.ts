@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
+import { setupSkills, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { ConfigError, coerceError } from '../errors.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 
@@ -20,6 +21,7 @@ export class ToolFolder {
   readonly path: string;
   readonly #counts: SessionFolderCounts | undefined;
   readonly #own: boolean;
+  #cleanupSkills: () => Promise<void> = async () => {};
   #left = false;
 
   private constructor(dir: string, own: boolean, counts: SessionFolderCounts | undefined) {
@@ -55,16 +57,33 @@ export class ToolFolder {
   }
 
   /**
+   * Set up the session's skills in the folder (`context.workdir`); {@link leave} cleans them. A
+   * failure is only logged, as the official worker does: the session runs without them. `setUp` is
+   * the SDK's skills setup unless a test gives another.
+   */
+  async setUpSkills(
+    context: AgentToolContext,
+    log: Logger,
+    setUp: (context: AgentToolContext) => Promise<() => Promise<void>> = setupSkills,
+  ): Promise<void> {
+    try {
+      this.#cleanupSkills = await setUp(context);
+    } catch (e) {
+      log.warn({ error: errorSummary(coerceError(e)) }, 'skill setup failed; the session runs without them');
+    }
+  }
+
+  /**
    * Count this run out. Unless another run of the session still works in the folder, run the
    * skills cleanup and remove the folder if it is empty. Never throws; runs once.
    */
-  async leave(cleanupSkills: () => Promise<void>, log: Logger): Promise<void> {
+  async leave(log: Logger): Promise<void> {
     if (this.#left) return;
     this.#left = true;
     const shared = this.#own && countOut(this.#counts, this.path) > 0;
     if (shared) return;
     try {
-      await cleanupSkills();
+      await this.#cleanupSkills();
     } catch (e) {
       log.warn({ error: errorSummary(coerceError(e)) }, 'skill cleanup failed');
     }

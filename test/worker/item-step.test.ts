@@ -3,7 +3,7 @@
 // errors pass through unchanged; anything else becomes an Error.
 import { describe, expect, it } from 'vitest';
 import { LeaseLostError } from '../../src/errors.js';
-import { ItemStep } from '../../src/worker/item-step.js';
+import { ItemStep } from '../../src/worker/work-item.js';
 
 /** A 404 shaped as the SDK's API errors are. */
 const notFound = Object.assign(new Error('404 not_found_error: no such session'), {

@@ -5,12 +5,18 @@
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sessionWorkdir, ToolFolder, type SessionFolderCounts } from '../../src/worker/tool-folder.js';
 import { exists } from './helpers.js';
 
 const log = pino({ level: 'silent' });
+
+/** The skills setup reads only the folder here (the setup is the test's own). */
+function toolContext(workdir: string): AgentToolContext {
+  return { workdir } as AgentToolContext;
+}
 const ids = { workId: 'work_1', sessionId: 'sesn_1' };
 
 describe('a session tool folder', () => {
@@ -22,15 +28,18 @@ describe('a session tool folder', () => {
     await fsp.rm(workdir, { recursive: true, force: true });
   });
 
-  /** A skills setup as the SDK's: writes `skills/<name>/SKILL.md`; its cleanup removes `skills/<name>` only. */
-  async function setUpSkill(dir: string, cleanups: string[]): Promise<() => Promise<void>> {
-    const skill = path.join(dir, 'skills', 'pdf');
-    await fsp.mkdir(skill, { recursive: true });
-    await fsp.writeFile(path.join(skill, 'SKILL.md'), 'skill');
-    return async () => {
-      cleanups.push(dir);
-      await fsp.rm(skill, { recursive: true, force: true });
-    };
+  /** Sets up a skill as the SDK does: writes `skills/<name>/SKILL.md`; its cleanup removes `skills/<name>` only. */
+  async function setUpSkill(folder: ToolFolder, cleanups: string[]): Promise<void> {
+    const dir = folder.path;
+    await folder.setUpSkills(toolContext(dir), log, async () => {
+      const skill = path.join(dir, 'skills', 'pdf');
+      await fsp.mkdir(skill, { recursive: true });
+      await fsp.writeFile(path.join(skill, 'SKILL.md'), 'skill');
+      return async () => {
+        cleanups.push(dir);
+        await fsp.rm(skill, { recursive: true, force: true });
+      };
+    });
   }
 
   describe('when two runs of the same session overlap', () => {
@@ -39,18 +48,18 @@ describe('a session tool folder', () => {
       const cleanups: string[] = [];
       const first = ToolFolder.enter(counts, workdir, ids.sessionId);
       await first.create(ids);
-      const firstCleanup = await setUpSkill(first.path, cleanups);
+      await setUpSkill(first, cleanups);
       const second = ToolFolder.enter(counts, workdir, ids.sessionId);
       await second.create({ ...ids, workId: 'work_2' });
-      const secondCleanup = await setUpSkill(second.path, cleanups);
+      await setUpSkill(second, cleanups);
       expect(second.path).toBe(first.path);
 
-      await first.leave(firstCleanup, log);
+      await first.leave(log);
       expect(cleanups).toEqual([]);
       expect(await exists(path.join(second.path, 'skills', 'pdf', 'SKILL.md'))).toBe(true);
       expect(counts.get(first.path)).toBe(1);
 
-      await second.leave(secondCleanup, log);
+      await second.leave(log);
       expect(cleanups).toEqual([second.path]);
       expect(await exists(second.path)).toBe(false);
       expect(counts.size).toBe(0);
@@ -62,8 +71,8 @@ describe('a session tool folder', () => {
       const second = ToolFolder.enter(counts, workdir, ids.sessionId);
       await first.create(ids);
       await fsp.writeFile(path.join(first.path, 'notes.txt'), 'kept');
-      await first.leave(async () => {}, log);
-      await second.leave(async () => {}, log);
+      await first.leave(log);
+      await second.leave(log);
       expect(await fsp.readFile(path.join(first.path, 'notes.txt'), 'utf8')).toBe('kept');
     });
   });
@@ -73,8 +82,8 @@ describe('a session tool folder', () => {
     const first = ToolFolder.enter(counts, workdir, ids.sessionId);
     const second = ToolFolder.enter(counts, workdir, ids.sessionId);
     await second.create(ids);
-    await first.leave(async () => {}, log);
-    await first.leave(async () => {}, log);
+    await first.leave(log);
+    await first.leave(log);
     expect(await exists(second.path)).toBe(true);
     expect(counts.get(second.path)).toBe(1);
   });
@@ -83,11 +92,25 @@ describe('a session tool folder', () => {
     const cleanups: string[] = [];
     const folder = ToolFolder.shared(workdir);
     await folder.create(ids);
-    const cleanup = await setUpSkill(folder.path, cleanups);
-    await folder.leave(cleanup, log);
+    await setUpSkill(folder, cleanups);
+    await folder.leave(log);
     expect(folder.path).toBe(workdir);
     expect(cleanups).toEqual([workdir]);
     expect(await exists(workdir)).toBe(true);
+  });
+
+  it('a skills setup that fails is logged, and the session runs on: leaving still removes the folder', async () => {
+    const lines: string[] = [];
+    const capture = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const folder = ToolFolder.enter(new Map(), workdir, ids.sessionId);
+    await folder.create(ids);
+    await folder.setUpSkills(toolContext(folder.path), capture, async () => {
+      throw new Error('skill download refused');
+    });
+    expect(lines.join('')).toContain('skill setup failed; the session runs without them');
+    expect(lines.join('')).toContain('skill download refused');
+    await folder.leave(capture);
+    expect(await exists(folder.path)).toBe(false);
   });
 
   it('names the folder and the fix when it cannot be created', async () => {

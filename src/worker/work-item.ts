@@ -1,0 +1,509 @@
+/**
+ * One claimed work item, from its claim to its outcome, read top-down: acquire (credential, scoped
+ * client, lease) → prepare (session, tool folder, skills, memory) → serve (the session's tool
+ * calls) → decide how it ended → tear down (tool folder, memory, lease, force-stop unless the lease
+ * was lost) → report. The tear-down runs whatever happened before it, so an acknowledged item
+ * always ends stopped or left to its new owner. How it ends is decided by the pure rules of
+ * `item-end.ts`; docs/design.md ("How a work item runs and ends") says why.
+ */
+import type { EventEmitter } from 'node:events';
+import type Anthropic from '@anthropic-ai/sdk';
+import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
+import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
+import { betaAgentToolset20260401, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
+import { context } from '@opentelemetry/api';
+import { isApiError, toRemoteApiError } from '../api/classify.js';
+import { coerceError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
+import { monotonicClock, type TimerClock } from '../internal/clock.js';
+import { errorSummary, type Logger } from '../internal/logger.js';
+import { safeEmit } from '../internal/safe-emit.js';
+import { defaultStateDir } from '../memory/index.js';
+import type { SandboxRuntime } from '../sandbox/runtime.js';
+import { SessionSandbox } from '../sandbox/session-sandbox.js';
+import { decodeWorkSecret } from './credentials.js';
+import type { ItemOutcome, ItemStatus, WorkerEmit, WorkerEventMap } from './events.js';
+import { ItemControl } from './item-control.js';
+import { decideItemEnd, type PhasesResult } from './item-end.js';
+import { ItemMemory, storeResources } from './item-memory.js';
+import { Lease } from './lease.js';
+import type { FinishReport, MemoryPort } from './memory-port.js';
+import { MemorySpans } from './memory-spans.js';
+import type { WorkerMetrics } from './metrics.js';
+import type { ResolvedWorkerOptions } from './options.js';
+import type { PathLocks } from './path-locks.js';
+import type { ClaimedWork } from './poller.js';
+import { postingClient, scopedClient } from './scoped-client.js';
+import { SendRetryWindow } from './send-retry-window.js';
+import { stopServedWork } from './stop-work.js';
+import { ToolFolder, type SessionFolderCounts } from './tool-folder.js';
+import { type ToolCallRecord, ToolGuard } from './tool-guard.js';
+import { endWorkSpan, startWorkSpan, withSpan, workTracers } from './tracing.js';
+
+/** Everything one item needs from its worker. */
+export interface WorkItemDeps {
+  options: ResolvedWorkerOptions;
+  logger: Logger;
+  emitter: EventEmitter<WorkerEventMap>;
+  metrics: WorkerMetrics;
+  pathLocks: PathLocks;
+  memory: MemoryPort;
+  /** Tool outcomes of earlier runs of a session in this worker (a redelivered item answers from it). */
+  toolRecord?: ToolCallRecord;
+  /**
+   * Runs under way per session tool folder in this worker. A session's item can come back while its
+   * previous run is still tearing down; only the last run out cleans the folder and its skills.
+   */
+  sessionFolders?: SessionFolderCounts;
+  /** Every time read of the item (duration, time to ready, the lease's deadline). */
+  clock?: TimerClock;
+  /** What the session's tools run in. Default: the worker process. */
+  sandbox?: SandboxRuntime;
+  /** Test hook: wraps each session's tools before the replay guard. */
+  wrapTools?: (tools: BetaRunnableTool[]) => BetaRunnableTool[];
+}
+
+export interface WorkItemRun {
+  work: ClaimedWork;
+  /** The environment key for this item, when there is one. */
+  environmentKey: string | undefined;
+  /** Monotonic ms when the item was claimed (or handed over): the start of `readyMs`. */
+  claimedAt: number;
+  /** Aborts when the worker closes or the caller gives up. */
+  signal: AbortSignal;
+}
+
+/**
+ * Serve one claimed work item, end to end, and never throw: the outcome says how it ended. Runs
+ * inside the item's work span, so the SDK's request and tool spans are its children.
+ */
+export async function runWorkItem(deps: WorkItemDeps, run: WorkItemRun): Promise<ItemOutcome> {
+  const tracers = workTracers(deps.options.client);
+  const workSpan = startWorkSpan(tracers, run.work, context.active());
+  const outcome = await withSpan(workSpan, () => workItem(deps, run, new MemorySpans(tracers, workSpan)));
+  endWorkSpan(workSpan, outcome);
+  return outcome;
+}
+
+async function workItem(deps: WorkItemDeps, run: WorkItemRun, spans: MemorySpans): Promise<ItemOutcome> {
+  const { work } = run;
+  const opts = deps.options;
+  const clock = deps.clock ?? monotonicClock;
+  const report = new ItemReport(work, deps.logger, deps.emitter, deps.metrics, clock);
+  const { log } = report;
+
+  const item = acquire(work, opts, run.environmentKey, run.signal, log, clock);
+  if ('error' in item) return report.notAcquired(item.error);
+
+  // What the item holds once prepared; the tear-down gives back whatever was taken.
+  let folder: ToolFolder | undefined;
+  let memory: ItemMemory | undefined;
+  let phases: PhasesResult = 'ran';
+  let error: Error | undefined;
+  const step = new ItemStep(work.id, `retrieving session ${report.sessionId ?? '(none)'}`);
+  try {
+    const session = await sessionToServe(work, item, log);
+    if (typeof session === 'string') {
+      phases = session;
+    } else {
+      const stores = storeResources(session);
+      const intervalMs = opts.memorySyncIntervalMs;
+      const memoryOn = stores.length > 0 && intervalMs !== null;
+      if (memoryOn && item.sessionsToken === null) throw new MemoryUnavailableError(work.id, session.id);
+      folder = opts.concurrency > 1 ? ToolFolder.enter(deps.sessionFolders, opts.workdir, session.id) : ToolFolder.shared(opts.workdir);
+      if (memoryOn) memory = itemMemory(deps, item, report, spans, session, intervalMs);
+      else if (stores.length > 0) warnMemoryOff(log, session.id, stores);
+      const toolContext = await prepare(work.id, session, folder, memory, item, step, opts, log);
+      await serve(deps, item, report, step, session.id, toolContext, memory, run.claimedAt);
+    }
+  } catch (e) {
+    error = step.failure(e);
+  }
+
+  // Decided before the tear-down: what happens during it (a lease lost while flushing) does not change it.
+  const end = decideItemEnd({
+    workId: work.id,
+    phases,
+    error,
+    endCause: item.control.endCause,
+    leaseReason: item.lease.reason,
+    leaseRejection: item.lease.rejection,
+  });
+  const flush = await tearDown(work, item, report, folder, memory, end.memoryEnd === 'final_sync');
+  return report.ended(end.status, end.error, flush);
+}
+
+// ── Acquire ───────────────────────────────────────────────────────────────────────────────────────
+
+/** Request options every per-item call carries (the caller's, from the worker options). */
+type ItemRequestOptions = NonNullable<ResolvedWorkerOptions['requestOptions']> | Record<string, never>;
+
+/** What acquiring an item gives the rest of it. */
+interface Acquired {
+  /** A client authenticated with the item credential only. */
+  client: Anthropic;
+  /** `client`, with its posts (tool results, heartbeats, the stop) over the buffered transport when it may. */
+  postClient: Anthropic;
+  /** The sessions token of the work secret; null when the item runs on the environment key. */
+  sessionsToken: string | null;
+  requestOptions: ItemRequestOptions;
+  /** The item's abort signal and why it fired. */
+  control: ItemControl;
+  /** Heartbeating already. */
+  lease: Lease;
+  retryWindow: SendRetryWindow;
+}
+
+/**
+ * The item credential (the sessions token of the work secret, else the environment key), a client
+ * scoped to it, then the lease, heartbeating from now on so a slow download never lets it lapse.
+ * Returns the error instead when there is no usable credential: such an item cannot be heartbeated
+ * or stopped, and is left to the server to reclaim.
+ */
+function acquire(
+  work: ClaimedWork,
+  opts: ResolvedWorkerOptions,
+  environmentKey: string | undefined,
+  signal: AbortSignal,
+  log: Logger,
+  clock: TimerClock,
+): Acquired | { error: Error } {
+  const secret = decodeWorkSecret(work.secret);
+  if (secret.status === 'malformed') {
+    log.warn('work item secret carries no usable sessions token; falling back to the environment key');
+  }
+  const credential = secret.sessionsToken ?? environmentKey;
+  if (credential === undefined) {
+    const error = new MissingInputError(
+      'environmentKey',
+      'ANTHROPIC_ENVIRONMENT_KEY',
+      `work item ${work.id} (its secret yields no sessions token)`,
+    );
+    log.error({ error: errorSummary(error) }, 'no credential for this work item; it cannot be heartbeated or stopped');
+    return { error };
+  }
+  let client: Anthropic;
+  try {
+    client = scopedClient(opts.client, credential);
+  } catch (e) {
+    const error = coerceError(e);
+    log.error({ err: error }, 'could not build the client for this work item; it is left to the server to reclaim');
+    return { error };
+  }
+  const postClient = postingClient(client);
+  const requestOptions: ItemRequestOptions = opts.requestOptions ?? {};
+  const control = new ItemControl(signal);
+  const retryWindow = new SendRetryWindow();
+  const lease = new Lease({
+    api: {
+      heartbeat: (workId, params, options) =>
+        postClient.beta.environments.work.heartbeat(workId, params, { ...requestOptions, signal: options.signal }),
+    },
+    workId: work.id,
+    environmentId: work.environmentId,
+    logger: log,
+    clock,
+    onTtl: (ttlMs) => retryWindow.set(ttlMs),
+  });
+  control.watch(lease, work.id);
+  lease.start();
+  return { client, postClient, sessionsToken: secret.sessionsToken, requestOptions, control, lease, retryWindow };
+}
+
+// ── Prepare ───────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * The session to serve, fetched once (skills and memory share it); or why there is none: an item
+ * that is not a session, or whose session already terminated, is skipped; one aborted before this
+ * point never starts.
+ */
+async function sessionToServe(work: ClaimedWork, item: Acquired, log: Logger): Promise<BetaManagedAgentsSession | 'skipped' | 'aborted'> {
+  const signal = item.control.signal;
+  if (signal.aborted) return 'aborted';
+  if (work.data.type !== 'session') {
+    log.info({ type: work.data.type }, 'not a session work item; stopping it without running anything');
+    return 'skipped';
+  }
+  const session = await item.client.beta.sessions.retrieve(work.data.id, {}, { ...item.requestOptions, signal });
+  if (session.status === 'terminated') {
+    log.info('session already terminated; stopping its work item without running anything');
+    return 'skipped';
+  }
+  return session;
+}
+
+/**
+ * Create the tool folder, set up the session's skills in it (a failure is only logged, as the
+ * official worker does), then take the stores' mount paths and mount them. Returns the context the
+ * file tools and skills work in, with the mounted stores' folders when memory is on.
+ */
+async function prepare(
+  workId: string,
+  session: BetaManagedAgentsSession,
+  folder: ToolFolder,
+  memory: ItemMemory | undefined,
+  item: Acquired,
+  step: ItemStep,
+  opts: ResolvedWorkerOptions,
+  log: Logger,
+): Promise<AgentToolContext> {
+  const signal = item.control.signal;
+  await folder.create({ workId, sessionId: session.id });
+  const toolContext: AgentToolContext = {
+    workdir: folder.path,
+    client: item.client,
+    session,
+    ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
+  };
+  await folder.setUpSkills(toolContext, log);
+  if (memory) {
+    step.enter('waiting for its mount paths');
+    await memory.lockPaths(signal);
+    step.enter(`mounting the memory stores of session ${session.id}`);
+    await memory.mount(signal);
+    toolContext.allowedRoots = memory.roots.all;
+    toolContext.readOnlyRoots = memory.roots.readOnly;
+  }
+  signal.throwIfAborted();
+  return toolContext;
+}
+
+/** The memory of one session, when memory is on (`intervalMs` is the sync interval). */
+function itemMemory(
+  deps: WorkItemDeps,
+  item: Acquired,
+  report: ItemReport,
+  spans: MemorySpans,
+  session: BetaManagedAgentsSession,
+  intervalMs: number,
+): ItemMemory {
+  return new ItemMemory({
+    port: deps.memory,
+    pathLocks: deps.pathLocks,
+    metrics: deps.metrics,
+    emit: report.emit,
+    listens: report.listens,
+    spans,
+    client: item.client,
+    logger: report.log,
+    settings: { ...deps.options, memorySyncIntervalMs: intervalMs },
+    workId: report.workId,
+    session,
+  });
+}
+
+/** Not a debug line: the agent will find no folder where its instructions say a store is. */
+function warnMemoryOff(log: Logger, sessionId: string, stores: ReturnType<typeof storeResources>): void {
+  const names = stores.map((r) => `${r.name ? `"${r.name}" ` : ''}(${r.memory_store_id}${r.mount_path ? ` at ${r.mount_path}` : ''})`);
+  log.warn(
+    {
+      stores: names,
+      fix: 'drop memorySyncIntervalMs: null (CLI: drop --memory-sync-interval off) to mount them, or detach the stores from the session',
+    },
+    `memory is off (memorySyncIntervalMs: null): session ${sessionId} runs without its ${stores.length} memory store(s) ${names.join(', ')}; the agent will not find their folders`,
+  );
+}
+
+// ── Serve ─────────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * Run the session's tool calls until the session ends or the item's signal aborts. The tools (the
+ * caller's, the agent toolset in the session's sandbox, or the agent toolset in this process) run
+ * behind a guard that brackets each call with the memory sync loop and answers a replayed call
+ * from the record. Every process the agent started in the sandbox ends before this returns, so
+ * the final sync reads folders nothing writes to any more.
+ */
+async function serve(
+  deps: WorkItemDeps,
+  item: Acquired,
+  report: ItemReport,
+  step: ItemStep,
+  sessionId: string,
+  toolContext: AgentToolContext,
+  memory: ItemMemory | undefined,
+  claimedAt: number,
+): Promise<void> {
+  const opts = deps.options;
+  const { log } = report;
+  const sandbox =
+    opts.tools === undefined && deps.sandbox?.kind === 'bwrap'
+      ? new SessionSandbox(
+          deps.sandbox,
+          {
+            workdir: toolContext.workdir,
+            allowedRoots: toolContext.allowedRoots ?? [],
+            readOnlyRoots: toolContext.readOnlyRoots ?? [],
+            maxFileBytes: toolContext.maxFileBytes,
+            hide: [opts.stateDir ?? defaultStateDir()],
+          },
+          log,
+        )
+      : undefined;
+  try {
+    sandbox?.warmUp();
+    const own: BetaRunnableTool[] =
+      sandbox?.tools() ??
+      (typeof opts.tools === 'function' ? opts.tools(toolContext) : (opts.tools ?? betaAgentToolset20260401(toolContext)));
+    const guard = new ToolGuard({
+      hooks: memory?.toolHooks,
+      logger: log,
+      ...(deps.toolRecord ? { outcomes: deps.toolRecord.forSession(sessionId) } : {}),
+    });
+    const runner = new SessionToolRunner(sessionId, {
+      client: item.postClient,
+      tools: guard.wrapAll(deps.wrapTools ? deps.wrapTools(own) : own),
+      ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),
+      ...(opts.requestOptions !== undefined ? { requestOptions: opts.requestOptions } : {}),
+      signal: item.control.signal,
+    });
+    item.retryWindow.attach(runner);
+
+    step.enter(`running the tool calls of session ${sessionId}`);
+    report.sessionStarted(sessionId, memory?.storeCount ?? 0, (deps.clock ?? monotonicClock).now() - claimedAt);
+    for await (const call of runner) {
+      if (call.posted) guard.posted(call.toolUseId);
+      log.debug({ tool: call.name, tool_use_id: call.toolUseId, is_error: call.isError, posted: call.posted }, 'tool call done');
+    }
+    if (guard.replays > 0) log.info({ replays: guard.replays }, 'replayed tool calls answered from the record');
+  } finally {
+    await sandbox?.close();
+  }
+}
+
+// ── Tear down ─────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * Run whatever happened before; never throws. In order: count the run out of its tool folder (the
+ * last run of the session out cleans its skills and folder); end the memory (`finalSync` first on
+ * a clean end), which releases the mount paths; stop listening to the caller; stop heartbeating;
+ * then force-stop the item, unless the lease was lost: someone else may hold it now. Returns the
+ * memory's finish report, if it made one.
+ */
+async function tearDown(
+  work: ClaimedWork,
+  item: Acquired,
+  report: ItemReport,
+  folder: ToolFolder | undefined,
+  memory: ItemMemory | undefined,
+  finalSync: boolean,
+): Promise<FinishReport | undefined> {
+  const { lease } = item;
+  await folder?.leave(report.log);
+  const flush = await memory?.finish(finalSync);
+  item.control.dispose();
+  await lease.release();
+  if (lease.lost) {
+    report.leaseLost(lease.reason as 'lease_lost' | 'assumed_lost');
+  } else if (
+    await stopServedWork(item.postClient, { workId: work.id, environmentId: work.environmentId }, item.requestOptions, report.log)
+  ) {
+    report.emit('workStopped', { workId: work.id });
+  }
+  return flush;
+}
+
+// ── Report ────────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * What one work item tells the world: its logger (scoped to its work and session ids), its events
+ * and its counters, and the outcome it returns, timed from the report's creation on `clock`.
+ */
+class ItemReport {
+  readonly workId: string;
+  /** The session id, when the item is a session. */
+  readonly sessionId: string | undefined;
+  readonly log: Logger;
+  readonly emit: WorkerEmit;
+  /** True when the worker has a listener for `name`: an event nobody hears need not be built. */
+  readonly listens: (name: keyof WorkerEventMap) => boolean;
+  readonly #metrics: WorkerMetrics;
+  readonly #clock: TimerClock;
+  readonly #startedAt: number;
+  /** The session's tools started (its `sessionStarted` event went out), so `sessionEnded` follows. */
+  #started = false;
+
+  constructor(work: ClaimedWork, logger: Logger, emitter: EventEmitter<WorkerEventMap>, metrics: WorkerMetrics, clock: TimerClock) {
+    this.workId = work.id;
+    this.sessionId = work.data.type === 'session' ? work.data.id : undefined;
+    this.log = logger.child({ work_id: work.id, ...(this.sessionId ? { session_id: this.sessionId } : {}) });
+    this.emit = (name, ...payload) => safeEmit(emitter, this.log, name, ...payload);
+    this.listens = (name) => emitter.listenerCount(name) > 0;
+    this.#metrics = metrics;
+    this.#clock = clock;
+    this.#startedAt = clock.now();
+  }
+
+  /** The item could not even be acquired: count it failed and say so. */
+  notAcquired(error: Error): ItemOutcome {
+    this.#metrics.add('itemsFailed');
+    this.emit('workFailed', { workId: this.workId, sessionId: this.sessionId, error });
+    return this.#outcome('failed', error);
+  }
+
+  /** The session's tools are about to run: say how long the item took to get there. */
+  sessionStarted(sessionId: string, stores: number, readyMs: number): void {
+    this.#started = true;
+    this.log.info({ stores, ready_ms: readyMs }, 'session started');
+    this.emit('sessionStarted', { workId: this.workId, sessionId, stores, readyMs });
+  }
+
+  /** The lease was lost: the item is left to its new owner, never stopped by us. */
+  leaseLost(reason: 'lease_lost' | 'assumed_lost'): void {
+    this.#metrics.add('leaseLosses');
+    this.log.warn({ reason }, 'lease lost; the work item is left to its new owner, not stopped');
+    this.emit('leaseLost', { workId: this.workId, sessionId: this.sessionId, reason });
+  }
+
+  /** The item ran its course (tear-down included): count it, log it, and close its session's events. */
+  ended(status: ItemStatus, error: Error | undefined, flush: FinishReport | undefined): ItemOutcome {
+    const outcome = this.#outcome(status, error);
+    if (status === 'failed') {
+      this.#metrics.add('itemsFailed');
+      this.log.error({ error: errorSummary(error) }, 'work item failed');
+      this.log.debug({ err: error }, 'work item failure, with its stack');
+      this.emit('workFailed', { workId: this.workId, sessionId: this.sessionId, error: error ?? new Error('work item failed') });
+    } else if (status === 'completed' || status === 'skipped' || status === 'stopped_by_server') {
+      this.#metrics.add('itemsCompleted');
+    }
+    this.log.info({ status, duration_ms: outcome.durationMs }, 'work item done');
+    if (this.#started && this.sessionId !== undefined) {
+      this.emit('sessionEnded', { workId: this.workId, sessionId: this.sessionId, outcome, ...(flush ? { flush } : {}) });
+    }
+    return outcome;
+  }
+
+  #outcome(status: ItemStatus, error: Error | undefined): ItemOutcome {
+    return {
+      workId: this.workId,
+      sessionId: this.sessionId,
+      status,
+      ...(error ? { error } : {}),
+      durationMs: this.#clock.now() - this.#startedAt,
+    };
+  }
+}
+
+/** What a work item is doing, so a failure of the API says which step failed. */
+export class ItemStep {
+  readonly #workId: string;
+  #current: string;
+
+  constructor(workId: string, first: string) {
+    this.#workId = workId;
+    this.#current = first;
+  }
+
+  enter(step: string): void {
+    this.#current = step;
+  }
+
+  /**
+   * The error an item reports for `e`: an API failure becomes a RemoteApiError naming the item and
+   * the step (status, request id and retryable kept); our own errors stay as they are.
+   */
+  failure(e: unknown): Error {
+    return isApiError(e) && !(e instanceof WorkerError)
+      ? toRemoteApiError(e, `work item ${this.#workId}: ${this.#current}`)
+      : coerceError(e);
+  }
+}
