@@ -198,44 +198,21 @@ export class ToolHostProcess {
   }
 }
 
-/** `O_CLOEXEC` as `/proc/<pid>/fdinfo` shows it in its octal `flags:` line. */
-const O_CLOEXEC = 0o2000000;
-
 /**
- * File descriptors above `fromFd` this process would pass to a child: those it inherited without
- * close-on-exec (Node opens its own with it). Read from `/proc/self/fdinfo`; none where that is
- * unreadable.
+ * Closes every descriptor from `$1` up, then execs the rest of its arguments. Run by bash in the
+ * child, so the worker's main thread never walks its own descriptor table: bash lists its
+ * `/proc/<pid>/fd` (what it inherited across the exec) and closes each one at or above the first
+ * descriptor that is not the child's stdio.
  */
-export function inheritableFds(fromFd: number): number[] {
-  const out: number[] = [];
-  let entries: string[];
-  try {
-    entries = fs.readdirSync('/proc/self/fdinfo');
-  } catch {
-    return out;
-  }
-  for (const name of entries) {
-    const fd = Number(name);
-    if (!Number.isInteger(fd) || fd <= fromFd) continue;
-    try {
-      const m = /^flags:\s*([0-7]+)/m.exec(fs.readFileSync(`/proc/self/fdinfo/${name}`, 'utf8'));
-      if (m && (parseInt(m[1]!, 8) & O_CLOEXEC) === 0) out.push(fd);
-    } catch {
-      // Closed meanwhile (the directory's own descriptor among them).
-    }
-  }
-  return out;
-}
+const CLOSE_INHERITED_AND_EXEC =
+  'first=$1; shift; for p in /proc/$$/fd/*; do n=${p##*/}; if [ "$n" -ge "$first" ] 2>/dev/null; then eval "exec $n>&-"; fi; done 2>/dev/null; exec "$@"';
 
 /**
  * Spawn with no descriptor but the child's stdio: a descriptor the worker inherited without
- * close-on-exec (from a service manager, a test runner, a parent's extra pipe) would otherwise
- * pass into the sandbox, where the agent could read or write it. bash closes them before it
- * execs the command; without any, the command is spawned directly.
+ * close-on-exec (from a service manager, a test runner, a parent's extra pipe, a native module)
+ * would otherwise pass into the sandbox, where the agent could read or write it. bash closes them
+ * all before it execs the command.
  */
 function spawnClosingInherited(command: string, args: string[], options: SpawnOptions & { stdio: unknown[] }): ChildProcess {
-  const leaked = inheritableFds(options.stdio.length - 1);
-  if (leaked.length === 0) return spawn(command, args, options);
-  const closes = leaked.map((fd) => `${fd}>&-`).join(' ');
-  return spawn('/bin/bash', ['-c', `exec ${closes} "$0" "$@"`, command, ...args], options);
+  return spawn('/bin/bash', ['-c', CLOSE_INHERITED_AND_EXEC, 'close-inherited', String(options.stdio.length), command, ...args], options);
 }
