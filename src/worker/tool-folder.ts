@@ -22,6 +22,8 @@ export class ToolFolder {
   readonly #counts: SessionFolderCounts | undefined;
   readonly #own: boolean;
   #cleanupSkills: () => Promise<void> = async () => {};
+  /** The session has skills, so `skills/` is the worker's to write and clean. */
+  #hasSkills = false;
   #left = false;
 
   private constructor(dir: string, own: boolean, counts: SessionFolderCounts | undefined) {
@@ -60,6 +62,13 @@ export class ToolFolder {
    * Set up the session's skills in the folder (`context.workdir`); {@link leave} cleans them. A
    * failure is only logged, as the official worker does: the session runs without them. `setUp` is
    * the SDK's skills setup unless a test gives another.
+   *
+   * The setup removes and writes `skills/<name>` with the worker's rights, outside any sandbox, in
+   * a folder the agent writes to. An earlier turn (or, with one session at a time, another
+   * session) may have left a symlink at `skills`: followed, it would make the worker delete and
+   * write wherever it points (another tenant's store among them). Whatever is at `skills` and is
+   * not a plain folder is first moved aside, under a name that says so, and the setup then makes
+   * a plain one.
    */
   async setUpSkills(
     context: AgentToolContext,
@@ -67,6 +76,8 @@ export class ToolFolder {
     setUp: (context: AgentToolContext) => Promise<() => Promise<void>> = setupSkills,
   ): Promise<void> {
     try {
+      this.#hasSkills = (context.session?.agent?.skills?.length ?? 0) > 0;
+      if (this.#hasSkills) await skillsFolderOrMovedAside(this.path, log, "before the session's skills were set up");
       this.#cleanupSkills = await setUp(context);
     } catch (e) {
       log.warn({ error: errorSummary(coerceError(e)) }, 'skill setup failed; the session runs without them');
@@ -83,7 +94,11 @@ export class ToolFolder {
     const shared = this.#own && countOut(this.#counts, this.path) > 0;
     if (shared) return;
     try {
-      await this.#cleanupSkills();
+      // The cleanup removes `skills/<name>`: through a symlink the agent put at `skills` meanwhile,
+      // that would be a folder of its choosing. Then the link is moved aside and nothing is removed.
+      if (!this.#hasSkills || (await skillsFolderOrMovedAside(this.path, log, "before the session's skills were cleaned up"))) {
+        await this.#cleanupSkills();
+      }
     } catch (e) {
       log.warn({ error: errorSummary(coerceError(e)) }, 'skill cleanup failed');
     }
@@ -92,6 +107,30 @@ export class ToolFolder {
     await removeIfEmpty(path.join(this.path, 'skills'), log);
     await removeIfEmpty(this.path, log);
   }
+}
+
+/**
+ * Whether `<folder>/skills` is a plain folder or absent. Anything else there (a symlink, a file)
+ * is renamed aside, never followed, and logged with where it went.
+ */
+async function skillsFolderOrMovedAside(folder: string, log: Logger, when: string): Promise<boolean> {
+  const skills = path.join(folder, 'skills');
+  let kind: string;
+  try {
+    const st = await fsp.lstat(skills);
+    if (st.isDirectory()) return true;
+    kind = st.isSymbolicLink() ? 'a symlink' : 'not a folder';
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return true;
+    throw e;
+  }
+  const aside = path.join(folder, `skills.moved-aside-${Date.now()}`);
+  await fsp.rename(skills, aside);
+  log.warn(
+    { path: skills, moved_to: aside, fix: 'nothing to do: the agent (or an earlier session) put it there; the worker never follows it' },
+    `${skills} was ${kind} ${when}; it was moved to ${aside} and not followed`,
+  );
+  return false;
 }
 
 /**

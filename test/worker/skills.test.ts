@@ -8,7 +8,7 @@ import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Emulator } from '../../src/testing/index.js';
+import type { Emulator, ScriptStep } from '../../src/testing/index.js';
 import { exists, harness, waitFor, type Harness } from './helpers.js';
 
 const SKILL_MD = '---\nname: pdf-tools\ndescription: Work with PDFs\n---\nRun scripts/extract.sh <file>.\n';
@@ -139,5 +139,58 @@ describe("the session agent's skills", () => {
       await worker.close();
       await running;
     }
+  });
+
+  describe('a symlink the agent leaves at skills/ is never followed', () => {
+    /** A folder outside the workdir holding `pdf-tools/keep.md`: where the agent's link points. */
+    async function victim(): Promise<string> {
+      const dir = path.join(h.tmp, 'victim');
+      await fsp.mkdir(path.join(dir, 'pdf-tools'), { recursive: true });
+      await fsp.writeFile(path.join(dir, 'pdf-tools', 'keep.md'), 'not the worker to delete');
+      return dir;
+    }
+
+    async function assertUntouched(dir: string): Promise<void> {
+      expect(await fsp.readFile(path.join(dir, 'pdf-tools', 'keep.md'), 'utf8')).toBe('not the worker to delete');
+      expect(await exists(path.join(dir, 'pdf-tools', 'SKILL.md'))).toBe(false);
+    }
+
+    async function serve(script: ScriptStep<Emulator>[]): Promise<void> {
+      const { sessionId } = await emu.createSession({ skills: [{ skillId }], script });
+      const worker = h.worker();
+      const running = worker.run();
+      try {
+        const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
+        expect(done.toolResults.map((r) => [r.name, r.isError])).toEqual(script.flatMap((s) => ('tool' in s ? [[s.tool, false]] : [])));
+        expect(done.toolResults[0]!.text).toContain('Run scripts/extract.sh <file>.');
+      } finally {
+        await worker.close();
+        await running;
+      }
+    }
+
+    it('left by an earlier session: moved aside before the setup, which writes a plain folder', async () => {
+      const dir = await victim();
+      await fsp.symlink(dir, path.join(h.workdir, 'skills'));
+      await serve([{ tool: 'read', input: { file_path: 'skills/pdf-tools/SKILL.md' } }]);
+      await assertUntouched(dir);
+      const aside = (await fsp.readdir(h.workdir)).filter((n) => n.startsWith('skills.moved-aside-'));
+      expect(aside).toHaveLength(1);
+      expect(await fsp.readlink(path.join(h.workdir, aside[0]!))).toBe(dir);
+      const warning = h.capture.lines.find((l) => l.level === 40 && String(l.msg).includes('was a symlink before'));
+      expect(warning).toMatchObject({ path: path.join(h.workdir, 'skills'), moved_to: path.join(h.workdir, aside[0]!) });
+    });
+
+    it('put there by the agent during the session: the cleanup does not remove through it', async () => {
+      const dir = await victim();
+      await serve([
+        { tool: 'read', input: { file_path: 'skills/pdf-tools/SKILL.md' } },
+        { tool: 'bash', input: { command: `mv skills skills.real && ln -s ${dir} skills && echo swapped` } },
+      ]);
+      await assertUntouched(dir);
+      expect(h.capture.lines.some((l) => l.level === 40 && String(l.msg).includes('was a symlink before the session'))).toBe(true);
+      // The real skills folder the agent moved is left where it put it.
+      expect(await exists(path.join(h.workdir, 'skills.real', 'pdf-tools', 'SKILL.md'))).toBe(true);
+    });
   });
 });
