@@ -13,6 +13,8 @@ import type { ByteBudget } from '../remote/byte-budget.js';
  * - the first write that throws stops the queue: what waits is dropped, and that error rejects the
  *   pending and later {@link push} promises and {@link drained};
  * - {@link stop} drops what waits (a failed listing); {@link settled} waits for the write in flight;
+ * - an item that enters while a run ends (its bytes given back by that run's last write) starts
+ *   a new run, so {@link drained} never resolves with an item unwritten;
  * - `batch` hooks, when given, bracket each run of writes between two yields: `begin` before its
  *   first write, `end` after its last (a throwing `end` fails the queue as a write does);
  * - with `bytes`, an item enters the queue only once its size is granted by that budget (shared by
@@ -153,6 +155,10 @@ export class WriteQueue<T> {
       if (inBatch) await Promise.resolve(this.#hooks?.end(true)).catch(() => undefined);
     } finally {
       this.#running = undefined;
+      // An item let in while this run was ending (its bytes granted by the run's last write) gets
+      // a run of its own: nothing pushed is left unwritten while drained() resolves.
+      if (this.#error === undefined && this.#queued > 0)
+        this.#running = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#run());
       this.#wake();
     }
   }
