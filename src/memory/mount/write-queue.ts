@@ -28,6 +28,9 @@ export interface WriteBatchHooks {
   /** `failed`: the batch ends on a write that threw. */
   end(failed: boolean): Promise<void> | void;
 }
+
+/** Writes one item: synchronously (returns nothing), or by the promise it returns. */
+export type WriteItem<T> = (item: T) => Promise<void> | void;
 /** The budget a queue's items are counted in, and what one item weighs. */
 export interface WriteQueueBytes<T> {
   budget: ByteBudget;
@@ -40,7 +43,7 @@ interface Queued<T> {
 }
 
 export class WriteQueue<T> {
-  readonly #write: (item: T) => Promise<void>;
+  readonly #write: WriteItem<T>;
   readonly #highWater: number;
   readonly #batch: number;
   readonly #hooks: WriteBatchHooks | undefined;
@@ -53,10 +56,7 @@ export class WriteQueue<T> {
   #error: { reason: unknown } | undefined;
   #waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
 
-  constructor(
-    write: (item: T) => Promise<void>,
-    opts: { highWater: number; batch: number; hooks?: WriteBatchHooks; bytes?: WriteQueueBytes<T> },
-  ) {
+  constructor(write: WriteItem<T>, opts: { highWater: number; batch: number; hooks?: WriteBatchHooks; bytes?: WriteQueueBytes<T> }) {
     this.#write = write;
     this.#highWater = Math.max(1, opts.highWater);
     this.#batch = Math.max(1, opts.batch);
@@ -133,11 +133,13 @@ export class WriteQueue<T> {
           this.#head = 0;
         }
         try {
-          await this.#write(item);
+          // A synchronous write costs no promise and no turn of the microtask queue.
+          const pending = this.#write(item);
+          if (pending !== undefined) await pending;
         } finally {
           if (bytes > 0) this.#bytes?.budget.give(bytes);
         }
-        if (this.#queued < this.#highWater) this.#wake();
+        if (this.#waiters.length > 0 && this.#queued < this.#highWater) this.#wake();
         if (++sinceYield >= this.#batch) {
           sinceYield = 0;
           inBatch = false;
