@@ -9,7 +9,6 @@ import { monotonicClock, type Clock } from '../../internal/clock.js';
 import { MEMORY_DEFAULTS, WORKER_DEFAULTS } from '../../internal/defaults.js';
 import { childLogger, errorSummary, resolveLogger, snakeCaseKeys, type Logger } from '../../internal/logger.js';
 import { LocalDir, LocalDirError } from '../disk/local-dir.js';
-import { sha256Hex } from '../disk/local-scan.js';
 import { markerContent } from '../rules/marker.js';
 import { adoptVerdict, type JournalFact } from '../rules/adopt.js';
 import { checkParent, createRoot, inspectPath, probeCaseInsensitive, validateSpecs, type StoreSpec } from './mount-checks.js';
@@ -548,16 +547,13 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       }
       try {
         const st = writer.writeNow(rel, bytes, backdatedMtimeMs(m.updatedAt));
-        // Hashed once, from the bytes just written: the file need not be read back (a cached
-        // content was hashed as it was read).
-        const sha = content === undefined ? m.sha : sha256Hex(bytes);
+        // The file holds the content the listing gave under this sha: it is recorded under it, not
+        // hashed again on the mount's path (a sync compares the file with the baseline by that sha,
+        // and any later change of the file changes its stat). A cached content was hashed as it was
+        // read; a downloaded one is hashed by the cache before it keeps it, after the mount.
         if (content === undefined) copied++;
-        else if (sha === m.sha) contents?.put(sha, bytes, true);
-        // The listed sha string when they agree: the baseline holds it already.
-        cache.record(rel, st, sha === m.sha ? m.sha : sha, true, cache.nowNs());
-        if (sha !== m.sha) {
-          log.warn({ path: rel, listed_sha: m.sha, written_sha: sha }, 'downloaded content does not hash to the listed content_sha256');
-        }
+        else contents?.put(m.sha, bytes);
+        cache.record(rel, st, m.sha, true, cache.nowNs());
         setPathKey(baseline, rel, { id: m.id, sha: m.sha });
         bytesWritten += bytes.length;
         safeEmit(this, log, 'downloaded', { storeId: spec.storeId, path: rel, sha: m.sha });
