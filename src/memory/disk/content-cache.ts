@@ -81,8 +81,8 @@ export class ContentCache {
   #usable = false;
   #failed = false;
   #pendingBytes = 0;
-  /** Puts not written yet, oldest first. */
-  readonly #waiting = new Map<string, Buffer>();
+  /** Puts not written yet, oldest first; `hashed`: the caller hashed the bytes to their sha already. */
+  readonly #waiting = new Map<string, { bytes: Buffer; hashed: boolean }>();
   #writers = 0;
   #holds = 0;
   #resume: NodeJS.Timeout | undefined;
@@ -207,17 +207,17 @@ export class ContentCache {
   }
 
   /**
-   * Keep `bytes` as the content of `sha`, in the background. Ignored when they do not hash to
-   * `sha`, when it is cached already, when it alone is over the bound, or when too many puts wait.
-   * `hashed` says the caller hashed these very bytes to `sha` already.
+   * Keep `bytes` as the content of `sha`, in the background. Ignored when it is cached already,
+   * when it alone is over the bound, or when too many puts wait; dropped when the bytes do not hash
+   * to `sha`. `hashed` says the caller hashed these very bytes to `sha` already; else they are
+   * hashed when their turn to be written comes (after the mount that put them), not now.
    */
   put(sha: string, bytes: Uint8Array, hashed = false): void {
     if (!this.#usable || this.#index.has(sha) || this.#waiting.has(sha) || !SHA256_HEX.test(sha)) return;
     if (bytes.length > this.#maxBytes || bytes.length > MAX_MEMORY_BYTES) return;
     if (this.#pendingBytes + bytes.length > PENDING_PUT_BYTES) return;
-    if (!hashed && sha256Hex(bytes) !== sha) return;
     // A copy: the caller's buffer is reused for its next file.
-    this.#waiting.set(sha, Buffer.from(bytes));
+    this.#waiting.set(sha, { bytes: Buffer.from(bytes), hashed });
     this.#pendingBytes += bytes.length;
     this.#pump();
   }
@@ -276,10 +276,15 @@ export class ContentCache {
         if (this.#held) break;
         const next = this.#waiting.entries().next();
         if (next.done === true) break;
-        const [sha, bytes] = next.value;
+        const [sha, { bytes, hashed }] = next.value;
         this.#waiting.delete(sha);
         try {
-          if (this.#usable && !this.#index.has(sha)) await this.#write(sha, bytes);
+          if (!this.#usable || this.#index.has(sha)) continue;
+          if (!hashed && sha256Hex(bytes) !== sha) {
+            this.#log.warn({ sha }, 'a downloaded content does not hash to its listed content_sha256; it is not cached');
+            continue;
+          }
+          await this.#write(sha, bytes);
         } catch (e) {
           this.#fail(e, 'could not write to the content cache; later mounts fetch what it misses');
         } finally {

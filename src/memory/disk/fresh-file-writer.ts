@@ -53,8 +53,14 @@ const CREATE_FLAGS = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW;
 export interface FreshFileWriterDeps {
   /** Split a store-relative path for writing, refusing unclean paths and reserved names. */
   split(rel: string): { folders: string[]; name: string };
-  /** Pin the folders below the root, creating missing ones. */
-  pin(folders: string[], rel: string): Promise<PinnedChain>;
+  /**
+   * Refuse `name` as the file name of `rel` (in the folder `folder`, `''` for the root) when it is
+   * not a clean segment or a reserved name: what {@link split} checks of the last segment, for a
+   * file whose folder is pinned already (its folders were checked when they were).
+   */
+  checkName(rel: string, name: string, folder: string): void;
+  /** Pin the folders below the root, creating missing ones (synchronous calls). */
+  pin(folders: string[], rel: string): PinnedChain;
   /** Throw once the folder is unmounted; called right before each call that changes the disk. */
   assertLive(rel: string): void;
 }
@@ -63,6 +69,8 @@ export class FreshFileWriter {
   readonly #deps: FreshFileWriterDeps;
   /** Pinned folders by store-relative folder path, least recently used first. */
   readonly #chains = new Map<string, PinnedChain>();
+  /** The folder of the last write: the most recently used already, so the order needs no update. */
+  #lastKey: string | undefined;
   /** Unique per writer: temp names need only a counter after it. */
   readonly #tempStem = `${TEMP_FILE_PREFIX}${randomBytes(6).toString('hex')}-`;
   #tempCount = 0;
@@ -78,27 +86,41 @@ export class FreshFileWriter {
     this.#deps = deps;
   }
 
-  /**
-   * Write `bytes` to `rel`, its mtime set to `mtimeMs`. Returns the stat of the written file. Awaits
-   * only to pin a folder not pinned yet.
-   */
+  /** {@link writeNow} as a promise (a refusal rejects it). */
   async write(rel: string, bytes: Uint8Array, mtimeMs: number): Promise<BigIntStats> {
-    const { folders, name } = this.#deps.split(rel);
-    const key = folders.join('/');
+    return this.writeNow(rel, bytes, mtimeMs);
+  }
+
+  /**
+   * Write `bytes` to `rel`, its mtime set to `mtimeMs`, with synchronous calls only (a folder not
+   * pinned yet is pinned, and created, the same way). Returns the stat of the written file; throws
+   * a {@link LocalDirError} on a refusal.
+   */
+  writeNow(rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+    const slash = rel.lastIndexOf('/');
+    const key = slash < 0 ? '' : rel.slice(0, slash);
     let chain = this.#chains.get(key);
+    let name: string;
     if (chain !== undefined) {
-      this.#chains.delete(key);
-      this.#chains.set(key, chain);
+      name = rel.slice(slash + 1);
+      this.#deps.checkName(rel, name, key);
+      if (this.#lastKey !== key) {
+        this.#chains.delete(key);
+        this.#chains.set(key, chain);
+      }
     } else {
+      const split = this.#deps.split(rel);
+      name = split.name;
       this.#deps.assertLive(rel);
-      chain = await this.#deps.pin(folders, rel);
-      await this.#keep(key, chain);
+      chain = this.#deps.pin(split.folders, rel);
+      this.#keep(key, chain);
     }
+    this.#lastKey = key;
     try {
       return this.#writeIn(chain, name, rel, bytes, mtimeMs);
     } catch (e) {
       // A folder found replaced is pinned again (and refused again) by the next write, never reused.
-      if (e instanceof LocalDirError && e.failure === 'replaced') await this.#drop(key);
+      if (e instanceof LocalDirError && e.failure === 'replaced') this.#drop(key);
       throw e;
     }
   }
@@ -119,12 +141,17 @@ export class FreshFileWriter {
     this.#batchRoot ??= chain.rootIdentity;
   }
 
+  /** {@link endBatchNow} as a promise (a failed check rejects it). */
+  async endBatch(opts: { check?: boolean } = {}): Promise<void> {
+    this.endBatchNow(opts);
+  }
+
   /**
    * End the batch: check again every chain written through during it. Throws `replaced` (a
    * {@link LocalDirError}) when one was moved or swapped; that chain is pinned again by its next
    * write. A batch ended after a failed write may skip the check (`check: false`).
    */
-  async endBatch(opts: { check?: boolean } = {}): Promise<void> {
+  endBatchNow(opts: { check?: boolean } = {}): void {
     const checked = this.#batchChecked;
     const failure = this.#batchFailure;
     this.#batchChecked = undefined;
@@ -138,7 +165,7 @@ export class FreshFileWriter {
       try {
         this.#verifyInBatch(chain);
       } catch (e) {
-        for (const [key, held] of this.#chains) if (held === chain) await this.#drop(key);
+        for (const [key, held] of this.#chains) if (held === chain) this.#drop(key);
         throw e;
       }
     }
@@ -146,7 +173,7 @@ export class FreshFileWriter {
 
   /** Close every pinned folder. The writer may be used again (folders are pinned again). */
   async close(): Promise<void> {
-    for (const key of [...this.#chains.keys()]) await this.#drop(key);
+    for (const key of [...this.#chains.keys()]) this.#drop(key);
   }
 
   #writeIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
@@ -204,13 +231,13 @@ export class FreshFileWriter {
     }
   }
 
-  async #keep(key: string, chain: PinnedChain): Promise<void> {
+  #keep(key: string, chain: PinnedChain): void {
     this.#chains.set(key, chain);
     this.#openFolders += chain.openFolders;
     for (const oldest of this.#chains.keys()) {
       if (this.#openFolders <= MAX_OPEN_FOLDERS || oldest === key) break;
       this.#checkBeforeClosing(oldest);
-      await this.#drop(oldest);
+      this.#drop(oldest);
     }
   }
 
@@ -229,12 +256,13 @@ export class FreshFileWriter {
     }
   }
 
-  async #drop(key: string): Promise<void> {
+  #drop(key: string): void {
     const chain = this.#chains.get(key);
     if (chain === undefined) return;
     this.#chains.delete(key);
+    if (this.#lastKey === key) this.#lastKey = undefined;
     this.#openFolders -= chain.openFolders;
-    await chain.close();
+    chain.closeSync();
   }
 }
 

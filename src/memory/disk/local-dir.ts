@@ -198,6 +198,25 @@ export class LocalDir {
     }
   }
 
+  /** {@link #pin} with synchronous calls (a writer pinning many folders in a row). */
+  #pinSync(segments: readonly string[], rel: string, create = false): PinnedChain {
+    const chain = PinnedChain.openRootSync(this.root, this.#rootId);
+    this.#rootId ??= chain.rootIdentity;
+    try {
+      for (let i = 0; i < segments.length; i++) {
+        const seg = segments[i]!;
+        if (create && isReservedName(seg, i === 0)) {
+          throw new LocalDirError('bad-path', rel, `refused ${rel}: ${seg} is a reserved name`);
+        }
+        chain.descendSync(seg, create ? { create: true, beforeCreate: () => this.#assertLive(rel) } : {});
+      }
+      return chain;
+    } catch (e) {
+      chain.closeSync();
+      throw e;
+    }
+  }
+
   /** Pin the parent folders of `rel`; returns the chain and the file's own name. */
   async #pinParent(rel: string, create = false): Promise<{ chain: PinnedChain; name: string }> {
     const segments = splitRelPath(rel);
@@ -274,7 +293,13 @@ export class LocalDir {
         }
         return { folders: segments.slice(0, -1), name };
       },
-      pin: (folders, rel) => this.#pin(folders, rel, true),
+      checkName: (rel, name, folder) => {
+        if (name === '' || name === '.' || name === '..' || name.includes('\0')) {
+          throw new LocalDirError('bad-path', rel, `refused path ${JSON.stringify(rel)}: not a clean store-relative path`);
+        }
+        if (isReservedName(name, folder === '')) throw new LocalDirError('bad-path', rel, `refused to write ${rel}: the name is reserved`);
+      },
+      pin: (folders, rel) => this.#pinSync(folders, rel, true),
       assertLive: (rel) => this.#assertLive(rel),
     });
   }

@@ -1,4 +1,4 @@
-import { constants as fsc, existsSync, lstatSync, type BigIntStats } from 'node:fs';
+import { closeSync, constants as fsc, existsSync, fstatSync, lstatSync, mkdirSync, openSync, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { LocalDirError, errCode } from './local-dir-error.js';
@@ -51,7 +51,10 @@ function sameIdentity(a: DirIdentity, b: DirIdentity): boolean {
 }
 
 interface Link {
-  fh: fsp.FileHandle;
+  /** The folder's descriptor. */
+  fd: number;
+  /** The handle owning `fd` when opened through the promise API; undefined when opened synchronously. */
+  fh: fsp.FileHandle | undefined;
   id: DirIdentity;
   /** Absolute path the folder had when it was opened (messages and the portable scheme). */
   abs: string;
@@ -70,6 +73,33 @@ async function folderFailure(e: unknown, rel: string, where: string, lstatPath: 
     return new LocalDirError('not-directory', rel, `${where} is not a folder`, { cause: e });
   }
   return e;
+}
+
+/** {@link folderFailure} with a synchronous `lstat`. */
+function folderFailureSync(e: unknown, rel: string, where: string, lstatPath: string): unknown {
+  const code = errCode(e);
+  if (code === 'ENOENT') return new LocalDirError('missing', rel, `${where} does not exist`, { cause: e });
+  if (code === 'ENOTDIR' || code === 'ELOOP') {
+    let st: BigIntStats | undefined;
+    try {
+      st = lstatSync(lstatPath, { bigint: true });
+    } catch {
+      st = undefined;
+    }
+    if (st?.isSymbolicLink()) return new LocalDirError('symlink', rel, `${where} is a symlink; never followed`, { cause: e });
+    if (st === undefined) return new LocalDirError('missing', rel, `${where} does not exist`, { cause: e });
+    return new LocalDirError('not-directory', rel, `${where} is not a folder`, { cause: e });
+  }
+  return e;
+}
+
+/** Close a folder descriptor opened synchronously, ignoring a failure (nothing was written through it). */
+function closeFdQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Already closed.
+  }
 }
 
 export class PinnedChain {
@@ -97,9 +127,32 @@ export class PinnedChain {
       if (expected !== undefined && !sameIdentity(id, expected)) {
         throw new LocalDirError('replaced', '.', `${rootAbs} is not the folder this store was mounted in any more; left untouched`);
       }
-      return new PinnedChain({ fh, id, abs: rootAbs, rel: '' }, procFdAvailable());
+      return new PinnedChain({ fd: fh.fd, fh, id, abs: rootAbs, rel: '' }, procFdAvailable());
     } catch (e) {
       await fh.close().catch(() => {});
+      throw e;
+    }
+  }
+
+  /**
+   * {@link openRoot} with synchronous calls (an open and an fstat, microseconds on a local disk),
+   * for a writer that pins many folders in a row. The same refusals.
+   */
+  static openRootSync(rootAbs: string, expected: DirIdentity | undefined): PinnedChain {
+    let fd: number;
+    try {
+      fd = openSync(rootAbs, DIR_FLAGS);
+    } catch (e) {
+      throw folderFailureSync(e, '.', rootAbs, rootAbs);
+    }
+    try {
+      const id = identityOf(fstatSync(fd, { bigint: true }));
+      if (expected !== undefined && !sameIdentity(id, expected)) {
+        throw new LocalDirError('replaced', '.', `${rootAbs} is not the folder this store was mounted in any more; left untouched`);
+      }
+      return new PinnedChain({ fd, fh: undefined, id, abs: rootAbs, rel: '' }, procFdAvailable());
+    } catch (e) {
+      closeFdQuietly(fd);
       throw e;
     }
   }
@@ -133,7 +186,7 @@ export class PinnedChain {
   }
 
   #entryIn(link: Link, name: string): string {
-    return this.#useProc ? `/proc/self/fd/${link.fh.fd}/${name}` : path.join(link.abs, name);
+    return this.#useProc ? `/proc/self/fd/${link.fd}/${name}` : path.join(link.abs, name);
   }
 
   /**
@@ -158,7 +211,7 @@ export class PinnedChain {
   /** A path naming the pinned folder itself (for `readdir`). */
   self(): string {
     const leaf = this.#leaf;
-    return this.#useProc ? `/proc/self/fd/${leaf.fh.fd}` : leaf.abs;
+    return this.#useProc ? `/proc/self/fd/${leaf.fd}` : leaf.abs;
   }
 
   /**
@@ -189,7 +242,7 @@ export class PinnedChain {
     }
     try {
       const id = identityOf(await fh.stat({ bigint: true }));
-      this.#links.push({ fh, id, abs, rel });
+      this.#links.push({ fd: fh.fd, fh, id, abs, rel });
     } catch (e) {
       await fh.close().catch(() => {});
       throw e;
@@ -199,11 +252,44 @@ export class PinnedChain {
     if (!this.#useProc) await this.verify();
   }
 
+  /** {@link descend} with synchronous calls; the same checks in the same order. */
+  descendSync(name: string, opts: { create?: boolean; beforeCreate?: () => void } = {}): void {
+    const parent = this.#leaf;
+    const rel = this.#relOf(name);
+    const entry = this.entry(name);
+    const abs = path.join(parent.abs, name);
+    let fd: number | undefined;
+    for (let attempt = 0; fd === undefined; attempt++) {
+      try {
+        fd = openSync(entry, DIR_FLAGS);
+      } catch (e) {
+        if (errCode(e) === 'ENOENT' && opts.create && attempt === 0) {
+          opts.beforeCreate?.();
+          this.verifySync();
+          try {
+            mkdirSync(entry, { mode: 0o755 });
+          } catch (err) {
+            if (errCode(err) !== 'EEXIST') throw err;
+          }
+          continue;
+        }
+        throw folderFailureSync(e, rel, rel, entry);
+      }
+    }
+    try {
+      const id = identityOf(fstatSync(fd, { bigint: true }));
+      this.#links.push({ fd, fh: undefined, id, abs, rel });
+    } catch (e) {
+      closeFdQuietly(fd);
+      throw e;
+    }
+    if (!this.#useProc) this.verifySync();
+  }
+
   /** Close the deepest folder and go back to its parent. */
   async ascend(): Promise<void> {
     if (this.#links.length <= 1) return;
-    const leaf = this.#links.pop()!;
-    await leaf.fh.close().catch(() => {});
+    await closeLink(this.#links.pop()!);
   }
 
   /**
@@ -262,9 +348,20 @@ export class PinnedChain {
 
   /** Close every folder of the chain. */
   async close(): Promise<void> {
-    while (this.#links.length > 0) {
-      const link = this.#links.pop()!;
-      await link.fh.close().catch(() => {});
-    }
+    while (this.#links.length > 0) await closeLink(this.#links.pop()!);
   }
+
+  /**
+   * Close every folder of the chain now, when each was opened synchronously ({@link openRootSync},
+   * {@link descendSync}); a folder opened through the promise API is closed in the background.
+   */
+  closeSync(): void {
+    while (this.#links.length > 0) void closeLink(this.#links.pop()!);
+  }
+}
+
+/** Close one folder of a chain: through its handle when it has one, else its descriptor, now. */
+async function closeLink(link: Link): Promise<void> {
+  if (link.fh !== undefined) await link.fh.close().catch(() => {});
+  else closeFdQuietly(link.fd);
 }

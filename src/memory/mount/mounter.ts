@@ -9,7 +9,6 @@ import { monotonicClock, type Clock } from '../../internal/clock.js';
 import { MEMORY_DEFAULTS, WORKER_DEFAULTS } from '../../internal/defaults.js';
 import { childLogger, errorSummary, resolveLogger, snakeCaseKeys, type Logger } from '../../internal/logger.js';
 import { LocalDir, LocalDirError } from '../disk/local-dir.js';
-import { sha256Hex } from '../disk/local-scan.js';
 import { markerContent } from '../rules/marker.js';
 import { adoptVerdict, type JournalFact } from '../rules/adopt.js';
 import { checkParent, createRoot, inspectPath, probeCaseInsensitive, validateSpecs, type StoreSpec } from './mount-checks.js';
@@ -523,7 +522,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     // Listed as cached, but the cache could not give them when their turn came: fetched after.
     const lateMisses: Miss[] = [];
     let copied = 0;
-    const write = async ({ m, content, rel }: Download): Promise<void> => {
+    // Synchronous: the queue writes a run of files without a promise or a microtask per file.
+    const write = ({ m, content, rel }: Download): void => {
       if (signal.aborted) return;
       let bytes: Buffer;
       if (content === undefined) {
@@ -546,17 +546,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         bytes = scratch.subarray(0, scratch.write(content, 0, 'utf8'));
       }
       try {
-        const st = await writer.write(rel, bytes, backdatedMtimeMs(m.updatedAt));
-        // Hashed once, from the bytes just written: the file need not be read back (a cached
-        // content was hashed as it was read).
-        const sha = content === undefined ? m.sha : sha256Hex(bytes);
+        const st = writer.writeNow(rel, bytes, backdatedMtimeMs(m.updatedAt));
+        // The file holds the content the listing gave under this sha: it is recorded under it, not
+        // hashed again on the mount's path (a sync compares the file with the baseline by that sha,
+        // and any later change of the file changes its stat). A cached content was hashed as it was
+        // read; a downloaded one is hashed by the cache before it keeps it, after the mount.
         if (content === undefined) copied++;
-        else if (sha === m.sha) contents?.put(sha, bytes, true);
-        // The listed sha string when they agree: the baseline holds it already.
-        cache.record(rel, st, sha === m.sha ? m.sha : sha, true, cache.nowNs());
-        if (sha !== m.sha) {
-          log.warn({ path: rel, listed_sha: m.sha, written_sha: sha }, 'downloaded content does not hash to the listed content_sha256');
-        }
+        else contents?.put(m.sha, bytes);
+        cache.record(rel, st, m.sha, true, cache.nowNs());
         setPathKey(baseline, rel, { id: m.id, sha: m.sha });
         bytesWritten += bytes.length;
         safeEmit(this, log, 'downloaded', { storeId: spec.storeId, path: rel, sha: m.sha });
@@ -574,7 +571,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const queue = new WriteQueue(write, {
       highWater: WRITE_QUEUE_HIGH_WATER_FACTOR * this.#concurrency,
       batch: WRITE_BATCH_FILES,
-      hooks: { begin: () => writer.beginBatch(), end: (failed) => writer.endBatch({ check: !failed }) },
+      hooks: { begin: () => writer.beginBatch(), end: (failed) => writer.endBatchNow({ check: !failed }) },
       // Every store's queue counts in the mount's one write budget (content characters).
       // A content copied from the cache is read at its turn, so it holds nothing while queued.
       bytes: { budget: buffers.writes, sizeOf: (d) => d.content?.length ?? 0 },

@@ -13,6 +13,8 @@ import type { ByteBudget } from '../remote/byte-budget.js';
  * - the first write that throws stops the queue: what waits is dropped, and that error rejects the
  *   pending and later {@link push} promises and {@link drained};
  * - {@link stop} drops what waits (a failed listing); {@link settled} waits for the write in flight;
+ * - an item that enters while a run ends (its bytes given back by that run's last write) starts
+ *   a new run, so {@link drained} never resolves with an item unwritten;
  * - `batch` hooks, when given, bracket each run of writes between two yields: `begin` before its
  *   first write, `end` after its last (a throwing `end` fails the queue as a write does);
  * - with `bytes`, an item enters the queue only once its size is granted by that budget (shared by
@@ -26,6 +28,9 @@ export interface WriteBatchHooks {
   /** `failed`: the batch ends on a write that threw. */
   end(failed: boolean): Promise<void> | void;
 }
+
+/** Writes one item: synchronously (returns nothing), or by the promise it returns. */
+export type WriteItem<T> = (item: T) => Promise<void> | void;
 /** The budget a queue's items are counted in, and what one item weighs. */
 export interface WriteQueueBytes<T> {
   budget: ByteBudget;
@@ -38,7 +43,7 @@ interface Queued<T> {
 }
 
 export class WriteQueue<T> {
-  readonly #write: (item: T) => Promise<void>;
+  readonly #write: WriteItem<T>;
   readonly #highWater: number;
   readonly #batch: number;
   readonly #hooks: WriteBatchHooks | undefined;
@@ -51,10 +56,7 @@ export class WriteQueue<T> {
   #error: { reason: unknown } | undefined;
   #waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
 
-  constructor(
-    write: (item: T) => Promise<void>,
-    opts: { highWater: number; batch: number; hooks?: WriteBatchHooks; bytes?: WriteQueueBytes<T> },
-  ) {
+  constructor(write: WriteItem<T>, opts: { highWater: number; batch: number; hooks?: WriteBatchHooks; bytes?: WriteQueueBytes<T> }) {
     this.#write = write;
     this.#highWater = Math.max(1, opts.highWater);
     this.#batch = Math.max(1, opts.batch);
@@ -131,11 +133,13 @@ export class WriteQueue<T> {
           this.#head = 0;
         }
         try {
-          await this.#write(item);
+          // A synchronous write costs no promise and no turn of the microtask queue.
+          const pending = this.#write(item);
+          if (pending !== undefined) await pending;
         } finally {
           if (bytes > 0) this.#bytes?.budget.give(bytes);
         }
-        if (this.#queued < this.#highWater) this.#wake();
+        if (this.#waiters.length > 0 && this.#queued < this.#highWater) this.#wake();
         if (++sinceYield >= this.#batch) {
           sinceYield = 0;
           inBatch = false;
@@ -153,6 +157,10 @@ export class WriteQueue<T> {
       if (inBatch) await Promise.resolve(this.#hooks?.end(true)).catch(() => undefined);
     } finally {
       this.#running = undefined;
+      // An item let in while this run was ending (its bytes granted by the run's last write) gets
+      // a run of its own: nothing pushed is left unwritten while drained() resolves.
+      if (this.#error === undefined && this.#queued > 0)
+        this.#running = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#run());
       this.#wake();
     }
   }

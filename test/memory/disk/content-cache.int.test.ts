@@ -200,6 +200,33 @@ describe('a blob that is not what it is named', () => {
     for (const [i, p] of victims.entries()) expect(fs.readFileSync(blobPath(shas[i]!), 'utf8')).toBe(memories[p]);
   });
 
+  it('a downloaded content that does not hash to its listed sha is mounted as given but never cached under that sha', async () => {
+    const memories = { '/a.md': 'content A', '/f/b.md': 'content B' };
+    const store = await h.emu.createMemoryStore({ name: 'Liar', memories });
+    // Every listing names a's content by b's sha: a server whose sha and content disagree.
+    const shaB = sha256Hex(Buffer.from('content B'));
+    h.emu.faults.add({
+      route: /^GET \/v1\/memory_stores\/[^/]+\/memories$/,
+      rewrite: (body) => {
+        const page = body as { data: Array<{ path: string; content_sha256?: string }> };
+        for (const item of page.data) if (item.path === '/a.md') item.content_sha256 = 'f'.repeat(64);
+        return page;
+      },
+    });
+    const first = await mountOnce([{ memoryStoreId: store.id }]);
+    expect(first.trees[0]).toEqual(expectedTree(memories));
+    // The unmount waits for the cache's writes: b's content is kept, a's is not kept under the lie.
+    await first.mounted.unmount();
+    expect(fs.readFileSync(blobPath(shaB), 'utf8')).toBe('content B');
+    expect(fs.existsSync(blobPath('f'.repeat(64)))).toBe(false);
+    expect(first.log.warnings()).toContain('a downloaded content does not hash to its listed content_sha256; it is not cached');
+    // The next mount copies b from the cache and downloads a again.
+    const next = await mountOnce([{ memoryStoreId: store.id }]);
+    expect(next.trees[0]).toEqual(expectedTree(memories));
+    expect(next.requests.retrieves + next.requests.full).toBeGreaterThan(0);
+    await next.mounted.unmount();
+  });
+
   it('a half-written blob under its final name (a crash of a writer that does not rename) is dropped when read', async () => {
     const content = 'the whole content of a memory';
     const sha = sha256Hex(Buffer.from(content));

@@ -3,9 +3,10 @@
  * the pusher's turn; a push past the high-water mark returns a promise that settles once the queue
  * has room; the first failed write stops the queue, drops what waits and is reported by every
  * later push and by drained(); batch hooks bracket each run of writes, and a failing end fails the
- * queue.
+ * queue; an item let in by the bytes the last write gave back is written before drained() resolves.
  */
 import { describe, expect, it } from 'vitest';
+import { ByteBudget } from '../../../src/memory/remote/byte-budget.js';
 import { WriteQueue } from '../../../src/memory/mount/write-queue.js';
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -109,5 +110,24 @@ describe('a write queue', () => {
     cut.push(2);
     await expect(cut.drained()).rejects.toThrow('disk full');
     expect(ends).toEqual([true]);
+  });
+
+  it('writes an item whose bytes the last write of a run gave back, before drained() resolves (synchronous writes and hooks)', async () => {
+    const written: number[] = [];
+    const budget = new ByteBudget(10);
+    const q = new WriteQueue<number>((n) => void written.push(n), {
+      highWater: 100,
+      batch: 8,
+      hooks: { begin: () => undefined, end: () => undefined },
+      bytes: { budget, sizeOf: () => 10 },
+    });
+    expect(q.push(1)).toBeUndefined();
+    // Waits for the bytes of item 1, given back by its write: the run ends right after it.
+    const second = q.push(2);
+    expect(second).toBeInstanceOf(Promise);
+    await second;
+    await q.drained();
+    expect(written).toEqual([1, 2]);
+    expect(budget.used).toBe(0);
   });
 });
