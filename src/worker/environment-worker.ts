@@ -5,8 +5,6 @@ import { linkAbort, onAbort } from '../internal/abort.js';
 import { resolveLogger, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import type { ItemOutcome, WorkerEventMap } from './events.js';
-import { runItem } from './item-runner.js';
-import { defaultMemoryPort } from './default-memory-port.js';
 import type { MemoryPort } from './memory-port.js';
 import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
 import { assertPosixPlatform, resolveWorkerOptions, type EnvironmentWorkerOptions, type ResolvedWorkerOptions } from './options.js';
@@ -15,6 +13,8 @@ import { PathLocks } from './path-locks.js';
 import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork, type ClaimSlots } from './poller.js';
 import { postingClient, scopedClient } from './scoped-client.js';
 import { resolveSandbox, type SandboxRuntime } from '../sandbox/runtime.js';
+import { sweepJournal } from '../memory/journal/sweep.js';
+import { loadSessionCode, type SessionCode } from './session-code.js';
 
 export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
 export type { WorkerMetricsSnapshot } from './metrics.js';
@@ -73,7 +73,9 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #pathLocks: PathLocks;
   readonly #toolRecord: ToolCallRecord;
   readonly #sessionFolders = new Map<string, number>();
-  readonly #memory: MemoryPort;
+  /** The internal memory port (tests); undefined for the default one, loaded with the session code. */
+  readonly #memory: MemoryPort | undefined;
+  #sessionCode: Promise<SessionCode> | undefined;
   readonly #wrapTools: WorkerInternals['wrapTools'];
   readonly #closeCtrl = new AbortController();
   readonly #active = new Set<Promise<ItemOutcome>>();
@@ -109,7 +111,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     this.workerId = this.#opts.workerId ?? defaultWorkerId();
     this.#log = resolveLogger(this.#opts.logger).child({ worker_id: this.workerId });
     this.#toolRecord = internals.toolRecord ?? new ToolCallRecord({ logger: this.#log });
-    this.#memory = internals.memory ?? defaultMemoryPort;
+    this.#memory = internals.memory;
     this.#wrapTools = internals.wrapTools;
     this.#pathLocks = new PathLocks(this.#opts.clock);
     // Every running item and the poller listen on the close signal.
@@ -190,7 +192,8 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     if (this.#opts.memorySyncIntervalMs !== null) {
       // Leftovers of a worker that died on this host: entries with nothing to save are dropped,
       // the others named (the next session of their store adopts them).
-      await this.#memory.sweep?.({ logger: this.#log, stateDir: this.#opts.stateDir });
+      const sweepOpts = { logger: this.#log, stateDir: this.#opts.stateDir };
+      await (this.#memory === undefined ? sweepJournal(sweepOpts) : this.#memory.sweep?.(sweepOpts));
     }
     this.#log.info({ environment_id: environmentId, concurrency: this.#opts.concurrency }, 'worker polling for work');
     try {
@@ -294,22 +297,28 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     });
     const itemCtrl = new AbortController();
     const detach = [linkAbort(this.#closeCtrl.signal, itemCtrl), linkAbort(signal, itemCtrl)];
-    const deps = {
-      options: this.#opts,
-      logger: this.#log,
-      emitter: this,
-      metrics: this.#metrics,
-      pathLocks: this.#pathLocks,
-      memory: this.#memory,
-      toolRecord: this.#toolRecord,
-      sessionFolders: this.#sessionFolders,
-      clock: this.#opts.clock,
-      sandbox,
-      ...(this.#wrapTools ? { wrapTools: this.#wrapTools } : {}),
-    };
-    const p: Promise<ItemOutcome> = runItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
+    // The session code loads at the first item (once); a worker waiting for work does not hold it.
+    this.#sessionCode ??= loadSessionCode(this.#memory);
+    const p: Promise<ItemOutcome> = this.#sessionCode
+      .then(({ runItem, memory }) => {
+        const deps = {
+          options: this.#opts,
+          logger: this.#log,
+          emitter: this,
+          metrics: this.#metrics,
+          pathLocks: this.#pathLocks,
+          memory,
+          toolRecord: this.#toolRecord,
+          sessionFolders: this.#sessionFolders,
+          clock: this.#opts.clock,
+          sandbox,
+          ...(this.#wrapTools ? { wrapTools: this.#wrapTools } : {}),
+        };
+        return runItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal });
+      })
       .catch((e: unknown) => {
-        // runItem does not throw; this is the last line of defence so one item never stops the worker.
+        // runItem does not throw; this is the last line of defence so one item never stops the worker
+        // (a session code that failed to load, in a broken install, fails each item here).
         this.#log.error({ err: e, work_id: work.id }, 'work item crashed');
         return { workId: work.id, sessionId: undefined, status: 'failed' as const, error: e as Error, durationMs: 0 };
       })
