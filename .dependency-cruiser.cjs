@@ -95,6 +95,16 @@ module.exports = {
       to: { pathNot: ['(^|/)node_modules/@anthropic-ai/sdk/'], dependencyTypesNot: ['core', 'type-only'] },
     },
     {
+      name: 'zod-v3-outside-the-test-kit',
+      comment:
+        "Option schemas import 'zod/v3': zod 4's own entry points load every one of its ~40 locales and its JSON " +
+        'Schema tooling (about 2.3 MB more heap, 7 MiB more RSS before the first session). Only the test kit ' +
+        "(src/testing/, never loaded by a worker) uses 'zod'.",
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/testing/' },
+      to: { path: '(^|/)node_modules/zod/', pathNot: '(^|/)node_modules/zod/v3/' },
+    },
+    {
       name: 'internal-no-rooms',
       comment: 'src/internal/ (logger, abort, clock, ...) imports no other room of src/ (src/errors.ts aside).',
       severity: 'error',

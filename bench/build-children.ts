@@ -2,7 +2,9 @@
  * Bundles the three benchmark children (official, ours, floor) into plain ES modules under
  * `node_modules/.cache/maw-bench/`, so each child starts with `node` alone: no TypeScript loader in
  * the measured process, and ours loads the current source tree (not a stale `dist/`). Packages
- * stay external and resolve from this repository's `node_modules`.
+ * stay external and resolve from this repository's `node_modules`. Split into chunks as the
+ * package's own ESM build is, so what the library loads only on first use (`import()`: the session
+ * code at the first work item) stays unloaded in the child until then, as it does for an operator.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -33,7 +35,7 @@ export async function buildChildren(opts: { baseRef?: string } = {}): Promise<Re
     format: ['esm'],
     platform: 'node',
     target: 'node20',
-    splitting: false,
+    splitting: true,
     sourcemap: false,
     dts: false,
     clean: true,

@@ -47,7 +47,7 @@ export class WorkerError extends Error {
 
 /** An option was missing, of the wrong type or out of range. The message names it and the accepted range. */
 export class ConfigError extends WorkerError {
-  /** One line per problem, `path: expected …, got …`. */
+  /** One line per problem, `path: expected ..., got ...`. */
   readonly issues: readonly string[];
 
   constructor(message: string, issues: readonly string[] = [], options?: { cause?: unknown }) {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import type Anthropic from '@anthropic-ai/sdk';
 import { LAUNCHER_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../internal/clock.js';
 import type { Logger } from '../internal/logger.js';
@@ -47,20 +47,21 @@ function looksLikeRegistry(v: unknown): boolean {
 const WORK_QUEUE_KEYS = ['client', 'environmentId', 'environmentKey', 'maxAgeMs', 'timeoutMs'];
 
 const workQueueSchema = z
-  .looseObject({
+  .object({
     client: z.custom<WorkQueueSource['client']>(looksLikeClient),
     environmentId: z.string().min(1),
     environmentKey: z.string().min(1).optional(),
     maxAgeMs: z.number().int().min(1_000).optional(),
     timeoutMs: z.number().int().min(1).optional(),
   })
+  .passthrough()
   // Checked here rather than by a strict object, so the message names `workQueue` and the key.
   .superRefine((o, ctx) => {
     const unknown = Object.keys(o).filter((k) => !WORK_QUEUE_KEYS.includes(k));
     if (unknown.length > 0) ctx.addIssue({ code: 'custom', message: `unknown key ${unknown.join(', ')}` });
   });
 
-const schema = z
+const fieldsSchema = z
   .object({
     worker: z.custom<ObservedWorker>(looksLikeWorker).optional(),
     workQueue: workQueueSchema.optional(),
@@ -76,13 +77,20 @@ const schema = z
       .optional(),
     processMetrics: z.boolean().optional(),
   })
-  .strict()
-  .refine((o) => o.worker !== undefined || o.workQueue !== undefined, {
-    path: ['worker'],
-    message: 'a worker, or workQueue to export the queue depth alone',
-    // Reported with the other problems, not only once they are fixed.
-    when: () => true,
-  });
+  .strict();
+
+// Reported with the other problems, not only once they are fixed: both sides of an intersection
+// are parsed, where a refinement of the object itself would run only once its fields are valid.
+const schema = z.intersection(
+  fieldsSchema,
+  z
+    .object({ worker: z.unknown(), workQueue: z.unknown() })
+    .passthrough()
+    .refine((o) => o.worker !== undefined || o.workQueue !== undefined, {
+      path: ['worker'],
+      message: 'a worker, or workQueue to export the queue depth alone',
+    }),
+);
 
 const EXPECTED: Record<keyof MetricsServerOptions, string> = {
   worker: 'an EnvironmentWorker (an EventEmitter with activeSessions, closing and lastPollOkAt)',

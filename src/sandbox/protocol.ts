@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from 'zod/v3';
 
 /**
  * The pipe between the worker and a session's tool host: one JSON object per line, each way.
@@ -33,7 +33,7 @@ export interface HostCancel {
 
 export type WorkerMessage = HostInit | HostCall | HostCancel;
 
-const blocks = z.array(z.looseObject({ type: z.string() }));
+const blocks = z.array(z.object({ type: z.string() }).passthrough());
 const content = z.union([z.string(), blocks]);
 
 export const hostMessageSchema = z.discriminatedUnion('t', [

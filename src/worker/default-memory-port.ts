@@ -1,5 +1,5 @@
 import { MemoryMounter, SyncLoop } from '../memory/index.js';
-import { sweepJournal } from '../memory/mount/recovery.js';
+import { sweepJournal } from '../memory/journal/sweep.js';
 import type { MemoryPort } from './memory-port.js';
 
 /** Binds the worker to the memory core in `src/memory/`. */

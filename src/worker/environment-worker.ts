@@ -214,7 +214,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
    *
    * As the official worker's `handleItem()` (so switching is one import line): rejects when the item
    * failed (no usable credential, the session could not be fetched, memory could not be mounted,
-   * the runner failed, …) with a {@link WorkItemFailedError} whose `cause` is the typed reason and
+   * the runner failed, and so on) with a {@link WorkItemFailedError} whose `cause` is the typed reason and
    * whose `outcome` says how it ended; resolves with the {@link ItemOutcome} in every other case
    * (`completed`, `skipped`, `lease_lost`, `stopped_by_server`, `aborted`). Either way the item's
    * teardown (final sync or flush, folders removed, item stopped unless the lease was lost) has run

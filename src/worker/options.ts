@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import type { BetaToolRunnerRequestOptions } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner';

@@ -86,6 +86,7 @@ describe('the import rules', () => {
       'src/memory/mount/mounter.ts': "import '../../worker/poller.js';",
       'src/internal/logger.ts': "import '../memory/rules/marker.js';",
       'src/memory/sync/sync-loop.ts': "import './no-such-file.js';",
+      'src/webhook/options.ts': "import 'zod';",
     });
     expect(run.code).not.toBe(0);
     expect(violations(run.output)).toEqual(
@@ -99,6 +100,7 @@ describe('the import rules', () => {
         'memory-no-outer-rooms src/memory/mount/mounter.ts',
         'internal-no-rooms src/internal/logger.ts',
         'no-unresolvable src/memory/sync/sync-loop.ts',
+        'zod-v3-outside-the-test-kit src/webhook/options.ts',
       ].sort(),
     );
   });

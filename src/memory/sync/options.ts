@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import { ConfigError } from '../../errors.js';
 import { MEMORY_DEFAULTS } from '../../internal/defaults.js';
 

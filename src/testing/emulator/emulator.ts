@@ -230,7 +230,7 @@ export class Emulator {
 
   /**
    * Create a skill with a first version. `GET /v1/skills/:id/versions/:version` serves the version
-   * (`latest` resolves to the newest) and `…/content` its files as a ustar archive wrapped in one
+   * (`latest` resolves to the newest) and `./content` its files as a ustar archive wrapped in one
    * `<name>/` folder. Attach it with `createSession({ skills: [{ skillId }] })`.
    */
   createSkill(opts: CreateSkillOptions): SkillHandle {
@@ -450,7 +450,7 @@ export class Emulator {
     return this.#state.enqueueHealthcheck(opts.environmentId ?? this.environmentId, opts.secret ?? false).id;
   }
 
-  /** Stop a work item as the API would (graceful → `stopping`, force → `stopped`). */
+  /** Stop a work item as the API would (graceful: `stopping`, force: `stopped`). */
   stopWork(workIdOrSessionId: string, opts: { force?: boolean } = {}): void {
     this.#state.queue.stop(this.#work(workIdOrSessionId), opts.force === true);
   }

@@ -20,7 +20,8 @@ import { EXIT } from '../../../src/cli/exit-codes.js';
 import type { CliIo } from '../../../src/cli/io.js';
 import { MemoryMounter, SyncLoop } from '../../../src/memory/index.js';
 import { Journal } from '../../../src/memory/journal/journal.js';
-import { recoverLeftovers, sweepJournal } from '../../../src/memory/mount/recovery.js';
+import { sweepJournal } from '../../../src/memory/journal/sweep.js';
+import { recoverLeftovers } from '../../../src/memory/mount/recovery.js';
 import { captureLogger, harness, manualClock, openSession, readTree, type Harness } from '../int-helpers.js';
 
 let h: Harness;
