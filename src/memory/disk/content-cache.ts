@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsc, fstatSync, fsync, futimesSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants as fsc, fsync, futimesSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { coerceError, StateFileError } from '../../errors.js';
@@ -74,8 +74,11 @@ export class ContentCache {
   readonly #stateDir: string;
   #maxBytes: number;
   readonly #log: Logger;
-  /** Cached shas and their sizes, least recently used first. */
-  readonly #index = new Map<string, number>();
+  /**
+   * Cached shas, least recently used first: each blob's size, and the use last stamped on its
+   * mtime (ms), so a read needs no fstat.
+   */
+  readonly #index = new Map<string, { size: number; usedAt: number }>();
   #bytes = 0;
   #opened: Promise<boolean> | undefined;
   #usable = false;
@@ -158,28 +161,37 @@ export class ContentCache {
   /**
    * The bytes of `sha`, read and hashed now; undefined when there is none or it does not hash to
    * `sha` (that blob is removed, with a warning on `log`). Synchronous: a blob is at most one
-   * memory's size.
+   * memory's size. With `scratch` (larger than the blob), the bytes are read into it and the
+   * result is a view of it, valid until the caller reuses it; else into a new buffer.
+   *
+   * An open, one read and a close: the size is the one the blob was filed with (a blob of another
+   * size now, grown or cut, is not its content, and up to one byte more than that size is read to
+   * see it), so no fstat is needed; a folder or a FIFO there fails the read or comes short.
    */
-  read(sha: string, log: Logger = this.#log): Buffer | undefined {
-    if (!this.has(sha)) return undefined;
-    const file = this.#blobPath(sha);
+  read(sha: string, log: Logger = this.#log, scratch?: Buffer): Buffer | undefined {
+    const entry = this.#usable ? this.#index.get(sha) : undefined;
+    if (entry === undefined) return undefined;
+    const want = entry.size;
+    if (want > MAX_MEMORY_BYTES) {
+      this.#drop(sha, 'larger than a memory', log);
+      return undefined;
+    }
+    const into = scratch !== undefined && scratch.length > want ? scratch : Buffer.allocUnsafe(want + 1);
     let bytes: Buffer;
     try {
-      const fd = openSync(file, READ_FLAGS);
+      const fd = openSync(this.#blobPath(sha), READ_FLAGS);
       try {
-        const st = fstatSync(fd);
-        if (!st.isFile() || st.size > MAX_MEMORY_BYTES) {
-          this.#drop(sha, 'not a regular file of a memory’s size', log);
-          return undefined;
-        }
-        bytes = Buffer.allocUnsafe(st.size);
         let off = 0;
-        while (off < bytes.length) {
-          const n = readSync(fd, bytes, off, bytes.length - off, off);
+        while (off <= want) {
+          const n = readSync(fd, into, off, want + 1 - off, off);
           if (n === 0) break;
           off += n;
         }
-        if (off !== bytes.length) bytes = bytes.subarray(0, off);
+        if (off !== want) {
+          this.#drop(sha, 'not the size it was filed with', log);
+          return undefined;
+        }
+        bytes = into.subarray(0, want);
         if (sha256Hex(bytes) !== sha) {
           this.#drop(sha, 'its bytes do not hash to its name', log);
           return undefined;
@@ -187,7 +199,10 @@ export class ContentCache {
         // The use is stamped on the blob, so the least-recently-used order survives a restart; to
         // the minute, which spares a call per file when a store is mounted again soon after.
         const nowMs = Date.now();
-        if (st.mtimeMs < nowMs - USE_STAMP_GRAIN_MS) futimesSync(fd, nowMs / 1000, nowMs / 1000);
+        if (entry.usedAt < nowMs - USE_STAMP_GRAIN_MS) {
+          futimesSync(fd, nowMs / 1000, nowMs / 1000);
+          entry.usedAt = nowMs;
+        }
       } finally {
         closeSync(fd);
       }
@@ -198,10 +213,9 @@ export class ContentCache {
       if (code !== 'ENOENT') log.warn({ sha, error: errorSummary(coerceError(e)) }, 'content cache blob unreadable; the memory is fetched');
       return undefined;
     }
-    const size = this.#index.get(sha);
-    if (size !== undefined) {
+    if (this.#index.get(sha) === entry) {
       this.#index.delete(sha);
-      this.#index.set(sha, size);
+      this.#index.set(sha, entry);
     }
     return bytes;
   }
@@ -352,7 +366,7 @@ export class ContentCache {
       if (!renamed) unlinkQuietly(tmp);
     }
     this.#unsyncedShards.add(shard);
-    this.#index.set(sha, bytes.length);
+    this.#index.set(sha, { size: bytes.length, usedAt: Date.now() });
   }
 
   /** Forget least recently used blobs until `incoming` more bytes fit the bound; returns them, to remove. */
@@ -371,10 +385,10 @@ export class ContentCache {
   }
 
   #forget(sha: string): void {
-    const size = this.#index.get(sha);
-    if (size === undefined) return;
+    const entry = this.#index.get(sha);
+    if (entry === undefined) return;
     this.#index.delete(sha);
-    this.#bytes -= size;
+    this.#bytes -= entry.size;
   }
 
   #drop(sha: string, why: string, log: Logger): void {
@@ -415,7 +429,7 @@ export class ContentCache {
     }
     found.sort((a, b) => a.usedAt - b.usedAt);
     for (const f of found) {
-      this.#index.set(f.sha, f.size);
+      this.#index.set(f.sha, { size: f.size, usedAt: f.usedAt });
       this.#bytes += f.size;
     }
   }

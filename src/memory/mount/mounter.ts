@@ -527,8 +527,9 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       if (signal.aborted) return;
       let bytes: Buffer;
       if (content === undefined) {
-        // Read and hashed now: only bytes that hash to the listed sha are written.
-        const cached = contents?.read(m.sha, log);
+        // Read and hashed now: only bytes that hash to the listed sha are written. Into the
+        // store's buffer when it is large enough, as a download is.
+        const cached = contents?.read(m.sha, log, scratch);
         if (cached === undefined) {
           lateMisses.push({
             m: { id: m.id, path: m.path ?? relToRemotePath(rel), sha: m.sha, sizeBytes: m.sizeBytes ?? 0, updatedAt: m.updatedAt },

@@ -5,7 +5,7 @@
  * by a killed process, is never mounted; a cache over its bound evicts and the mount is still
  * exact; a read-only and a read-write store of the same contents share blobs, never files.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
@@ -225,6 +225,29 @@ describe('a blob that is not what it is named', () => {
     expect(next.trees[0]).toEqual(expectedTree(memories));
     expect(next.requests.retrieves + next.requests.full).toBeGreaterThan(0);
     await next.mounted.unmount();
+  });
+
+  it('a blob grown past the size it was filed with, or replaced by a FIFO or a folder, is dropped when read, without blocking', async () => {
+    const contents = ['grown content', 'fifo content', 'folder content'];
+    const shas = contents.map((c) => sha256Hex(Buffer.from(c)));
+    for (const [i, sha] of shas.entries()) {
+      fs.mkdirSync(path.dirname(blobPath(sha)), { recursive: true });
+      fs.writeFileSync(blobPath(sha), contents[i]!);
+    }
+    const cache = new ContentCache({ stateDir: h.stateDir, maxBytes: 1 << 20, logger: captureLogger().logger });
+    expect(await cache.open()).toBe(true);
+    // After the scan: the first blob gets a tail (its first bytes still the content), the second
+    // becomes a FIFO nobody writes to, the third a folder.
+    fs.appendFileSync(blobPath(shas[0]!), ' and more');
+    fs.rmSync(blobPath(shas[1]!));
+    execFileSync('mkfifo', [blobPath(shas[1]!)]);
+    fs.rmSync(blobPath(shas[2]!));
+    fs.mkdirSync(blobPath(shas[2]!));
+    const scratch = Buffer.alloc(64);
+    for (const sha of shas) {
+      expect(cache.read(sha, undefined, scratch)).toBeUndefined();
+      expect(cache.has(sha)).toBe(false);
+    }
   });
 
   it('a half-written blob under its final name (a crash of a writer that does not rename) is dropped when read', async () => {
