@@ -236,52 +236,64 @@ export class RemoteStore {
     };
     const depthFirst = { prefix: '/', depth: 1 } as const;
     try {
-      // Both first pages at once; the depth-1 one is awaited (and its body read) either way, so no
-      // request outlives the listing.
-      const whole = limit(() => this.#page(view, pageLimit, {}, undefined, ctrl.signal, gate));
-      const top = limit(() => this.#page(view, pageLimit, depthFirst, undefined, ctrl.signal, gate));
-      top.catch(() => {});
-      // The depth-1 page when it is not used: its bytes go back to the gate.
-      const dropTop = (): Promise<void> =>
-        top.then(
-          (p) => gate?.budget.give(p.held),
-          () => {},
-        );
-      const wholePage = await whole.catch((e: unknown) => {
-        fail(e);
-        return undefined;
-      });
-      if (wholePage !== undefined && decide !== undefined && !decide(shasOf(wholePage.data))) {
-        gate?.budget.give(wholePage.held);
-        await dropTop();
-        return false;
-      }
-      if (wholePage !== undefined && wholePage.next === undefined) {
-        await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, first: wholePage, gate }).catch(fail);
-        await dropTop();
-      } else if (wholePage !== undefined) {
-        const topPage = await top.catch((e: unknown) => {
+      // Both first pages at once, and the depth-1 cursor after them, in one slot of the limiter and
+      // under one grant of the gate taken before either is asked for. Bytes are never held while
+      // waiting for a slot or for the other first page: a first page that held its bytes while the
+      // other waited for a slot (taken by folders of another store waiting for those bytes) would
+      // wait forever.
+      const used = await limit(async (): Promise<boolean> => {
+        const grant = gate?.guess(pageLimit) ?? 0;
+        if (gate !== undefined) await gate.budget.take(2 * grant, ctrl.signal);
+        const whole = this.#page(view, pageLimit, {}, undefined, ctrl.signal, gate, grant);
+        const top = this.#page(view, pageLimit, depthFirst, undefined, ctrl.signal, gate, grant);
+        top.catch(() => {});
+        // The depth-1 page when it is not used: its bytes go back to the gate.
+        const dropTop = (): Promise<void> =>
+          top.then(
+            (p) => gate?.budget.give(p.held),
+            () => {},
+          );
+        const wholePage = await whole.catch((e: unknown) => {
           fail(e);
           return undefined;
         });
-        if (topPage === undefined) {
+        if (wholePage !== undefined && decide !== undefined && !decide(shasOf(wholePage.data))) {
           gate?.budget.give(wholePage.held);
-        } else if (isOneFolder(topPage)) {
-          // One folder and nothing beside it: the split would page that folder on a cursor of its
-          // own from its start; the whole store's cursor is that same listing, one page ahead.
-          gate?.budget.give(topPage.held);
-          await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, first: wholePage, gate }).catch(fail);
-        } else {
-          // More than one page: its items come again from the parts. It counts against the budget.
-          budget.pages++;
-          gate?.budget.give(wholePage.held);
-          await limit(() =>
-            this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: topPage, gate }),
-          ).catch(fail);
+          await dropTop();
+          return false;
         }
-      } else {
-        await dropTop();
-      }
+        if (wholePage !== undefined && wholePage.next === undefined) {
+          await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, first: wholePage, gate }).catch(fail);
+          await dropTop();
+        } else if (wholePage !== undefined) {
+          const topPage = await top.catch((e: unknown) => {
+            fail(e);
+            return undefined;
+          });
+          if (topPage === undefined) {
+            gate?.budget.give(wholePage.held);
+          } else if (isOneFolder(topPage)) {
+            // One folder and nothing beside it: the split would page that folder on a cursor of its
+            // own from its start; the whole store's cursor is that same listing, one page ahead.
+            gate?.budget.give(topPage.held);
+            await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, first: wholePage, gate }).catch(fail);
+          } else {
+            // More than one page: its items come again from the parts. It counts against the budget.
+            budget.pages++;
+            gate?.budget.give(wholePage.held);
+            await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: topPage, gate }).catch(
+              fail,
+            );
+          }
+        } else {
+          await dropTop();
+        }
+        return true;
+      }).catch((e: unknown) => {
+        fail(e);
+        return true;
+      });
+      if (!used) return false;
       // Parts started later are pushed while earlier ones run: wait until none is left.
       for (let i = 0; i < parts.length; i++) await parts[i];
     } finally {
@@ -366,8 +378,9 @@ export class RemoteStore {
 
   /**
    * One listing page (`part` names the folder and depth), read within its size bound and checked.
-   * With `gate`, asked for once its guessed weight is granted; the page then holds its body's
-   * length (`held`), which the caller gives back once the page is used up.
+   * With `gate`, asked for once its guessed weight is granted (or at once with `granted`, bytes
+   * the caller already took for it); the page then holds its body's length (`held`), which the
+   * caller gives back once the page is used up.
    */
   async #page(
     view: 'basic' | 'full',
@@ -376,6 +389,7 @@ export class RemoteStore {
     cursor: string | undefined,
     signal: AbortSignal | undefined,
     gate?: PageGate,
+    granted?: number,
   ): Promise<ListingPage> {
     const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
     const what = this.#what(view, part.prefix);
@@ -384,7 +398,9 @@ export class RemoteStore {
       ...(part.depth !== undefined ? { depth: part.depth } : {}),
     };
     let held = 0;
-    if (gate !== undefined) {
+    if (gate !== undefined && granted !== undefined) {
+      held = granted;
+    } else if (gate !== undefined) {
       const guess = gate.guess(limit);
       await gate.budget.take(guess, signal);
       held = guess;
