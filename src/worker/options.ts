@@ -16,6 +16,8 @@ import { isTimerClock, monotonicClock, type TimerClock } from '../internal/clock
 import { WORKER_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryDeleteMode } from '../memory/rules/types.js';
+import { defaultStateDir } from '../memory/index.js';
+import { assertStateDirOutsideWorkdir } from './state-dir-outside.js';
 import {
   resolveSandboxOption,
   SANDBOX_OPTION_EXPECTED,
@@ -305,11 +307,13 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     throw new ConfigError(`invalid EnvironmentWorker options:\n  ${issues.join('\n  ')}`, issues);
   }
   const o = parsed.data;
+  const workdir = path.resolve(o.workdir ?? process.cwd());
+  assertStateDirOutsideWorkdir(o.stateDir ?? defaultStateDir(), workdir);
   return {
     client: o.client,
     environmentId: o.environmentId,
     environmentKey: o.environmentKey,
-    workdir: path.resolve(o.workdir ?? process.cwd()),
+    workdir,
     tools: o.tools,
     sandbox: resolveSandboxOption(o.sandbox),
     maxFileBytes: o.maxFileBytes,
