@@ -71,3 +71,48 @@ describe("a store's mount path inside the worker's own folders", () => {
     expect(await fsp.readdir(path.join(h.workdir, 'sessions'))).toEqual([]);
   });
 });
+
+describe("a store's mount path inside another worker's mounted store", () => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness();
+  });
+  afterEach(async () => {
+    await h.cleanup();
+  });
+
+  it('is refused: the outer store never gets the inner one’s files (two workers, each with its own path locks)', async () => {
+    const { emu } = h;
+    const outer = await emu.createMemoryStore({ name: 'outer' });
+    const inner = await emu.createMemoryStore({ name: 'inner', memories: { '/plan.md': SECRET } });
+    const outerRoot = path.join(h.mountRoot, 'outer');
+    const innerRoot = path.join(outerRoot, 'inner');
+    const a = await emu.createSession({
+      resources: [{ memoryStoreId: outer.id, mountPath: outerRoot }],
+      script: [{ sleepMs: 2_000 }, { tool: 'bash', input: { command: `cat ${innerRoot}/plan.md 2>/dev/null; echo done` } }],
+    });
+    const first = h.worker();
+    const runFirst = first.run();
+    await new Promise<void>((resolve) => first.once('sessionStarted', () => resolve()));
+    const b = await emu.createSession({
+      resources: [{ memoryStoreId: inner.id, mountPath: innerRoot }],
+      script: [{ sleepMs: 4_000 }, { tool: 'bash', input: { command: 'true' } }],
+    });
+    const second = h.worker();
+    const runSecond = second.run();
+    const [doneA] = await Promise.all([
+      emu.waitForSession(a.sessionId, { timeoutMs: 20_000 }),
+      emu.waitForSession(b.sessionId, { timeoutMs: 20_000 }).catch(() => undefined),
+    ]);
+    await Promise.all([first.close(), second.close()]);
+    await Promise.all([runFirst, runSecond]);
+
+    expect(JSON.stringify(emu.memories(outer.id))).not.toContain(SECRET);
+    expect(doneA.toolResults.map((r) => r.text).join('')).not.toContain(SECRET);
+    expect(
+      h.capture.lines.some((l) =>
+        JSON.stringify(l).includes(`the mount path ${innerRoot} is inside ${outerRoot}, the folder of another memory store`),
+      ),
+    ).toBe(true);
+  });
+});
