@@ -308,14 +308,15 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
   }
   const o = parsed.data;
   const workdir = path.resolve(o.workdir ?? process.cwd());
-  assertStateDirOutsideWorkdir(o.stateDir ?? defaultStateDir(), workdir);
+  const sandbox = resolveSandboxOption(o.sandbox);
+  assertStateDirOutsideWorkdir(o.stateDir ?? defaultStateDir(), workdir, sandbox.readWritePaths);
   return {
     client: o.client,
     environmentId: o.environmentId,
     environmentKey: o.environmentKey,
     workdir,
     tools: o.tools,
-    sandbox: resolveSandboxOption(o.sandbox),
+    sandbox,
     maxFileBytes: o.maxFileBytes,
     maxIdleMs: o.maxIdleMs,
     memorySyncIntervalMs: o.memorySyncIntervalMs === undefined ? MEMORY_SYNC_INTERVAL_DEFAULT_MS : o.memorySyncIntervalMs,

@@ -45,18 +45,31 @@ export function stateDirOverlap(stateDir: string, folder: string): 'state-inside
   return undefined;
 }
 
-/** Throws a {@link ConfigError} when the workdir holds the state folder or lies inside it. */
-export function assertStateDirOutsideWorkdir(stateDir: string, workdir: string): void {
+/**
+ * Throws a {@link ConfigError} when the workdir holds the state folder or lies inside it, or when
+ * one of the sandbox's read-write folders (as writable to the agent as its workdir) holds it.
+ */
+export function assertStateDirOutsideWorkdir(stateDir: string, workdir: string, readWritePaths: readonly string[] = []): void {
   const overlap = stateDirOverlap(stateDir, workdir);
-  if (overlap === undefined) return;
-  const how =
-    overlap === 'state-inside'
-      ? `the state folder ${stateDir} is inside the workdir ${workdir}`
-      : `the workdir ${workdir} is inside the state folder ${stateDir}`;
-  throw new ConfigError(
-    `${how}: the agent writes in the workdir, and could swap the state folder (journal, content cache, copies of ` +
-      'unsaved files) for one of its own. Give the worker a workdir of its own that holds no state folder ' +
-      '(workdir / --workdir, e.g. /var/lib/managed-agents-worker/work), or point stateDir (--state-dir, XDG_STATE_HOME) outside it.',
-    [`workdir: ${how}`],
-  );
+  if (overlap !== undefined) {
+    const how =
+      overlap === 'state-inside'
+        ? `the state folder ${stateDir} is inside the workdir ${workdir}`
+        : `the workdir ${workdir} is inside the state folder ${stateDir}`;
+    throw new ConfigError(
+      `${how}: the agent writes in the workdir, and could swap the state folder (journal, content cache, copies of ` +
+        'unsaved files) for one of its own. Give the worker a workdir of its own that holds no state folder ' +
+        '(workdir / --workdir, e.g. /var/lib/managed-agents-worker/work), or point stateDir (--state-dir, XDG_STATE_HOME) outside it.',
+      [`workdir: ${how}`],
+    );
+  }
+  for (const rw of readWritePaths) {
+    if (stateDirOverlap(stateDir, rw) === undefined) continue;
+    const how = `the sandbox's read-write path ${rw} and the state folder ${stateDir} overlap`;
+    throw new ConfigError(
+      `${how}: every agent may write there, and could swap the state folder for one of its own. Drop ${rw} from ` +
+        'readWritePaths (--sandbox-rw), or point stateDir (--state-dir, XDG_STATE_HOME) outside it.',
+      [`sandbox: ${how}`],
+    );
+  }
 }

@@ -51,3 +51,20 @@ describe('the state folder and the workdir', () => {
     expect(stateDirOverlap('/srv/state', '/srv/state/w')).toBe('folder-inside');
   });
 });
+
+describe("the state folder and the sandbox's read-write paths", () => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness();
+  });
+  afterEach(async () => {
+    await h.cleanup();
+  });
+
+  it('a read-write path holding the state folder is refused; one beside it is accepted', () => {
+    expect(() => h.worker({ sandbox: { mode: 'auto', readWritePaths: [h.tmp] } })).toThrow(
+      expect.objectContaining({ code: 'MAW_CONFIG', message: expect.stringContaining(`read-write path ${h.tmp} and the state folder`) }),
+    );
+    expect(() => h.worker({ sandbox: { mode: 'auto', readWritePaths: [h.mountRoot] } })).not.toThrow();
+  });
+});
