@@ -18,6 +18,7 @@ import type { Logger } from '../internal/logger.js';
 import type { MemoryDeleteMode } from '../memory/rules/types.js';
 import { defaultStateDir } from '../memory/index.js';
 import { assertStateDirOutsideWorkdir } from './state-dir-outside.js';
+import { assertHiddenPathsSafe } from './hidden-paths-guard.js';
 import {
   resolveSandboxOption,
   SANDBOX_OPTION_EXPECTED,
@@ -310,6 +311,7 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
   const workdir = path.resolve(o.workdir ?? process.cwd());
   const sandbox = resolveSandboxOption(o.sandbox);
   assertStateDirOutsideWorkdir(o.stateDir ?? defaultStateDir(), workdir, sandbox.readWritePaths);
+  if (sandbox.mode !== 'none') assertHiddenPathsSafe(sandbox.hidePaths, [workdir, ...sandbox.readWritePaths]);
   return {
     client: o.client,
     environmentId: o.environmentId,
