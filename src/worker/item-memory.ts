@@ -10,6 +10,8 @@ import { MemorySpans } from './memory-spans.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { mountPathsOf, type PathLocks } from './path-locks.js';
+import { assertMountRootsOutsideWorkerFolders } from './mount-root-guard.js';
+import { defaultStateDir } from '../memory/index.js';
 
 /** Slack on top of finalFlushMs before the worker stops waiting for the memory core's own bound. */
 export const FINISH_SLACK_MS = 2_000;
@@ -89,6 +91,10 @@ export class ItemMemory {
   /** Take every mount path of the session's stores, waiting while another session holds one. */
   async lockPaths(signal: AbortSignal): Promise<void> {
     const { settings, session, workId } = this.#o;
+    assertMountRootsOutsideWorkerFolders(storeResources(session), {
+      workdir: settings.workdir,
+      stateDir: settings.stateDir ?? defaultStateDir(),
+    });
     this.#releasePaths = await this.#o.pathLocks.acquire(
       mountPathsOf(storeResources(session), settings.workdir),
       { sessionId: session.id, workId },

@@ -16,6 +16,9 @@ import { isTimerClock, monotonicClock, type TimerClock } from '../internal/clock
 import { WORKER_DEFAULTS } from '../internal/defaults.js';
 import type { Logger } from '../internal/logger.js';
 import type { MemoryDeleteMode } from '../memory/rules/types.js';
+import { defaultStateDir } from '../memory/index.js';
+import { assertStateDirOutsideWorkdir } from './state-dir-outside.js';
+import { assertHiddenPathsSafe } from './hidden-paths-guard.js';
 import {
   resolveSandboxOption,
   SANDBOX_OPTION_EXPECTED,
@@ -305,13 +308,17 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     throw new ConfigError(`invalid EnvironmentWorker options:\n  ${issues.join('\n  ')}`, issues);
   }
   const o = parsed.data;
+  const workdir = path.resolve(o.workdir ?? process.cwd());
+  const sandbox = resolveSandboxOption(o.sandbox);
+  assertStateDirOutsideWorkdir(o.stateDir ?? defaultStateDir(), workdir, sandbox.readWritePaths);
+  if (sandbox.mode !== 'none') assertHiddenPathsSafe(sandbox.hidePaths, [workdir, ...sandbox.readWritePaths]);
   return {
     client: o.client,
     environmentId: o.environmentId,
     environmentKey: o.environmentKey,
-    workdir: path.resolve(o.workdir ?? process.cwd()),
+    workdir,
     tools: o.tools,
-    sandbox: resolveSandboxOption(o.sandbox),
+    sandbox,
     maxFileBytes: o.maxFileBytes,
     maxIdleMs: o.maxIdleMs,
     memorySyncIntervalMs: o.memorySyncIntervalMs === undefined ? MEMORY_SYNC_INTERVAL_DEFAULT_MS : o.memorySyncIntervalMs,

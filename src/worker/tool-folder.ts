@@ -44,10 +44,30 @@ export class ToolFolder {
     return new ToolFolder(dir, true, counts);
   }
 
-  /** Create the session's own folder (0700); a ConfigError says why it cannot be. */
-  async create(ids: { workId: string; sessionId: string }): Promise<void> {
+  /**
+   * Create the session's own folder (0700); a ConfigError says why it cannot be.
+   *
+   * `sessions/` and `sessions/<id>` are created one at a time, never through a symlink: with one
+   * session at a time every session works in `workdir` itself, so an agent (of any tenant) may have
+   * left a symlink at `sessions` (or a folder of links in it). Followed, it would put a later
+   * session's folder, its skills and its files wherever the link points: another store's mount
+   * folder, where another tenant's agent reads them. Whatever is there and is not a plain folder is
+   * moved aside, never followed, and logged.
+   */
+  async create(ids: { workId: string; sessionId: string }, log: Logger): Promise<void> {
     if (!this.#own) return;
-    await fsp.mkdir(this.path, { recursive: true, mode: 0o700 }).catch((e: unknown) => {
+    const sessions = path.dirname(this.path);
+    try {
+      await fsp.mkdir(path.dirname(sessions), { recursive: true, mode: 0o700 });
+      for (const dir of [sessions, this.path]) {
+        await plainFolderOrMovedAside(dir, log, "before the session's tool folder was created");
+        await fsp.mkdir(dir, { mode: 0o700 }).catch((e: unknown) => {
+          if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        });
+        // Created meanwhile by someone else as anything but a folder: refused, not followed.
+        if (!(await fsp.lstat(dir)).isDirectory()) throw Object.assign(new Error(`${dir} is not a folder`), { code: 'ENOTDIR' });
+      }
+    } catch (e) {
       throw new ConfigError(
         `work item ${ids.workId}: cannot create the tool folder ${this.path} of session ${ids.sessionId} ` +
           `(${(e as NodeJS.ErrnoException).code ?? coerceError(e).message}); with concurrency > 1 every session works in ` +
@@ -55,7 +75,7 @@ export class ToolFolder {
         [],
         { cause: e },
       );
-    });
+    }
   }
 
   /**
@@ -77,7 +97,7 @@ export class ToolFolder {
   ): Promise<void> {
     try {
       this.#hasSkills = (context.session?.agent?.skills?.length ?? 0) > 0;
-      if (this.#hasSkills) await skillsFolderOrMovedAside(this.path, log, "before the session's skills were set up");
+      if (this.#hasSkills) await plainFolderOrMovedAside(path.join(this.path, 'skills'), log, "before the session's skills were set up");
       this.#cleanupSkills = await setUp(context);
     } catch (e) {
       log.warn({ error: errorSummary(coerceError(e)) }, 'skill setup failed; the session runs without them');
@@ -96,7 +116,10 @@ export class ToolFolder {
     try {
       // The cleanup removes `skills/<name>`: through a symlink the agent put at `skills` meanwhile,
       // that would be a folder of its choosing. Then the link is moved aside and nothing is removed.
-      if (!this.#hasSkills || (await skillsFolderOrMovedAside(this.path, log, "before the session's skills were cleaned up"))) {
+      if (
+        !this.#hasSkills ||
+        (await plainFolderOrMovedAside(path.join(this.path, 'skills'), log, "before the session's skills were cleaned up"))
+      ) {
         await this.#cleanupSkills();
       }
     } catch (e) {
@@ -110,25 +133,30 @@ export class ToolFolder {
 }
 
 /**
- * Whether `<folder>/skills` is a plain folder or absent. Anything else there (a symlink, a file)
- * is renamed aside, never followed, and logged with where it went.
+ * Whether `dir` is a plain folder or absent. Anything else there (a symlink, a file) is renamed
+ * aside (`<dir>.moved-aside-<ms>`), never followed, and logged with where it went.
  */
-async function skillsFolderOrMovedAside(folder: string, log: Logger, when: string): Promise<boolean> {
-  const skills = path.join(folder, 'skills');
+async function plainFolderOrMovedAside(dir: string, log: Logger, when: string): Promise<boolean> {
   let kind: string;
   try {
-    const st = await fsp.lstat(skills);
+    const st = await fsp.lstat(dir);
     if (st.isDirectory()) return true;
     kind = st.isSymbolicLink() ? 'a symlink' : 'not a folder';
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return true;
     throw e;
   }
-  const aside = path.join(folder, `skills.moved-aside-${Date.now()}`);
-  await fsp.rename(skills, aside);
+  const aside = `${dir}.moved-aside-${Date.now()}`;
+  try {
+    await fsp.rename(dir, aside);
+  } catch (e) {
+    // Moved aside meanwhile by another run entering the same folder.
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
   log.warn(
-    { path: skills, moved_to: aside, fix: 'nothing to do: the agent (or an earlier session) put it there; the worker never follows it' },
-    `${skills} was ${kind} ${when}; it was moved to ${aside} and not followed`,
+    { path: dir, moved_to: aside, fix: 'nothing to do: the agent (or an earlier session) put it there; the worker never follows it' },
+    `${dir} was ${kind} ${when}; it was moved to ${aside} and not followed`,
   );
   return false;
 }

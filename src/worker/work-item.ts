@@ -248,7 +248,7 @@ async function prepare(
   log: Logger,
 ): Promise<AgentToolContext> {
   const signal = item.control.signal;
-  await folder.create({ workId, sessionId: session.id });
+  await folder.create({ workId, sessionId: session.id }, log);
   const toolContext: AgentToolContext = {
     workdir: folder.path,
     client: item.client,

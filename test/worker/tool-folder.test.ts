@@ -47,10 +47,10 @@ describe('a session tool folder', () => {
       const counts: SessionFolderCounts = new Map();
       const cleanups: string[] = [];
       const first = ToolFolder.enter(counts, workdir, ids.sessionId);
-      await first.create(ids);
+      await first.create(ids, log);
       await setUpSkill(first, cleanups);
       const second = ToolFolder.enter(counts, workdir, ids.sessionId);
-      await second.create({ ...ids, workId: 'work_2' });
+      await second.create({ ...ids, workId: 'work_2' }, log);
       await setUpSkill(second, cleanups);
       expect(second.path).toBe(first.path);
 
@@ -69,7 +69,7 @@ describe('a session tool folder', () => {
       const counts: SessionFolderCounts = new Map();
       const first = ToolFolder.enter(counts, workdir, ids.sessionId);
       const second = ToolFolder.enter(counts, workdir, ids.sessionId);
-      await first.create(ids);
+      await first.create(ids, log);
       await fsp.writeFile(path.join(first.path, 'notes.txt'), 'kept');
       await first.leave(log);
       await second.leave(log);
@@ -81,7 +81,7 @@ describe('a session tool folder', () => {
     const counts: SessionFolderCounts = new Map();
     const first = ToolFolder.enter(counts, workdir, ids.sessionId);
     const second = ToolFolder.enter(counts, workdir, ids.sessionId);
-    await second.create(ids);
+    await second.create(ids, log);
     await first.leave(log);
     await first.leave(log);
     expect(await exists(second.path)).toBe(true);
@@ -91,7 +91,7 @@ describe('a session tool folder', () => {
   it('with one session at a time, works in the workdir itself: cleans its skills, never removes the folder', async () => {
     const cleanups: string[] = [];
     const folder = ToolFolder.shared(workdir);
-    await folder.create(ids);
+    await folder.create(ids, log);
     await setUpSkill(folder, cleanups);
     await folder.leave(log);
     expect(folder.path).toBe(workdir);
@@ -103,7 +103,7 @@ describe('a session tool folder', () => {
     const lines: string[] = [];
     const capture = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
     const folder = ToolFolder.enter(new Map(), workdir, ids.sessionId);
-    await folder.create(ids);
+    await folder.create(ids, log);
     await folder.setUpSkills(toolContext(folder.path), capture, async () => {
       throw new Error('skill download refused');
     });
@@ -117,10 +117,34 @@ describe('a session tool folder', () => {
     const blocker = path.join(workdir, 'not-a-dir');
     await fsp.writeFile(blocker, 'x');
     const folder = ToolFolder.enter(new Map(), blocker, ids.sessionId);
-    await expect(folder.create(ids)).rejects.toMatchObject({
+    await expect(folder.create(ids, log)).rejects.toMatchObject({
       code: 'MAW_CONFIG',
       message: expect.stringContaining(`cannot create the tool folder ${sessionWorkdir(blocker, ids.sessionId)} of session sesn_1`),
     });
+  });
+
+  it('never creates the folder through a symlink at sessions/<id>: moved aside, a real folder made, nothing written where it points', async () => {
+    const victim = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-tool-folder-victim-'));
+    try {
+      const lines: string[] = [];
+      const capture = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+      await fsp.mkdir(path.join(workdir, 'sessions'));
+      await fsp.symlink(victim, path.join(workdir, 'sessions', ids.sessionId));
+      const folder = ToolFolder.enter(new Map(), workdir, ids.sessionId);
+      await folder.create(ids, capture);
+      await setUpSkill(folder, []);
+      expect((await fsp.lstat(folder.path)).isDirectory()).toBe(true);
+      expect(await exists(path.join(folder.path, 'skills', 'pdf', 'SKILL.md'))).toBe(true);
+      expect(await fsp.readdir(victim)).toEqual([]);
+      const aside = (await fsp.readdir(path.join(workdir, 'sessions'))).filter((n) => n.startsWith(`${ids.sessionId}.moved-aside-`));
+      expect(aside).toHaveLength(1);
+      expect(lines.join('')).toContain(`${folder.path} was a symlink before the session's tool folder was created`);
+      await folder.leave(log);
+      expect(await exists(folder.path)).toBe(false);
+      expect(await fsp.readdir(victim)).toEqual([]);
+    } finally {
+      await fsp.rm(victim, { recursive: true, force: true });
+    }
   });
 
   it('hashes a session id that is not a plain id into the folder name', () => {

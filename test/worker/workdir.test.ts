@@ -106,3 +106,47 @@ describe("a session's tool workdir", () => {
     await Promise.all([a, b].map((s) => emu.waitForSession(s.sessionId, { timeoutMs: 10_000 })));
   });
 });
+
+describe('a symlink left at sessions/ in the workdir (one session at a time shares the workdir with every agent)', () => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness();
+  });
+  afterEach(async () => {
+    await h.cleanup();
+  });
+
+  it('is moved aside and never followed: the next session works in a real sessions/<id>, nothing lands where the link points', async () => {
+    const { emu } = h;
+    // What an agent of an earlier session (served with concurrency 1, in this very workdir) left.
+    const victim = path.join(h.tmp, 'another-tenants-folder');
+    await fsp.mkdir(victim);
+    await fsp.symlink(victim, path.join(h.workdir, 'sessions'));
+
+    const s = await emu.createSession({
+      script: [
+        { tool: 'write', input: { file_path: 'secret.txt', content: 'the next tenant' } },
+        { tool: 'bash', input: { command: 'pwd' } },
+      ],
+    });
+    const worker = h.worker({ concurrency: 2 });
+    const running = worker.run();
+    const done = await emu.waitForSession(s.sessionId, { timeoutMs: 20_000 });
+    await worker.close();
+    await running;
+
+    expect(done.toolResults.map((r) => [r.name, r.isError])).toEqual([
+      ['write', false],
+      ['bash', false],
+    ]);
+    expect(await fsp.readdir(victim)).toEqual([]);
+    const own = path.join(h.workdir, 'sessions', s.sessionId);
+    expect((await fsp.lstat(path.join(h.workdir, 'sessions'))).isDirectory()).toBe(true);
+    expect(await fsp.readFile(path.join(own, 'secret.txt'), 'utf8')).toBe('the next tenant');
+    const aside = (await fsp.readdir(h.workdir)).filter((n) => n.startsWith('sessions.moved-aside-'));
+    expect(aside).toHaveLength(1);
+    expect(await fsp.readlink(path.join(h.workdir, aside[0]!))).toBe(victim);
+    const warning = h.capture.lines.find((l) => l.level === 40 && String(l.msg).includes('was a symlink before'));
+    expect(warning).toMatchObject({ path: path.join(h.workdir, 'sessions'), moved_to: path.join(h.workdir, aside[0]!) });
+  });
+});

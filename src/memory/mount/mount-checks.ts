@@ -7,7 +7,7 @@ import { API_LIMITS } from '../../internal/defaults.js';
 import type { FoundAtPath } from '../rules/adopt.js';
 import type { JournalEntry } from '../journal/journal.js';
 import { LocalDir } from '../disk/local-dir.js';
-import { markerVerdict } from '../rules/marker.js';
+import { MARKER_FILE_NAME, markerVerdict } from '../rules/marker.js';
 import { findParentSymlink } from './mount-path-guard.js';
 import type { MemoryAccess } from '../rules/types.js';
 
@@ -86,6 +86,15 @@ export async function checkParent(spec: StoreSpec): Promise<void> {
       { storeId: spec.storeId, path: spec.root },
     );
   }
+  const outer = await findEnclosingStore(spec.root);
+  if (outer !== undefined) {
+    throw new MemoryMountError(
+      `${who}: the mount path ${spec.root} is inside ${outer}, the folder of another memory store (it holds the ` +
+        `${MARKER_FILE_NAME} marker), mounted by another worker or left by one; that store's agent would read this ` +
+        `store's files and its sync would upload them. Attach the store at a mount_path outside ${outer}.`,
+      { storeId: spec.storeId, path: spec.root },
+    );
+  }
   const parentStat = await fsp.stat(parent).catch((e: unknown) => e as NodeJS.ErrnoException);
   if (parentStat instanceof Error) {
     throw new MemoryMountError(
@@ -109,6 +118,19 @@ export async function checkParent(spec: StoreSpec): Promise<void> {
         `create ${spec.root} in it. Prepare the host: chown ${user} ${parent} (or chmod u+wx ${parent})`,
       { storeId: spec.storeId, path: spec.root },
     );
+  }
+}
+
+/**
+ * The nearest existing folder above `root` that holds a store marker, or undefined. The worker's
+ * own path locks keep the stores of one process apart; this keeps a store out of a store another
+ * process (a second worker, a `handle` beside it) has mounted.
+ */
+async function findEnclosingStore(root: string): Promise<string | undefined> {
+  for (let dir = path.dirname(root); ; dir = path.dirname(dir)) {
+    const st = await fsp.lstat(path.join(dir, MARKER_FILE_NAME)).catch(() => undefined);
+    if (st !== undefined) return dir;
+    if (path.dirname(dir) === dir) return undefined;
   }
 }
 
