@@ -177,6 +177,17 @@ export class LocalDir {
   }
 
   /**
+   * How {@link #pin} goes down to `segments[i]`: with `create`, a reserved name is refused and a
+   * missing folder is made (refused once disposed).
+   */
+  #descent(segments: readonly string[], i: number, rel: string, create: boolean): { create?: true; beforeCreate?: () => void } {
+    if (!create) return {};
+    const seg = segments[i]!;
+    if (isReservedName(seg, i === 0)) throw new LocalDirError('bad-path', rel, `refused ${rel}: ${seg} is a reserved name`);
+    return { create: true, beforeCreate: () => this.#assertLive(rel) };
+  }
+
+  /**
    * Open and pin the root and the folders `segments` below it. With `create`, missing folders are
    * made one by one (each refused once disposed, reserved names refused).
    */
@@ -184,13 +195,7 @@ export class LocalDir {
     const chain = await PinnedChain.openRoot(this.root, this.#rootId);
     this.#rootId ??= chain.rootIdentity;
     try {
-      for (let i = 0; i < segments.length; i++) {
-        const seg = segments[i]!;
-        if (create && isReservedName(seg, i === 0)) {
-          throw new LocalDirError('bad-path', rel, `refused ${rel}: ${seg} is a reserved name`);
-        }
-        await chain.descend(seg, create ? { create: true, beforeCreate: () => this.#assertLive(rel) } : {});
-      }
+      for (let i = 0; i < segments.length; i++) await chain.descend(segments[i]!, this.#descent(segments, i, rel, create));
       return chain;
     } catch (e) {
       await chain.close();
@@ -203,13 +208,7 @@ export class LocalDir {
     const chain = PinnedChain.openRootSync(this.root, this.#rootId);
     this.#rootId ??= chain.rootIdentity;
     try {
-      for (let i = 0; i < segments.length; i++) {
-        const seg = segments[i]!;
-        if (create && isReservedName(seg, i === 0)) {
-          throw new LocalDirError('bad-path', rel, `refused ${rel}: ${seg} is a reserved name`);
-        }
-        chain.descendSync(seg, create ? { create: true, beforeCreate: () => this.#assertLive(rel) } : {});
-      }
+      for (let i = 0; i < segments.length; i++) chain.descendSync(segments[i]!, this.#descent(segments, i, rel, create));
       return chain;
     } catch (e) {
       chain.closeSync();
