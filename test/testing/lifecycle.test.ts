@@ -72,7 +72,7 @@ describe('close()', () => {
       environmentId: emu.environmentId,
       environmentKey: emu.environmentKey,
       workdir: dir,
-      stateDir: path.join(dir, 'state'),
+      stateDir: `${dir}-state`,
       logger: pino({ level: 'silent' }),
     });
     const running = worker.run();
@@ -89,6 +89,7 @@ describe('close()', () => {
       await worker.close();
       await running;
       await fs.rm(dir, { recursive: true, force: true });
+      await fs.rm(`${dir}-state`, { recursive: true, force: true });
     }
   });
 });
