@@ -3,6 +3,7 @@
 // exactly the check(s) that outcome breaks. Pure: the observation is built by hand, no emulator.
 import { describe, expect, it } from 'vitest';
 import { DEMO } from '../../src/demo/scenario.js';
+import { emptyReport } from '../../src/memory/rules/sync-report.js';
 import { emptyDemoTally, emptyStoreTally, type DemoTally, type StoreTally } from '../../src/demo/tally.js';
 import { demoVerdict, type DemoObservation } from '../../src/demo/verdict.js';
 
@@ -11,18 +12,7 @@ const HANDBOOK = 'memstore_handbook';
 const PREFS_DIR = '/tmp/maw-demo-x/mnt-memory/user-preferences';
 const HANDBOOK_DIR = '/tmp/maw-demo-x/mnt-memory/company-handbook';
 
-const report = {
-  uploads: 0,
-  downloads: 0,
-  conflicts: 0,
-  deletes: 0,
-  localDeletes: 0,
-  wouldDeletes: 0,
-  refusals: 0,
-  errors: 0,
-  skippedStores: 0,
-  durationMs: 3,
-};
+const report = { ...emptyReport(), durationMs: 3 };
 
 /** What a demo that went right observes (the shape the real run produces). */
 function rightObservation(): DemoObservation {

@@ -10,6 +10,7 @@ import { Writable } from 'node:stream';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import pino from 'pino';
+import { MemoryMountError } from '../../src/errors.js';
 import { startEmulator } from '../../src/testing/index.js';
 import type { Logger } from '../../src/internal/logger.js';
 
@@ -96,4 +97,15 @@ export function memoriesOf(n: number, prefix = 'm'): Record<string, string> {
 export function manualClock(startMs = 1_000_000): { now(): number; advance(ms: number): void } {
   let t = startMs;
   return { now: () => t, advance: (ms: number) => void (t += ms) };
+}
+
+/** The MemoryMountError `p` rejects with; any other outcome fails the test. */
+export async function mountError(p: Promise<unknown>): Promise<MemoryMountError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof MemoryMountError) return e;
+    throw e;
+  }
+  throw new Error('expected a MemoryMountError; the mount succeeded');
 }

@@ -3,6 +3,7 @@
 // running session), /healthz always answers, unknown routes name the good ones.
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
+import { emptyReport } from '../../src/memory/rules/sync-report.js';
 import { readiness, serveMetrics, type MetricsServer } from '../../src/metrics/index.js';
 import type { ObservedWorker } from '../../src/metrics/observed-worker.js';
 import type { WorkerEventMap } from '../../src/worker/events.js';
@@ -13,18 +14,7 @@ class FakeWorker extends EventEmitter<WorkerEventMap> {
   lastPollOkAt: number | undefined = undefined;
 }
 
-const report = {
-  uploads: 1,
-  downloads: 0,
-  conflicts: 0,
-  deletes: 0,
-  localDeletes: 0,
-  wouldDeletes: 0,
-  refusals: 0,
-  errors: 0,
-  skippedStores: 0,
-  durationMs: 250,
-};
+const report = { ...emptyReport(), uploads: 1, durationMs: 250 };
 const ids = { workId: 'work_1', sessionId: 'sesn_1' };
 
 describe('readiness', () => {

@@ -9,11 +9,10 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MemoryMountError } from '../../../src/errors.js';
 import { MemoryMounter } from '../../../src/memory/index.js';
 import { isInsideAllowedRoots } from '../../../src/memory/mount/mount-path-guard.js';
 import { resolveWorkerOptions } from '../../../src/worker/options.js';
-import { captureLogger, harness, openSession, type Harness } from '../int-helpers.js';
+import { captureLogger, harness, mountError, openSession, type Harness } from '../int-helpers.js';
 
 let h: Harness;
 beforeEach(async () => {
@@ -22,16 +21,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await h.cleanup();
 });
-
-async function mountError(p: Promise<unknown>): Promise<MemoryMountError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof MemoryMountError) return e;
-    throw e;
-  }
-  throw new Error('the mount succeeded');
-}
 
 describe('a mount path through a symlinked parent', () => {
   it('is refused, naming the link and the fix, and nothing is written behind the link', async () => {

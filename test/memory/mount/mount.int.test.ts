@@ -12,9 +12,8 @@ import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MemoryMountError } from '../../../src/errors.js';
 import { MemoryMounter, SyncLoop } from '../../../src/memory/index.js';
-import { captureLogger, harness, manualClock, openSession, readTree, type Harness } from '../int-helpers.js';
+import { captureLogger, harness, manualClock, mountError, openSession, readTree, type Harness } from '../int-helpers.js';
 
 let h: Harness;
 beforeEach(async () => {
@@ -23,16 +22,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await h.cleanup();
 });
-
-async function mountError(p: Promise<unknown>): Promise<MemoryMountError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof MemoryMountError) return e;
-    throw e;
-  }
-  throw new Error('expected a MemoryMountError');
-}
 
 describe('mounting', () => {
   it('downloads nested paths into subfolders and writes the marker', async () => {
