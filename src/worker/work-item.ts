@@ -114,7 +114,7 @@ async function workItem(deps: WorkItemDeps, run: WorkItemRun, spans: MemorySpans
       if (memoryOn) memory = itemMemory(deps, item, report, spans, session, intervalMs);
       else if (stores.length > 0) warnMemoryOff(log, session.id, stores);
       const toolContext = await prepare(work.id, session, folder, memory, item, step, opts, log);
-      await serve(deps, item, report, step, session.id, toolContext, memory, run.claimedAt);
+      await serve(deps, item, report, step, session.id, toolContext, memory, () => clock.now() - run.claimedAt);
     }
   } catch (e) {
     error = step.failure(e);
@@ -321,7 +321,7 @@ async function serve(
   sessionId: string,
   toolContext: AgentToolContext,
   memory: ItemMemory | undefined,
-  claimedAt: number,
+  readyMs: () => number,
 ): Promise<void> {
   const opts = deps.options;
   const { log } = report;
@@ -359,7 +359,7 @@ async function serve(
     item.retryWindow.attach(runner);
 
     step.enter(`running the tool calls of session ${sessionId}`);
-    report.sessionStarted(sessionId, memory?.storeCount ?? 0, (deps.clock ?? monotonicClock).now() - claimedAt);
+    report.sessionStarted(sessionId, memory?.storeCount ?? 0, readyMs());
     for await (const call of runner) {
       if (call.posted) guard.posted(call.toolUseId);
       log.debug({ tool: call.name, tool_use_id: call.toolUseId, is_error: call.isError, posted: call.posted }, 'tool call done');
