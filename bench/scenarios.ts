@@ -105,7 +105,15 @@ async function runSessions(
   ctx: JobContext,
   sessionIds: string[],
   opts: { concurrency?: number; floor?: FloorConfig; timeoutMs?: number } = {},
-): Promise<{ cpuMs: number; peakRssMiB: number; peakHeapMiB: number; peakExternalMiB: number; readyRssMiB: number; rssGrowthMiB: number }> {
+): Promise<{
+  cpuMs: number;
+  peakRssMiB: number;
+  peakHeapMiB: number;
+  peakExternalMiB: number;
+  readyRssMiB: number;
+  rssGrowthMiB: number;
+  readyAtMs: number[] | undefined;
+}> {
   const child = await ctx.startChild(opts);
   const timeoutMs = opts.timeoutMs ?? SESSION_TIMEOUT_MS;
   const done = await Promise.all(sessionIds.map((id) => ctx.emu.waitForSession(id, { timeoutMs }))).then(
@@ -122,7 +130,13 @@ async function runSessions(
     // RSS once the modules are loaded and the worker built, and how far the work took it past that.
     readyRssMiB: child.readyUsage.maxRssMiB,
     rssGrowthMiB: end.maxRssMiB - child.readyUsage.maxRssMiB,
+    readyAtMs: end.readyAtMs,
   };
+}
+
+/** Where a session's mount ended: our child's `sessionStarted`, else (the official) its stream's opening. */
+function mountEndOf(readyAtMs: number[] | undefined, streamOpen: number): number {
+  return readyAtMs?.[0] ?? streamOpen;
 }
 
 /**
@@ -175,12 +189,12 @@ async function mountScenario(
     resources: storeIds.map((id) => ({ memoryStoreId: id })),
     script: [readStep(ctx.mountRoot, stores[0]!.dir)],
   });
-  const usage = await runSessions(ctx, [sessionId], opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {});
+  const { readyAtMs, ...usage } = await runSessions(ctx, [sessionId], opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {});
   const claim = first(requestsOf(ctx.emu, ROUTES.ack, workId), 'ack').startedAt;
   const firstTool = first(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
   const firstList = first(requestsOf(ctx.emu, ROUTES.listMemories), 'listing').startedAt;
   const streamOpen = first(requestsOf(ctx.emu, ROUTES.stream, sessionId), 'stream open').startedAt;
-  return { claimToFirstToolMs: firstTool - claim, mountWallMs: streamOpen - firstList, ...usage };
+  return { claimToFirstToolMs: firstTool - claim, mountWallMs: mountEndOf(readyAtMs, streamOpen) - firstList, ...usage };
 }
 
 /** Requests that carry memory contents (full-view listing pages and retrieves) in `reqs`. */
@@ -252,12 +266,16 @@ async function flatColdScenario(ctx: JobContext, size: Size): Promise<Metrics> {
     resources: [{ memoryStoreId: store.id }],
     script: [readStep(ctx.mountRoot, store.dir, 0, flatPath)],
   });
-  await runSessions(ctx, [sessionId]);
+  const { readyAtMs } = await runSessions(ctx, [sessionId]);
   const claim = first(requestsOf(ctx.emu, ROUTES.ack, workId), 'ack').startedAt;
   const firstTool = first(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
   const lists = requestsOf(ctx.emu, ROUTES.listMemories).filter((r) => r.startedAt < firstTool);
   const streamOpen = first(requestsOf(ctx.emu, ROUTES.stream, sessionId), 'stream open').startedAt;
-  return { claimToFirstToolMs: firstTool - claim, mountWallMs: streamOpen - first(lists, 'listing').startedAt, listRequests: lists.length };
+  return {
+    claimToFirstToolMs: firstTool - claim,
+    mountWallMs: mountEndOf(readyAtMs, streamOpen) - first(lists, 'listing').startedAt,
+    listRequests: lists.length,
+  };
 }
 
 /** Files the agent adds, written straight into the mounted folder between two tool calls. */

@@ -15,4 +15,9 @@ const worker = new EnvironmentWorker({
   concurrency: config.concurrency,
   ...(config.sandbox !== undefined ? { sandbox: config.sandbox } : {}),
 });
-serve((signal) => worker.run(signal));
+const readyAtMs: number[] = [];
+worker.on('sessionStarted', () => readyAtMs.push(Date.now()));
+serve(
+  (signal) => worker.run(signal),
+  () => ({ readyAtMs: [...readyAtMs] }),
+);

@@ -49,6 +49,12 @@ export interface Usage {
   rssMiB?: number;
   /** Wall clock (ms since the epoch) when a floor child finished its task. */
   doneAtMs?: number;
+  /**
+   * Ours only: wall clock (ms since the epoch) of each session's `sessionStarted` event, the end of
+   * its mount. Our runner opens the session's stream while the stores mount, so the stream's opening
+   * does not mark the mount's end as it does for the official worker.
+   */
+  readyAtMs?: number[];
 }
 
 /** `gc`: collect garbage first (the child runs with `--expose-gc`), so `rssMiB` is what stays. */

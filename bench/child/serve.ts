@@ -17,7 +17,7 @@ function send(msg: ChildMessage): void {
 const MIB = 1024 * 1024;
 const PEAK_SAMPLE_MS = 50;
 
-export function serve(run: (signal: AbortSignal) => Promise<unknown>): void {
+export function serve(run: (signal: AbortSignal) => Promise<unknown>, extra: () => Partial<Usage> = () => ({})): void {
   let atPeak: Usage['atPeak'];
   const sampler = setInterval(() => {
     const m = process.memoryUsage();
@@ -42,7 +42,7 @@ export function serve(run: (signal: AbortSignal) => Promise<unknown>): void {
     if (msg.type === 'usage') {
       const gc = (globalThis as { gc?: () => void }).gc;
       if (msg.gc === true && gc !== undefined) gc();
-      send({ type: 'usage', id: msg.id, usage: usageNow() });
+      send({ type: 'usage', id: msg.id, usage: { ...usageNow(), ...extra() } });
     }
     if (msg.type === 'stop') {
       stop.abort();
@@ -50,7 +50,7 @@ export function serve(run: (signal: AbortSignal) => Promise<unknown>): void {
         clearInterval(sampler);
         send({
           type: 'stopped',
-          usage: { ...usageNow(), ...(atPeak !== undefined ? { atPeak } : {}) },
+          usage: { ...usageNow(), ...extra(), ...(atPeak !== undefined ? { atPeak } : {}) },
           ...(failure !== undefined ? { error: failure } : {}),
         });
         process.disconnect?.();

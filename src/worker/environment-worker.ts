@@ -43,6 +43,8 @@ export interface WorkerInternals {
   wrapTools?: (tools: BetaRunnableTool[]) => BetaRunnableTool[];
   /** Where tool outcomes are kept until posted (tests inspect its size). */
   toolRecord?: ToolCallRecord;
+  /** How long a runner started before the mount holds its calls (default {@link EARLY_RUNNER_WAIT_MS}). */
+  earlyRunnerWaitMs?: number;
 }
 
 function env(name: string): string | undefined {
@@ -75,6 +77,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #sessionFolders = new Map<string, number>();
   readonly #memory: MemoryPort;
   readonly #wrapTools: WorkerInternals['wrapTools'];
+  readonly #earlyRunnerWaitMs: number | undefined;
   readonly #closeCtrl = new AbortController();
   readonly #active = new Set<Promise<ItemOutcome>>();
   #slotWaiters: Array<() => void> = [];
@@ -111,6 +114,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     this.#toolRecord = internals.toolRecord ?? new ToolCallRecord({ logger: this.#log });
     this.#memory = internals.memory ?? defaultMemoryPort;
     this.#wrapTools = internals.wrapTools;
+    this.#earlyRunnerWaitMs = internals.earlyRunnerWaitMs;
     this.#pathLocks = new PathLocks(this.#opts.clock);
     // Every running item and the poller listen on the close signal.
     setMaxListeners(this.#opts.concurrency * 2 + 16, this.#closeCtrl.signal);
@@ -306,6 +310,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       clock: this.#opts.clock,
       sandbox,
       ...(this.#wrapTools ? { wrapTools: this.#wrapTools } : {}),
+      ...(this.#earlyRunnerWaitMs !== undefined ? { earlyRunnerWaitMs: this.#earlyRunnerWaitMs } : {}),
     };
     const p: Promise<ItemOutcome> = runWorkItem(deps, { work, environmentKey, claimedAt, signal: itemCtrl.signal })
       .catch((e: unknown) => {

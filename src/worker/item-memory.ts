@@ -105,8 +105,11 @@ export class ItemMemory {
     );
   }
 
-  /** Mount the session's stores, then start their sync loop. */
-  async mount(signal: AbortSignal): Promise<void> {
+  /**
+   * Mount the session's stores, then start their sync loop. `onRoots` is called as soon as every
+   * store's folder exists, before the contents are written.
+   */
+  async mount(signal: AbortSignal, onRoots?: (roots: { all: string[]; readOnly: string[] }) => void): Promise<void> {
     const { port, client, settings, session, workId } = this.#o;
     const log = this.#log;
     const mounter = port.mounter({
@@ -123,7 +126,9 @@ export class ItemMemory {
     });
     this.#forward(mounter);
     const count = storeResources(session).length;
-    this.#mounted = await this.#spans.mount(count, (wrapStore) => mounter.mount(session, { signal, workId, wrapStore }));
+    this.#mounted = await this.#spans.mount(count, (wrapStore) =>
+      mounter.mount(session, { signal, workId, wrapStore, ...(onRoots ? { onRoots } : {}) }),
+    );
     this.#loop = port.syncLoop({
       client,
       mounted: this.#mounted,

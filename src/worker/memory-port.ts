@@ -32,7 +32,13 @@ export interface MountedSessionView {
 export interface MounterView extends EventEmitter<MemoryEventMap> {
   mount(
     session: BetaManagedAgentsSession,
-    opts?: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper },
+    opts?: {
+      signal?: AbortSignal;
+      workId?: string;
+      wrapStore?: StoreWrapper;
+      /** Called once every store's folder exists, before the contents are written. */
+      onRoots?: (roots: { all: string[]; readOnly: string[] }) => void;
+    },
   ): Promise<MountedSessionView>;
 }
 

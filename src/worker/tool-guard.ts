@@ -1,4 +1,5 @@
 import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import { abortReason } from '../internal/abort.js';
 import type { Logger } from '../internal/logger.js';
 
 /** The part of the sync loop a tool call triggers. Both are "never throw". */
@@ -193,15 +194,20 @@ export interface OutcomeMap {
  * {@link ToolCallRecord}, the record outlives the item, so a later run of the same session in this
  * worker answers from it too. Once the runner says a call's result was posted ({@link posted}), its
  * outcome is dropped: the session's history answers any later run.
+ *
+ * The hooks may be given as a promise: the tools are then held until it settles (the session's
+ * stores being mounted while its runner already reads the session). A call whose signal aborts
+ * while it is held never starts and leaves no outcome, so a later runner's dispatch of the same id
+ * runs it; a promise that rejects fails the held calls with its reason.
  */
 export class ToolGuard {
   readonly #outcomes: OutcomeMap;
-  readonly #hooks: ToolCallHooks | undefined;
+  readonly #hooks: ToolCallHooks | PromiseLike<ToolCallHooks | undefined> | undefined;
   readonly #log: Logger;
   #runs = 0;
   #replays = 0;
 
-  constructor(opts: { hooks?: ToolCallHooks | undefined; logger: Logger; outcomes?: OutcomeMap }) {
+  constructor(opts: { hooks?: ToolCallHooks | PromiseLike<ToolCallHooks | undefined> | undefined; logger: Logger; outcomes?: OutcomeMap }) {
     this.#outcomes = opts.outcomes ?? new Map<string, Promise<Recorded>>();
     this.#hooks = opts.hooks;
     this.#log = opts.logger;
@@ -230,7 +236,11 @@ export class ToolGuard {
   wrap(tool: BetaRunnableTool): BetaRunnableTool {
     const run = async (args: unknown, context?: BetaToolRunContext): Promise<ToolOutput> => {
       const id = context?.toolUse?.id;
-      if (id === undefined) return this.#execute(tool, args, context);
+      if (id === undefined) {
+        return this.#execute(tool, args, context).catch((e: unknown) => {
+          throw e instanceof NotStarted ? e.reason : e;
+        });
+      }
       const previous = this.#outcomes.get(id);
       if (previous) {
         this.#replays++;
@@ -245,7 +255,12 @@ export class ToolGuard {
         (error: unknown): Recorded => ({ ok: false, error }),
       );
       this.#outcomes.set(id, outcome);
-      return unwrap(await outcome);
+      const recorded = await outcome;
+      if (!recorded.ok && recorded.error instanceof NotStarted) {
+        if (this.#outcomes.get(id) === outcome) this.#outcomes.delete(id);
+        throw recorded.error.reason;
+      }
+      return unwrap(recorded);
     };
     // A proxy rather than a spread: a tool may be a class instance whose `close` (or other methods)
     // live on its prototype or use private fields; those keep working, bound to the original.
@@ -259,14 +274,43 @@ export class ToolGuard {
   }
 
   async #execute(tool: BetaRunnableTool, args: unknown, context: BetaToolRunContext | undefined): Promise<ToolOutput> {
-    if (this.#hooks) await this.#hooks.beforeToolCall();
+    const hooks = await held(this.#hooks, context?.signal ?? undefined);
+    if (hooks) await hooks.beforeToolCall();
     this.#runs++;
     try {
       return await tool.run(args, context);
     } finally {
-      this.#hooks?.afterToolCall();
+      hooks?.afterToolCall();
     }
   }
+}
+
+/** A held call's signal aborted before it started: nothing ran, so nothing is recorded. */
+class NotStarted {
+  constructor(readonly reason: Error) {}
+}
+
+/** The hooks, once `hooks` settles; a {@link NotStarted} rejection when `signal` aborts first. */
+function held(
+  hooks: ToolCallHooks | PromiseLike<ToolCallHooks | undefined> | undefined,
+  signal: AbortSignal | undefined,
+): ToolCallHooks | undefined | Promise<ToolCallHooks | undefined> {
+  if (hooks === undefined || !('then' in hooks)) return hooks;
+  if (signal?.aborted) return Promise.reject(new NotStarted(abortReason(signal)));
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(new NotStarted(abortReason(signal!)));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    hooks.then(
+      (h) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(h);
+      },
+      (e: unknown) => {
+        signal?.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
 }
 
 function unwrap(r: Recorded): ToolOutput {

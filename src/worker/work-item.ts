@@ -15,6 +15,7 @@ import { betaAgentToolset20260401, type AgentToolContext } from '@anthropic-ai/s
 import { context } from '@opentelemetry/api';
 import { isApiError, toRemoteApiError } from '../api/classify.js';
 import { coerceError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
+import { linkAbort } from '../internal/abort.js';
 import { monotonicClock, type TimerClock } from '../internal/clock.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
@@ -61,6 +62,8 @@ export interface WorkItemDeps {
   sandbox?: SandboxRuntime;
   /** Test hook: wraps each session's tools before the replay guard. */
   wrapTools?: (tools: BetaRunnableTool[]) => BetaRunnableTool[];
+  /** Test hook: how long a runner started before the mount holds its calls. Default {@link EARLY_RUNNER_WAIT_MS}. */
+  earlyRunnerWaitMs?: number;
 }
 
 export interface WorkItemRun {
@@ -113,7 +116,7 @@ async function workItem(deps: WorkItemDeps, run: WorkItemRun, spans: MemorySpans
       folder = opts.concurrency > 1 ? ToolFolder.enter(deps.sessionFolders, opts.workdir, session.id) : ToolFolder.shared(opts.workdir);
       if (memoryOn) memory = itemMemory(deps, item, report, spans, session, intervalMs);
       else if (stores.length > 0) warnMemoryOff(log, session.id, stores);
-      const toolContext = await prepare(work.id, session, folder, memory, item, step, opts, log);
+      const toolContext = await prepare(work.id, session, folder, item, opts, log);
       await serve(deps, item, report, step, session.id, toolContext, memory, () => clock.now() - run.claimedAt);
     }
   } catch (e) {
@@ -233,17 +236,15 @@ async function sessionToServe(work: ClaimedWork, item: Acquired, log: Logger): P
 }
 
 /**
- * Create the tool folder, set up the session's skills in it (a failure is only logged, as the
- * official worker does), then take the stores' mount paths and mount them. Returns the context the
- * file tools and skills work in, with the mounted stores' folders when memory is on.
+ * Create the tool folder and set up the session's skills in it (a failure is only logged, as the
+ * official worker does). Returns the context the file tools and skills work in; the stores'
+ * folders join it when they are mounted (see {@link mountStores}).
  */
 async function prepare(
   workId: string,
   session: BetaManagedAgentsSession,
   folder: ToolFolder,
-  memory: ItemMemory | undefined,
   item: Acquired,
-  step: ItemStep,
   opts: ResolvedWorkerOptions,
   log: Logger,
 ): Promise<AgentToolContext> {
@@ -256,16 +257,34 @@ async function prepare(
     ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
   };
   await folder.setUpSkills(toolContext, log);
-  if (memory) {
-    step.enter('waiting for its mount paths');
-    await memory.lockPaths(signal);
-    step.enter(`mounting the memory stores of session ${session.id}`);
-    await memory.mount(signal);
-    toolContext.allowedRoots = memory.roots.all;
-    toolContext.readOnlyRoots = memory.roots.readOnly;
-  }
   signal.throwIfAborted();
   return toolContext;
+}
+
+/**
+ * Take the stores' mount paths and mount them. Their folders join the tools' context as soon as
+ * they all exist (the toolset reads its roots at each call, and no call runs before this returns),
+ * and `onRoots` is told then, so the session's sandbox can start while the contents are written.
+ */
+async function mountStores(
+  memory: ItemMemory,
+  sessionId: string,
+  toolContext: AgentToolContext,
+  step: ItemStep,
+  signal: AbortSignal,
+  onRoots: () => void,
+): Promise<void> {
+  step.enter('waiting for its mount paths');
+  await memory.lockPaths(signal);
+  step.enter(`mounting the memory stores of session ${sessionId}`);
+  await memory.mount(signal, (roots) => {
+    toolContext.allowedRoots = roots.all;
+    toolContext.readOnlyRoots = roots.readOnly;
+    onRoots();
+  });
+  toolContext.allowedRoots = memory.roots.all;
+  toolContext.readOnlyRoots = memory.roots.readOnly;
+  signal.throwIfAborted();
 }
 
 /** The memory of one session, when memory is on (`intervalMs` is the sync interval). */
@@ -307,11 +326,25 @@ function warnMemoryOff(log: Logger, sessionId: string, stores: ReturnType<typeof
 // ── Serve ─────────────────────────────────────────────────────────────────────────────────────────
 
 /**
- * Run the session's tool calls until the session ends or the item's signal aborts. The tools (the
+ * How long a runner started before the mount may hold its calls for it. The SDK's runner times a
+ * call from its dispatch (two minutes), so a call held longer would fail; past this wait the runner
+ * is dropped (it has posted nothing) and a new one starts once the stores are mounted.
+ */
+export const EARLY_RUNNER_WAIT_MS = 60_000;
+
+/** Why an early runner was dropped: the mount outlasted {@link EARLY_RUNNER_WAIT_MS}. */
+class MountOutlastedRunner extends Error {}
+
+/**
+ * Run the session's tool calls until the session ends or the item's signal aborts. The stores
+ * mount while the SDK's runner opens the session's event stream and reads its history, so the
+ * first call starts as soon as the mount is done; until then every call is held. The tools (the
  * caller's, the agent toolset in the session's sandbox, or the agent toolset in this process) run
  * behind a guard that brackets each call with the memory sync loop and answers a replayed call
- * from the record. Every process the agent started in the sandbox ends before this returns, so
- * the final sync reads folders nothing writes to any more.
+ * from the record. A `tools` factory is called once the stores are mounted (it may read their
+ * folders from its context), so its runner starts then. A failed mount stops the runner before any
+ * call started, and is the item's error. Every process the agent started in the sandbox ends
+ * before this returns, so the final sync reads folders nothing writes to any more.
  */
 async function serve(
   deps: WorkItemDeps,
@@ -325,49 +358,118 @@ async function serve(
 ): Promise<void> {
   const opts = deps.options;
   const { log } = report;
+  const earlyWaitMs = deps.earlyRunnerWaitMs ?? EARLY_RUNNER_WAIT_MS;
+  const serving = new AbortController();
+  const unlink = linkAbort(item.control.signal, serving);
   const sandbox =
     opts.tools === undefined && deps.sandbox?.kind === 'bwrap'
       ? new SessionSandbox(
           deps.sandbox,
           {
             workdir: toolContext.workdir,
-            allowedRoots: toolContext.allowedRoots ?? [],
-            readOnlyRoots: toolContext.readOnlyRoots ?? [],
+            // Read when a host starts: once every store's folder exists.
+            get allowedRoots() {
+              return toolContext.allowedRoots ?? [];
+            },
+            get readOnlyRoots() {
+              return toolContext.readOnlyRoots ?? [];
+            },
             maxFileBytes: toolContext.maxFileBytes,
             hide: [opts.stateDir ?? defaultStateDir()],
           },
           log,
         )
       : undefined;
+  let mountError: unknown;
+  let mounted = memory === undefined;
+  // The sandbox starts as soon as the store folders it binds exist; no call reaches it before the mount is done.
+  const startSandbox = (): void => {
+    if (!serving.signal.aborted) sandbox?.warmUp();
+  };
+  const mounting = memory ? mountStores(memory, sessionId, toolContext, step, serving.signal, startSandbox) : Promise.resolve();
+  const ready = mounting.then(
+    () => {
+      mounted = true;
+      step.enter(`running the tool calls of session ${sessionId}`);
+      report.sessionStarted(sessionId, memory?.storeCount ?? 0, readyMs());
+      startSandbox();
+      return memory?.toolHooks;
+    },
+    (e: unknown) => {
+      mountError = e;
+      serving.abort(e);
+      throw e;
+    },
+  );
+  ready.catch(() => {});
   try {
-    sandbox?.warmUp();
+    if (typeof opts.tools === 'function') await ready;
     const own: BetaRunnableTool[] =
       sandbox?.tools() ??
       (typeof opts.tools === 'function' ? opts.tools(toolContext) : (opts.tools ?? betaAgentToolset20260401(toolContext)));
     const guard = new ToolGuard({
-      hooks: memory?.toolHooks,
+      hooks: ready,
       logger: log,
       ...(deps.toolRecord ? { outcomes: deps.toolRecord.forSession(sessionId) } : {}),
     });
-    const runner = new SessionToolRunner(sessionId, {
-      client: item.postClient,
-      tools: guard.wrapAll(deps.wrapTools ? deps.wrapTools(own) : own),
-      ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),
-      ...(opts.requestOptions !== undefined ? { requestOptions: opts.requestOptions } : {}),
-      signal: item.control.signal,
-    });
-    item.retryWindow.attach(runner);
-
-    step.enter(`running the tool calls of session ${sessionId}`);
-    report.sessionStarted(sessionId, memory?.storeCount ?? 0, readyMs());
-    for await (const call of runner) {
-      if (call.posted) guard.posted(call.toolUseId);
-      log.debug({ tool: call.name, tool_use_id: call.toolUseId, is_error: call.isError, posted: call.posted }, 'tool call done');
+    const tools = guard.wrapAll(deps.wrapTools ? deps.wrapTools(own) : own);
+    for (;;) {
+      const runnerCtrl = new AbortController();
+      const unlinkRunner = linkAbort(serving.signal, runnerCtrl);
+      // Dropped (and to be replaced) because the mount outlasted it, not because the item ends.
+      const replaced = (): boolean => runnerCtrl.signal.reason instanceof MountOutlastedRunner && !serving.signal.aborted;
+      const outlasted = mounted
+        ? undefined
+        : setTimeout(() => {
+            if (!mounted) runnerCtrl.abort(new MountOutlastedRunner());
+          }, earlyWaitMs);
+      try {
+        const runner = new SessionToolRunner(sessionId, {
+          client: item.postClient,
+          // A runner closes its tools when it ends; a replaced one ran none, and the next needs them.
+          tools: mounted ? tools : tools.map((t) => closedUnless(t, replaced)),
+          ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),
+          ...(opts.requestOptions !== undefined ? { requestOptions: opts.requestOptions } : {}),
+          signal: runnerCtrl.signal,
+        });
+        item.retryWindow.attach(runner);
+        for await (const call of runner) {
+          if (call.posted) guard.posted(call.toolUseId);
+          log.debug({ tool: call.name, tool_use_id: call.toolUseId, is_error: call.isError, posted: call.posted }, 'tool call done');
+        }
+      } catch (e) {
+        if (mountError !== undefined) throw mountError;
+        // The runner failed while the stores were mounting: say so, not "mounting".
+        if (!mounted) step.enter(`running the tool calls of session ${sessionId}`);
+        throw e;
+      } finally {
+        clearTimeout(outlasted);
+        unlinkRunner();
+      }
+      if (!replaced()) break;
+      log.info({ waited_ms: earlyWaitMs }, 'the mount outlasted the early runner; a new runner starts once the stores are mounted');
+      await ready;
     }
+    // The session ended before its stores were mounted: the mount still ends (or fails) first.
+    await ready;
     if (guard.replays > 0) log.info({ replays: guard.replays }, 'replayed tool calls answered from the record');
   } finally {
+    serving.abort();
+    await ready.catch(() => {});
     await sandbox?.close();
+    unlink();
   }
+}
+
+/** `tool`, whose `close` does nothing when `skip()` says so at the time it is called. */
+function closedUnless(tool: BetaRunnableTool, skip: () => boolean): BetaRunnableTool {
+  return new Proxy(tool, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (prop === 'close' && typeof value === 'function') return () => (skip() ? undefined : (value as () => unknown).call(target));
+      return value;
+    },
+  });
 }
 
 // ── Tear down ─────────────────────────────────────────────────────────────────────────────────────

@@ -11,7 +11,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import pino from 'pino';
 import type { Logger } from '../../src/internal/logger.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/testing/index.js';
-import { EnvironmentWorker, type EnvironmentWorkerOptions } from '../../src/worker/environment-worker.js';
+import { EnvironmentWorker, type EnvironmentWorkerOptions, type WorkerInternals } from '../../src/worker/environment-worker.js';
 
 export interface Capture {
   logger: Logger;
@@ -46,7 +46,7 @@ export interface Harness {
   capture: Capture;
   client: Anthropic;
   /** A worker on this emulator with test-friendly defaults; `overrides` win. */
-  worker(overrides?: Partial<EnvironmentWorkerOptions>): EnvironmentWorker;
+  worker(overrides?: Partial<EnvironmentWorkerOptions>, internals?: WorkerInternals): EnvironmentWorker;
   cleanup(): Promise<void>;
 }
 
@@ -69,7 +69,7 @@ export async function harness(opts: EmulatorOptions = {}): Promise<Harness> {
     stateDir,
     capture,
     client,
-    worker(overrides = {}) {
+    worker(overrides = {}, internals = {}) {
       // An override set to undefined leaves the option out (the constructor refuses an option
       // passed as undefined, which is how an unset variable reaches it).
       const options: EnvironmentWorkerOptions = {
@@ -84,7 +84,7 @@ export async function harness(opts: EmulatorOptions = {}): Promise<Harness> {
         ...overrides,
       };
       for (const [k, v] of Object.entries(overrides)) if (v === undefined) delete options[k as keyof EnvironmentWorkerOptions];
-      const w = new EnvironmentWorker(options);
+      const w = new EnvironmentWorker(options, internals);
       workers.push(w);
       return w;
     },

@@ -161,6 +161,12 @@ type MemoryStoreResource = Extract<BetaManagedAgentsSession['resources'][number]
  * - if any store fails, everything this mount created is removed before the error is thrown (an
  *   adopted leftover is never removed: it may hold the only copy of an edit).
  */
+/** The folders of a session's stores, and those of them that are read-only. */
+export interface StoreRoots {
+  all: string[];
+  readOnly: string[];
+}
+
 export class MemoryMounter extends EventEmitter<MemoryEventMap> {
   readonly #client: Anthropic;
   readonly #log: Logger;
@@ -215,11 +221,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
 
   /**
    * Mount every store of `session`. `wrapStore` runs the mount of each store (tracing wraps it in a
-   * span); by default each runs as is.
+   * span); by default each runs as is. `onRoots` is called once, as soon as every store's folder
+   * exists (before their contents are written), with the folders and those of them that are
+   * read-only: what binds the folders (a sandbox) can start while the mount runs. A mount that fails
+   * removes the folders it created, whether `onRoots` was called or not.
    */
   async mount(
     session: BetaManagedAgentsSession,
-    opts: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper } = {},
+    opts: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper; onRoots?: (roots: StoreRoots) => void } = {},
   ): Promise<MountedSession> {
     const wrapStore: StoreWrapper = opts.wrapStore ?? ((_storeId, run) => run());
     const log = childLogger(this.#log, { session_id: session.id });
@@ -248,6 +257,11 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const buffers = { pages: new ByteBudget(this.#bufferBytes / 2), writes: new ByteBudget(this.#bufferBytes / 2) };
     this.#bufferProbe?.(buffers);
     const gate = new PageGate(buffers.pages);
+    let rootsToCome = specs.length;
+    const rootExists = (): void => {
+      if (--rootsToCome > 0 || opts.onRoots === undefined) return;
+      opts.onRoots({ all: specs.map((s) => s.root), readOnly: specs.filter((s) => s.access === 'read_only').map((s) => s.root) });
+    };
     const ctrl = new AbortController();
     // Every request in flight listens on this one signal.
     setMaxListeners(10_000, ctrl.signal);
@@ -262,8 +276,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
             try {
               return await wrapStore(spec.storeId, () =>
                 spec.adopt !== undefined
-                  ? this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log)
-                  : this.#mountOne(spec, created, binding, ctrl.signal, log, { pages, budget, gate, writes: buffers.writes }),
+                  ? (rootExists(), this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log))
+                  : this.#mountOne(spec, created, binding, ctrl.signal, log, { pages, budget, gate, writes: buffers.writes }, rootExists),
               );
             } catch (e) {
               ctrl.abort(e);
@@ -461,12 +475,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     signal: AbortSignal,
     sessionLog: Logger,
     buffers: { pages: LimitFunction; budget: PageBudget; gate: PageGate; writes: ByteBudget },
+    rootExists: () => void,
   ): Promise<MountedStore> {
     const { pages, budget, gate } = buffers;
     const started = this.#clock.now();
     const log = sessionLog.child({ memory_store_id: spec.storeId });
     await createRoot(spec);
     created.push(spec.root);
+    rootExists();
     const dir = new LocalDir(spec.root);
     const cache = new StatCache();
     // The journal entry exists from the moment the folder does, marked "downloading" until every

@@ -42,6 +42,23 @@ describe('mounting', () => {
     expect(fs.existsSync(h.mountRoot)).toBe(true);
   });
 
+  it('tells onRoots once, when every store folder exists and before any content is written, with the read-only ones', async () => {
+    const notes = await h.emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'A', '/b/c.md': 'C' } });
+    const docs = await h.emu.createMemoryStore({ name: 'Docs', memories: { '/d.md': 'D' } });
+    const { client, session } = await openSession(h.emu, [{ memoryStoreId: notes.id }, { memoryStoreId: docs.id, access: 'read_only' }]);
+    h.emu.faults.add({ route: /\/memories$/, method: 'GET', latencyMs: 150 });
+    // What each folder holds besides dotfiles (the marker) when onRoots is told: nothing yet.
+    const seen: Array<{ all: string[]; readOnly: string[]; files: string[][] }> = [];
+    const mounted = await new MemoryMounter({ client, logger: captureLogger().logger }).mount(session, {
+      onRoots: (roots) => seen.push({ ...roots, files: roots.all.map((r) => fs.readdirSync(r).filter((f) => !f.startsWith('.'))) }),
+    });
+    const notesRoot = path.join(h.mountRoot, 'notes');
+    const docsRoot = path.join(h.mountRoot, 'docs');
+    expect(seen).toEqual([{ all: [notesRoot, docsRoot], readOnly: [docsRoot], files: [[], []] }]);
+    expect(await readTree(notesRoot)).toEqual({ 'a.md': 'A', 'b/c.md': 'C' });
+    await mounted.unmount();
+  });
+
   it('keeps memories named like object properties (__proto__, constructor) in its baseline; the sync leaves them be and uploads such files of the agent once', async () => {
     const store = await h.emu.createMemoryStore({ name: 'Proto', memories: { '/__proto__': 'p', '/constructor': 'c', '/a.md': 'a' } });
     const { client, session } = await openSession(h.emu, [{ memoryStoreId: store.id }]);

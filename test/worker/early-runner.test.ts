@@ -1,0 +1,126 @@
+// Pins the session's runner starting while its stores mount: the event stream opens before the
+// mount is done, yet no tool call runs (nor any result is posted) before it; a mount that fails
+// after the stream opened fails the item with the mount's error and answers no call; a mount that
+// outlasts the early runner's wait replaces that runner by one started after the mount, and the
+// held call runs once.
+import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { harness, waitFor, type Harness } from './helpers.js';
+
+const LIST = /^GET \/v1\/memory_stores\/[^/]+\/memories$/;
+const STREAM = 'GET /v1/sessions/:id/events/stream';
+const RESULTS = 'POST /v1/sessions/:id/events';
+
+describe('the runner starts while the stores mount', () => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness();
+  });
+  afterEach(async () => {
+    await h.cleanup();
+  });
+
+  /** A session with one store of a few folders, whose one tool call reads a memory. */
+  async function sessionReadingAMemory() {
+    const memories: Record<string, string> = {};
+    for (let i = 0; i < 30; i++) memories[`/f${i % 3}/m${i}.md`] = `memory ${i}`;
+    const store = await h.emu.createMemoryStore({ name: 'Notes', memories });
+    const file = path.join(h.mountRoot, 'notes', 'f2', 'm29.md');
+    const s = await h.emu.createSession({
+      resources: [{ memoryStoreId: store.id }],
+      script: [{ tool: 'bash', input: { command: `cat ${JSON.stringify(file)}` } }],
+    });
+    return { ...s, storeId: store.id };
+  }
+
+  /** Counts the real runs of each session's tools (replays answered from the record are not runs). */
+  function countingRuns(): { runs: string[]; wrapTools: (tools: BetaRunnableTool[]) => BetaRunnableTool[] } {
+    const runs: string[] = [];
+    return {
+      runs,
+      wrapTools: (tools) =>
+        tools.map((t) => ({
+          ...t,
+          run: (input: unknown, ctx?: unknown) => {
+            runs.push(String((t as { name?: unknown }).name));
+            return (t.run as (i: unknown, c?: unknown) => ReturnType<BetaRunnableTool['run']>)(input, ctx);
+          },
+        })) as BetaRunnableTool[],
+    };
+  }
+
+  it('opens the event stream before the mount is done, and runs the first call only after it', async () => {
+    const { emu } = h;
+    const { sessionId } = await sessionReadingAMemory();
+    emu.faults.add({ route: LIST, latencyMs: 300 });
+    const { runs, wrapTools } = countingRuns();
+    const worker = h.worker({}, { wrapTools });
+    let mountEnd = Infinity;
+    worker.on('sessionStarted', () => (mountEnd = Date.now()));
+    const running = worker.run();
+    const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
+    await worker.close();
+    await running;
+
+    const mountLists = emu.requests.filter((r) => LIST.test(`${r.method} ${r.path}`) && r.startedAt < mountEnd);
+    expect(mountLists.length).toBeGreaterThan(0);
+    expect(Math.max(...mountLists.map((r) => r.startedAt + r.ms))).toBeLessThanOrEqual(mountEnd);
+    const stream = emu.requests.filter((r) => r.route === STREAM && r.path.includes(sessionId));
+    const results = emu.requests.filter((r) => r.route === RESULTS && r.path.includes(sessionId) && r.method === 'POST');
+    expect(stream.length).toBe(1);
+    expect(stream[0]!.startedAt).toBeLessThan(mountEnd);
+    expect(results.length).toBeGreaterThan(0);
+    expect(Math.min(...results.map((r) => r.startedAt))).toBeGreaterThanOrEqual(mountEnd);
+    expect(done.toolResults.map((r) => r.text.trim())).toEqual(['memory 29']);
+    expect(runs).toEqual(['bash']);
+  });
+
+  it('fails the item with the mount error when the mount fails after the stream opened, answering no call', async () => {
+    const { emu } = h;
+    const { sessionId, workId } = await sessionReadingAMemory();
+    emu.faults.add({ route: LIST, latencyMs: 300, status: 403, message: 'no access to this store' });
+    const { runs, wrapTools } = countingRuns();
+    const worker = h.worker({}, { wrapTools });
+    const failed: Error[] = [];
+    worker.on('workFailed', (e) => failed.push(e.error));
+    const started: string[] = [];
+    worker.on('sessionStarted', (e) => started.push(e.sessionId));
+    const running = worker.run();
+    await waitFor(() => failed.length > 0 && emu.workItem(workId).state === 'stopped', 20_000, 'the item to fail and be stopped');
+    await worker.close();
+    await running;
+
+    expect(emu.requests.some((r) => r.route === STREAM && r.path.includes(sessionId))).toBe(true);
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.message).toContain('downloading into');
+    expect(failed[0]!.message).toContain('no access to this store');
+    expect(started).toEqual([]);
+    expect(runs).toEqual([]);
+    expect(emu.session(sessionId).toolResults).toEqual([]);
+    expect(emu.requests.some((r) => r.route === RESULTS && r.method === 'POST' && r.path.includes(sessionId))).toBe(false);
+    expect(emu.workItem(workId).state).toBe('stopped');
+  });
+
+  it('replaces a runner the mount outlasted by one started after it, and runs the held call once', async () => {
+    const { emu } = h;
+    const { sessionId } = await sessionReadingAMemory();
+    emu.faults.add({ route: LIST, latencyMs: 800 });
+    const { runs, wrapTools } = countingRuns();
+    const worker = h.worker({}, { wrapTools, earlyRunnerWaitMs: 200 });
+    let mountEnd = Infinity;
+    worker.on('sessionStarted', () => (mountEnd = Date.now()));
+    const running = worker.run();
+    const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
+    await worker.close();
+    await running;
+
+    const streams = emu.requests.filter((r) => r.route === STREAM && r.path.includes(sessionId));
+    expect(streams.length).toBe(2);
+    expect(streams[0]!.startedAt).toBeLessThan(mountEnd);
+    expect(streams[1]!.startedAt).toBeGreaterThanOrEqual(mountEnd);
+    expect(done.toolResults.map((r) => r.text.trim())).toEqual(['memory 29']);
+    expect(runs).toEqual(['bash']);
+    expect(h.capture.lines.some((l) => l.msg.includes('the mount outlasted the early runner'))).toBe(true);
+  });
+});
