@@ -2,11 +2,31 @@
 // mount is done, yet no tool call runs (nor any result is posted) before it; a mount that fails
 // after the stream opened fails the item with the mount's error and answers no call; a mount that
 // outlasts the early runner's wait replaces that runner by one started after the mount, and the
-// held call runs once.
+// held call runs once. The session's sandbox starts while the contents download; a `tools` factory
+// is still called after the mount, with the store folders in its context.
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { harness, waitFor, type Harness } from './helpers.js';
+
+/** Pids of this process's children that are `bwrap` running a session's tool host. */
+function bwrapChildren(): number[] {
+  const out: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const status = fs.readFileSync(`/proc/${entry}/status`, 'utf8');
+      if (!/^Name:\s+bwrap$/m.test(status) || !new RegExp(`^PPid:\\s+${process.pid}$`, 'm').test(status)) continue;
+      // A session's tool host, not the probe the worker runs when it starts.
+      if (fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('tool-host')) out.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out;
+}
 
 const LIST = /^GET \/v1\/memory_stores\/[^/]+\/memories$/;
 const STREAM = 'GET /v1/sessions/:id/events/stream';
@@ -122,5 +142,52 @@ describe('the runner starts while the stores mount', () => {
     expect(done.toolResults.map((r) => r.text.trim())).toEqual(['memory 29']);
     expect(runs).toEqual(['bash']);
     expect(h.capture.lines.some((l) => l.msg.includes('the mount outlasted the early runner'))).toBe(true);
+  });
+
+  it('starts the session sandbox while the contents download, before the mount is done', async () => {
+    const { emu } = h;
+    const { sessionId } = await sessionReadingAMemory();
+    // Every listing is slow, so the contents arrive well after the folders exist.
+    emu.faults.add({ route: LIST, latencyMs: 700 });
+    const worker = h.worker({ sandbox: 'bwrap' });
+    let mounted = false;
+    let sandboxBeforeMount = false;
+    worker.on('sessionStarted', () => (mounted = true));
+    const running = worker.run();
+    await waitFor(
+      () => {
+        if (!mounted && bwrapChildren().length > 0) sandboxBeforeMount = true;
+        return sandboxBeforeMount || mounted;
+      },
+      20_000,
+      'a sandbox, or the mount done',
+    );
+    const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
+    await worker.close();
+    await running;
+
+    expect(sandboxBeforeMount).toBe(true);
+    expect(done.toolResults.map((r) => r.text.trim())).toEqual(['memory 29']);
+  });
+
+  it('calls a tools factory after the mount, with the store folders in its context', async () => {
+    const { emu } = h;
+    const { sessionId } = await sessionReadingAMemory();
+    emu.faults.add({ route: LIST, latencyMs: 300 });
+    const seen: Array<{ roots: string[]; files: boolean }> = [];
+    const file = path.join(h.mountRoot, 'notes', 'f2', 'm29.md');
+    const worker = h.worker({
+      tools: (ctx) => {
+        seen.push({ roots: [...(ctx.allowedRoots ?? [])], files: fs.existsSync(file) });
+        return betaAgentToolset20260401(ctx);
+      },
+    });
+    const running = worker.run();
+    const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
+    await worker.close();
+    await running;
+
+    expect(seen).toEqual([{ roots: [path.join(h.mountRoot, 'notes')], files: true }]);
+    expect(done.toolResults.map((r) => r.text.trim())).toEqual(['memory 29']);
   });
 });
