@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
+import type { WorkerInternals } from '../../src/worker/environment-worker.js';
 import { harness, waitFor, type Harness } from './helpers.js';
 
 /** Pids of this process's children that are `bwrap` running a session's tool host. */
@@ -70,18 +71,27 @@ describe('the runner starts while the stores mount', () => {
     };
   }
 
-  it('opens the event stream before the mount is done, and runs the first call only after it', async () => {
-    const { emu } = h;
+  /**
+   * Serve {@link sessionReadingAMemory} with every listing answered `latencyMs` late, counting the
+   * tools' real runs; `mountEnd` is when `sessionStarted` came (the mount done).
+   */
+  async function serveWithSlowListings(latencyMs: number, internals: WorkerInternals = {}) {
     const { sessionId } = await sessionReadingAMemory();
-    emu.faults.add({ route: LIST, latencyMs: 300 });
+    h.emu.faults.add({ route: LIST, latencyMs });
     const { runs, wrapTools } = countingRuns();
-    const worker = h.worker({}, { wrapTools });
+    const worker = h.worker({}, { ...internals, wrapTools });
     let mountEnd = Infinity;
     worker.on('sessionStarted', () => (mountEnd = Date.now()));
     const running = worker.run();
-    const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
+    const done = await h.emu.waitForSession(sessionId, { timeoutMs: 20_000 });
     await worker.close();
     await running;
+    return { sessionId, runs, done, mountEnd };
+  }
+
+  it('opens the event stream before the mount is done, and runs the first call only after it', async () => {
+    const { emu } = h;
+    const { sessionId, runs, done, mountEnd } = await serveWithSlowListings(300);
 
     const mountLists = emu.requests.filter((r) => LIST.test(`${r.method} ${r.path}`) && r.startedAt < mountEnd);
     expect(mountLists.length).toBeGreaterThan(0);
@@ -124,16 +134,7 @@ describe('the runner starts while the stores mount', () => {
 
   it('replaces a runner the mount outlasted by one started after it, and runs the held call once', async () => {
     const { emu } = h;
-    const { sessionId } = await sessionReadingAMemory();
-    emu.faults.add({ route: LIST, latencyMs: 800 });
-    const { runs, wrapTools } = countingRuns();
-    const worker = h.worker({}, { wrapTools, earlyRunnerWaitMs: 200 });
-    let mountEnd = Infinity;
-    worker.on('sessionStarted', () => (mountEnd = Date.now()));
-    const running = worker.run();
-    const done = await emu.waitForSession(sessionId, { timeoutMs: 20_000 });
-    await worker.close();
-    await running;
+    const { sessionId, runs, done, mountEnd } = await serveWithSlowListings(800, { earlyRunnerWaitMs: 200 });
 
     const streams = emu.requests.filter((r) => r.route === STREAM && r.path.includes(sessionId));
     expect(streams.length).toBe(2);
