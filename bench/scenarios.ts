@@ -471,7 +471,9 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
         const dir = path.join(ctx.mountRoot, store!.dir);
         const { sessionId, workId } = await ctx.emu.createSession({
           resources: [{ memoryStoreId: store!.id }],
-          script: [writeFilesStep(dir, count, 1024), readStep(ctx.mountRoot, store!.dir)],
+          // A tool call first: the script starts when the worker opens the session's stream, which
+          // ours does while the store still mounts; the first call runs once it is mounted.
+          script: [readStep(ctx.mountRoot, store!.dir), writeFilesStep(dir, count, 1024), readStep(ctx.mountRoot, store!.dir)],
         });
         const { cpuMs } = await runSessions(ctx, [sessionId]);
         const creates = requestsOf(ctx.emu, ROUTES.createMemory).filter((r) => r.status === 200);

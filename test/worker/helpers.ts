@@ -92,7 +92,8 @@ export async function harness(opts: EmulatorOptions = {}): Promise<Harness> {
       emu.faults.clear();
       await Promise.all(workers.map((w) => w.close()));
       await emu.close();
-      await fsp.rm(tmp, { recursive: true, force: true });
+      // Retried: a worker whose memory finish overran its bound may still be writing the cache.
+      await fsp.rm(tmp, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
     },
   };
 }

@@ -296,7 +296,9 @@ export class Emulator {
 
   /**
    * Create a session with a scripted agent; on a self-hosted environment this queues its work
-   * item. The script starts when a worker (a non-console credential) first opens the stream.
+   * item. The script starts when a worker (a non-console credential) first opens the stream, which
+   * may be before the worker has mounted the session's stores: a `console` step that changes a
+   * mounted folder belongs after the first tool step.
    */
   async createSession(opts: CreateSessionOptions = {}): Promise<{ sessionId: string; workId: string }> {
     const attachments: StoreAttachment[] = (opts.resources ?? []).map((r) => ({
