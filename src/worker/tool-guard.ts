@@ -1,5 +1,5 @@
 import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
-import { abortReason } from '../internal/abort.js';
+import { abortReason, onAbort } from '../internal/abort.js';
 import type { Logger } from '../internal/logger.js';
 
 /** The part of the sync loop a tool call triggers. Both are "never throw". */
@@ -296,17 +296,15 @@ function held(
   signal: AbortSignal | undefined,
 ): ToolCallHooks | undefined | Promise<ToolCallHooks | undefined> {
   if (hooks === undefined || !('then' in hooks)) return hooks;
-  if (signal?.aborted) return Promise.reject(new NotStarted(abortReason(signal)));
   return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(new NotStarted(abortReason(signal!)));
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const detach = onAbort(signal, () => reject(new NotStarted(abortReason(signal!))));
     hooks.then(
       (h) => {
-        signal?.removeEventListener('abort', onAbort);
+        detach();
         resolve(h);
       },
       (e: unknown) => {
-        signal?.removeEventListener('abort', onAbort);
+        detach();
         reject(e);
       },
     );

@@ -282,6 +282,7 @@ async function mountStores(
     toolContext.readOnlyRoots = roots.readOnly;
     onRoots();
   });
+  // Again from the mounted view: a memory port need not report its roots early.
   toolContext.allowedRoots = memory.roots.all;
   toolContext.readOnlyRoots = memory.roots.readOnly;
   signal.throwIfAborted();
