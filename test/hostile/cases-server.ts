@@ -203,6 +203,21 @@ export const serverCases: HostileCase[] = [
     expects: { path: 'memstore_', says: /malformed/ },
   },
   {
+    group: 'endless or malformed listings',
+    description: 'a listed content with an escape JSON does not have',
+    async run(ctx) {
+      const storeId = await ctx.store({ '/a.md': 'one', '/b.md': 'two' });
+      ctx.emu.faults.add({
+        route: LISTING,
+        // The page as the server sent it, with one content's text broken: `\q` is no JSON escape.
+        rewrite: (b) => JSON.stringify(b).replace('"content":"two"', '"content":"t\\qwo"'),
+      });
+      await ctx.armed();
+      await ctx.mount({ storeId });
+    },
+    expects: { path: 'memstore_', says: /is not a JSON string.*malformed/ },
+  },
+  {
     group: 'huge and binary files',
     description: 'a memory whose listed content is over the size limit',
     async run(ctx) {

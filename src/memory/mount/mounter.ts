@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import pLimit, { type LimitFunction } from 'p-limit';
-import { MemoryMountError, coerceError } from '../../errors.js';
+import { MemoryMountError, RemoteLimitError, coerceError } from '../../errors.js';
 import { abortReason, combineSignals, isAbortError } from '../../internal/abort.js';
 import { monotonicClock, type Clock } from '../../internal/clock.js';
 import { MEMORY_DEFAULTS, WORKER_DEFAULTS } from '../../internal/defaults.js';
@@ -18,7 +18,8 @@ import { isInsideAllowedRoots, normalizeAllowedRoots } from './mount-path-guard.
 import { checkOwner, currentOwner } from '../journal/owner.js';
 import type { OwnerIdentity } from '../rules/owner-verdict.js';
 import { groupCaseCollisions, relToRemotePath, remotePathToRel } from '../rules/paths.js';
-import { FULL_PAGE_LIMIT, RemoteStore, type RemoteMemory, type RemoteMemoryWithContent } from '../remote/remote-store.js';
+import { dropContent, FULL_PAGE_LIMIT, RemoteStore, type ListedMemoryWithContent, type RemoteMemory } from '../remote/remote-store.js';
+import type { PageContent } from '../remote/page-bytes.js';
 import { fetchMisses, partOf, type Miss } from '../remote/cache-misses.js';
 import { CONTENT_CACHE_DEFAULT_BYTES, ContentCache } from '../disk/content-cache.js';
 import { PageBudget, PageGate } from '../remote/page-budget.js';
@@ -55,12 +56,18 @@ const SCRATCH_BYTES = 128 * 1024;
 interface Download {
   /** `path` (the server's) only for a cached content: it is fetched by it when the cache fails. */
   m: { id: string; sha: string; updatedAt: string; path?: string; sizeBytes?: number };
-  content: string | undefined;
+  content: string | PageContent | undefined;
   rel: string;
 }
 
 /** A listed memory not written yet: with its content (full view), or without (basic view). */
-type Listed = { m: RemoteMemory; rel: string; content?: string };
+type Listed = { m: RemoteMemory; rel: string; content?: string | PageContent };
+
+/** What a listed content weighs in the mount's write budget: its bytes (a bound, for an escaped one). */
+function contentWeight(content: string | PageContent | undefined): number {
+  if (content === undefined) return 0;
+  return typeof content === 'string' ? content.length : content.rawBytes;
+}
 
 export { MAX_STORES_PER_SESSION } from './mount-checks.js';
 
@@ -540,8 +547,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     let copied = 0;
     // Synchronous: the queue writes a run of files without a promise or a microtask per file.
     const write = ({ m, content, rel }: Download): void => {
-      if (signal.aborted) return;
-      let bytes: Buffer;
+      if (signal.aborted) {
+        dropContent(content);
+        return;
+      }
       if (content === undefined) {
         // Read and hashed now: only bytes that hash to the listed sha are written. Into the
         // store's buffer when it is large enough, as a download is.
@@ -553,22 +562,37 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           });
           return;
         }
-        bytes = cached;
-      } else {
+        place(m, rel, cached, false);
+      } else if (typeof content === 'string') {
         // A UTF-16 unit takes at most 3 UTF-8 bytes: only a content that may not fit is measured.
         if (content.length * 3 > scratch.length) {
           const size = Buffer.byteLength(content, 'utf8');
           if (size > scratch.length) scratch = Buffer.allocUnsafeSlow(size);
         }
-        bytes = scratch.subarray(0, scratch.write(content, 0, 'utf8'));
+        place(m, rel, scratch.subarray(0, scratch.write(content, 0, 'utf8')), true);
+      } else {
+        // The page's own bytes (decoded in place): used before this returns.
+        try {
+          content.withBytes((bytes) => place(m, rel, bytes, true));
+        } catch (e) {
+          if (!(e instanceof SyntaxError)) throw e;
+          throw new RemoteLimitError(
+            'malformed',
+            `the full listing of memory store ${spec.storeId}: the content listed for ${JSON.stringify(rel)} (memory ${m.id}) is not a JSON string. ` +
+              "The server's answer is malformed; check that the client's base URL points at the Anthropic API and retry later.",
+            { storeId: spec.storeId },
+          );
+        }
       }
+    };
+    const place = (m: Download['m'], rel: string, bytes: Buffer, downloaded: boolean): void => {
       try {
         const st = writer.writeNow(rel, bytes, backdatedMtimeMs(m.updatedAt));
         // The file holds the content the listing gave under this sha: it is recorded under it, not
         // hashed again on the mount's path (a sync compares the file with the baseline by that sha,
         // and any later change of the file changes its stat). A cached content was hashed as it was
         // read; a downloaded one is hashed by the cache before it keeps it, after the mount.
-        if (content === undefined) copied++;
+        if (!downloaded) copied++;
         else contents?.put(m.sha, bytes);
         cache.record(rel, st, m.sha, true, cache.nowNs());
         setPathKey(baseline, rel, { id: m.id, sha: m.sha });
@@ -591,7 +615,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       hooks: { begin: () => writer.beginBatch(), end: (failed) => writer.endBatchNow({ check: !failed }) },
       // Every store's queue counts in the mount's one write budget (content characters).
       // A content copied from the cache is read at its turn, so it holds nothing while queued.
-      bytes: { budget: buffers.writes, sizeOf: (d) => d.content?.length ?? 0 },
+      bytes: { budget: buffers.writes, sizeOf: (d) => contentWeight(d.content) },
     });
 
     const pending: Listed[] = [];
@@ -607,10 +631,11 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       if (content !== undefined) return queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt }, content, rel });
       return queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt, path: m.path, sizeBytes: m.sizeBytes }, content, rel });
     };
-    const accept = (m: RemoteMemory, content: string | undefined): Promise<void> | undefined => {
-      if (content !== undefined) budget.saw(content.length);
+    const accept = (m: RemoteMemory, content: string | PageContent | undefined): Promise<void> | undefined => {
+      if (content !== undefined) budget.saw(contentWeight(content));
       const check = remotePathToRel(m.path);
       if (!check.ok) {
+        dropContent(content);
         shadow(m.path, check.reason);
         return;
       }
@@ -619,14 +644,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       else return schedule(listed);
       return undefined;
     };
-    const acceptFull = (m: RemoteMemoryWithContent): Promise<void> | undefined => accept(m, m.content);
+    const acceptFull = (m: ListedMemoryWithContent): Promise<void> | undefined => accept(m, m.content);
     const acceptBasic = (m: RemoteMemory): Promise<void> | undefined => {
       const part = partOf(m.path);
       partSizes.set(part, (partSizes.get(part) ?? 0) + 1);
       return accept(m, undefined);
     };
-    const fetched = (m: RemoteMemoryWithContent, rel: string): Promise<void> | undefined => {
-      budget.saw(m.content.length);
+    const fetched = (m: ListedMemoryWithContent, rel: string): Promise<void> | undefined => {
+      budget.saw(contentWeight(m.content));
       return queue.push({ m: { id: m.id, sha: m.sha, updatedAt: m.updatedAt }, content: m.content, rel });
     };
     const refused = (m: RemoteMemory, reason: string): void => shadow(m.path, reason);
@@ -669,7 +694,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         const groups = groupCaseCollisions(pending.map((p) => p.rel));
         const kept = new Set(groups.kept);
         for (const s of groups.shadowed) shadow(s.path, s.reason);
-        for (const p of pending) if (kept.has(p.rel)) await schedule(p);
+        for (const p of pending) {
+          if (kept.has(p.rel)) await schedule(p);
+          else dropContent(p.content);
+        }
       }
       if (misses.length > 0) await fetchMisses({ remote, misses, partSizes, signal, limit, gate, onContent: fetched, onRefused: refused });
       await queue.drained();

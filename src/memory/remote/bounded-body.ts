@@ -1,4 +1,5 @@
 import { RemoteApiError, RemoteLimitError } from '../../errors.js';
+import { PageBytes } from './page-bytes.js';
 
 /**
  * Read a response body as UTF-8 text without ever holding more than `capBytes` of it: a declared
@@ -46,6 +47,30 @@ export async function withBodyBytes<T>(
   }
   chunks.length = 0;
   return use(joined.subarray(0, total));
+}
+
+/**
+ * The same bounded read, into a page buffer lent by the pool (see page-bytes.ts): the bytes stay
+ * valid until the page and the contents cut from it are done with them.
+ */
+export async function readBodyToPage(
+  res: Response,
+  opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal },
+): Promise<PageBytes> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  await readChunks(res, opts, (value) => {
+    chunks.push(value);
+    total += value.byteLength;
+  });
+  const page = PageBytes.lend(total);
+  const into = page.bytes;
+  let at = 0;
+  for (const c of chunks) {
+    into.set(c, at);
+    at += c.byteLength;
+  }
+  return page;
 }
 
 async function readChunks(

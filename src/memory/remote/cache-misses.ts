@@ -2,7 +2,14 @@ import type { LimitFunction } from 'p-limit';
 import { statusOf } from '../../api/classify.js';
 import type { PageGate } from './page-budget.js';
 import { MAX_MEMORY_BYTES } from '../disk/local-dir.js';
-import { FULL_PAGE_LIMIT, type RemoteMemory, type RemoteMemoryWithContent, type RemoteStore } from './remote-store.js';
+import {
+  dropContent,
+  FULL_PAGE_LIMIT,
+  type ListedMemoryWithContent,
+  type RemoteMemory,
+  type RemoteMemoryWithContent,
+  type RemoteStore,
+} from './remote-store.js';
 
 /**
  * The memories a warm mount listed (basic view) but found no cached content for, fetched the
@@ -46,7 +53,7 @@ export interface FetchMissesOptions {
   /** Bounds, in bytes, the contents fetched and not yet handed on. */
   gate?: PageGate;
   /** A fetched memory for the path it was listed at. */
-  onContent(m: RemoteMemoryWithContent, rel: string): Promise<void> | void;
+  onContent(m: ListedMemoryWithContent, rel: string): Promise<void> | void;
   /** A memory refused (content over the size limit). */
   onRefused(m: RemoteMemory, reason: string): void;
 }
@@ -73,6 +80,7 @@ export async function fetchMisses(o: FetchMissesOptions): Promise<void> {
             (m) => {
               const rel = wanted.get(m.path);
               if (rel !== undefined) return o.onContent(m, rel);
+              dropContent(m.content);
               return undefined;
             },
             (m, reason) => {

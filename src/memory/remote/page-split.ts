@@ -15,17 +15,32 @@
  * element of the array, so it parses iff the whole body does. The scan works on bytes: no byte of
  * a multi-byte UTF-8 sequence is a quote, a backslash or a bracket. The caller checks that `rest`
  * parses with an empty `data` (another member spelled `data` with escapes would win otherwise).
+ *
+ * With `cutContents`, the string value of each item object's `content` member is cut out of the
+ * item's text (replaced by `""`) and given as a byte range instead, so a content never becomes a
+ * string before it is written (see page-bytes.ts). Only a plain `content` key is cut: an item with
+ * a key spelled with escapes, or with `content` twice, leaves the page to the whole parse, as
+ * JSON.parse would let another spelling of the key win. The range is not checked to be a valid
+ * JSON string here: it is decoded (and refused if it is not one) when it is read.
  */
 
 /** The page without its items (`data` emptied), and the JSON text of each item. */
 export interface SplitPage {
   /** The body with `data` replaced by `[]`: parse it for the other members (`next_page`). */
   rest: string;
-  items: string[];
+  items: SplitItem[];
+}
+
+/** One item: its JSON text, and (with `cutContents`) the byte range of the content string cut from it. */
+export interface SplitItem {
+  text: string;
+  /** `[start, end)` of the `content` string token in the page's bytes, quotes included. */
+  content?: readonly [number, number];
 }
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
+const CONTENT_KEY = Buffer.from('content', 'latin1');
 
 /** Index just past the string starting at `i` (a `"`), or -1. */
 function skipString(text: Buffer, i: number): number {
@@ -41,16 +56,41 @@ function skipString(text: Buffer, i: number): number {
   }
 }
 
-export function splitPage(text: Buffer): SplitPage | undefined {
+/** True when `[start, end)` holds only JSON whitespace (an empty array's inside). */
+function isBlank(text: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const c = text[i];
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return false;
+  }
+  return true;
+}
+
+export function splitPage(text: Buffer, opts: { cutContents?: boolean } = {}): SplitPage | undefined {
+  const cut = opts.cutContents === true;
   let depth = 0;
   let dataStart = -1;
   let dataEnd = -1;
   let lastKey: string | undefined;
   let expectKey = false;
   let itemStart = -1;
-  const items: string[] = [];
+  const items: SplitItem[] = [];
   let inData = false;
   let seenData = false;
+  // The item object being scanned (depth 3): whether its next string is a key, whether the last
+  // key was `content`, and the content token found in it.
+  let inItem = false;
+  let itemKey = false;
+  let keyIsContent = false;
+  let content: [number, number] | undefined;
+  const pushItem = (end: number): void => {
+    if (content === undefined) {
+      items.push({ text: text.toString('utf8', itemStart, end) });
+    } else {
+      const [s, e] = content;
+      items.push({ text: `${text.toString('utf8', itemStart, s)}""${text.toString('utf8', e, end)}`, content });
+    }
+    content = undefined;
+  };
   for (let i = 0; i < text.length;) {
     const c = text[i]!;
     if (c === QUOTE) {
@@ -59,6 +99,16 @@ export function splitPage(text: Buffer): SplitPage | undefined {
       if (depth === 1 && expectKey) {
         lastKey = text.toString('utf8', i + 1, end - 1);
         expectKey = false;
+      } else if (inItem && depth === 3) {
+        if (itemKey) {
+          if (text.subarray(i + 1, end - 1).indexOf(BACKSLASH) >= 0) return undefined;
+          keyIsContent = end - i - 2 === CONTENT_KEY.length && text.compare(CONTENT_KEY, 0, CONTENT_KEY.length, i + 1, end - 1) === 0;
+          if (keyIsContent && content !== undefined) return undefined;
+          itemKey = false;
+        } else if (keyIsContent) {
+          content = [i, end];
+          keyIsContent = false;
+        }
       }
       i = end;
       continue;
@@ -76,12 +126,20 @@ export function splitPage(text: Buffer): SplitPage | undefined {
           dataStart = i;
           itemStart = i + 1;
         }
+        if (cut && inData && depth === 3 && c === 0x7b) {
+          inItem = true;
+          itemKey = true;
+          keyIsContent = false;
+        }
         break;
       case 0x7d /* } */:
       case 0x5d /* ] */:
+        if (inItem && depth === 3) {
+          inItem = false;
+          keyIsContent = false;
+        }
         if (inData && depth === 2) {
-          const last = text.toString('utf8', itemStart, i);
-          if (last.trim() !== '') items.push(last);
+          if (!isBlank(text, itemStart, i)) pushItem(i);
           else if (items.length > 0) return undefined;
           inData = false;
           dataEnd = i + 1;
@@ -91,8 +149,12 @@ export function splitPage(text: Buffer): SplitPage | undefined {
         break;
       case 0x2c /* , */:
         if (inData && depth === 2) {
-          items.push(text.toString('utf8', itemStart, i));
+          pushItem(i);
           itemStart = i + 1;
+        }
+        if (inItem && depth === 3) {
+          itemKey = true;
+          keyIsContent = false;
         }
         if (depth === 1) expectKey = true;
         break;

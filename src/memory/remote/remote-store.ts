@@ -7,7 +7,8 @@ import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf 
 import { RemoteLimitError } from '../../errors.js';
 import { abortReason, isAbortError, linkAbort } from '../../internal/abort.js';
 import { API_LIMITS, MEMORY_DEFAULTS } from '../../internal/defaults.js';
-import { readBodyCapped, withBodyBytes } from './bounded-body.js';
+import { readBodyCapped, readBodyToPage, withBodyBytes } from './bounded-body.js';
+import { PageContent, type PageBytes } from './page-bytes.js';
 import type { PageGate } from './page-budget.js';
 import { splitPage } from './page-split.js';
 import { MAX_MEMORY_BYTES } from '../disk/local-dir.js';
@@ -58,6 +59,24 @@ export interface RemoteMemory {
 
 export interface RemoteMemoryWithContent extends RemoteMemory {
   content: string;
+}
+
+/**
+ * A memory of a full listing: its content as the page carried it (read it once, or drop it; see
+ * page-bytes.ts), or as a string when the page could not be cut.
+ */
+export interface ListedMemoryWithContent extends RemoteMemory {
+  content: string | PageContent;
+}
+
+/** Let a listed content go without reading it (a memory skipped). */
+export function dropContent(content: string | PageContent | undefined): void {
+  if (content instanceof PageContent) content.drop();
+}
+
+/** A listed content's size in bytes. */
+export function listedContentBytes(content: string | PageContent): number {
+  return typeof content === 'string' ? Buffer.byteLength(content, 'utf8') : content.byteLength();
 }
 
 export type RemoteFailure = 'precondition' | 'not-found' | 'refused' | 'transient' | 'lost-response';
@@ -126,15 +145,12 @@ export class RemoteStore {
    */
   async listFull(
     signal: AbortSignal | undefined,
-    onMemory: (m: RemoteMemoryWithContent) => Promise<void> | void,
+    onMemory: (m: ListedMemoryWithContent) => Promise<void> | void,
     onRefused?: (m: RemoteMemory, reason: string) => void,
     opts: { parallel?: number; pages?: LimitFunction; gate?: PageGate } = {},
   ): Promise<void> {
-    const onItem = (m: BetaManagedAgentsMemory): Promise<void> | void => {
-      const tooLarge = oversizeReason(m);
-      if (tooLarge !== undefined) return onRefused?.(toRemote(m), tooLarge);
-      return onMemory({ ...toRemote(m), content: m.content ?? '' });
-    };
+    const onItem = (m: BetaManagedAgentsMemory, cut: PageContent | undefined): Promise<void> | void =>
+      handOnListed(m, cut, onMemory, onRefused);
     const budget = newBudget(FULL_PAGE_LIMIT);
     const parallel = Math.floor(opts.parallel ?? 1);
     const gate = opts.gate;
@@ -175,22 +191,16 @@ export class RemoteStore {
   async listPartFull(
     prefix: string,
     signal: AbortSignal | undefined,
-    onMemory: (m: RemoteMemoryWithContent) => Promise<void> | void,
+    onMemory: (m: ListedMemoryWithContent) => Promise<void> | void,
     onRefused?: (m: RemoteMemory, reason: string) => void,
     gate?: PageGate,
   ): Promise<void> {
     const part = prefix === '/' ? ({ prefix, depth: 1 } as const) : { prefix };
-    await this.#eachPage(
-      'full',
-      FULL_PAGE_LIMIT,
-      signal,
-      (m) => {
-        const tooLarge = oversizeReason(m);
-        if (tooLarge !== undefined) return onRefused?.(toRemote(m), tooLarge);
-        return onMemory({ ...toRemote(m), content: m.content ?? '' });
-      },
-      { budget: newBudget(FULL_PAGE_LIMIT), ...part, gate },
-    );
+    await this.#eachPage('full', FULL_PAGE_LIMIT, signal, (m, cut) => handOnListed(m, cut, onMemory, onRefused), {
+      budget: newBudget(FULL_PAGE_LIMIT),
+      ...part,
+      gate,
+    });
   }
 
   async #listSplit(
@@ -198,7 +208,7 @@ export class RemoteStore {
     limit: LimitFunction,
     budget: ListingBudget,
     signal: AbortSignal | undefined,
-    onItem: (m: BetaManagedAgentsMemory) => Promise<void> | void,
+    onItem: (m: BetaManagedAgentsMemory, cut: PageContent | undefined) => Promise<void> | void,
     gate: PageGate | undefined,
     decide?: (firstPageShas: string[]) => boolean,
   ): Promise<boolean> {
@@ -250,7 +260,7 @@ export class RemoteStore {
         // The depth-1 page when it is not used: its bytes go back to the gate.
         const dropTop = (): Promise<void> =>
           top.then(
-            (p) => gate?.budget.give(p.held),
+            (p) => releasePage(p, gate),
             () => {},
           );
         const wholePage = await whole.catch((e: unknown) => {
@@ -258,7 +268,7 @@ export class RemoteStore {
           return undefined;
         });
         if (wholePage !== undefined && decide !== undefined && !decide(shasOf(wholePage.data))) {
-          gate?.budget.give(wholePage.held);
+          releasePage(wholePage, gate);
           await dropTop();
           return false;
         }
@@ -271,16 +281,16 @@ export class RemoteStore {
             return undefined;
           });
           if (topPage === undefined) {
-            gate?.budget.give(wholePage.held);
+            releasePage(wholePage, gate);
           } else if (isOneFolder(topPage)) {
             // One folder and nothing beside it: the split would page that folder on a cursor of its
             // own from its start; the whole store's cursor is that same listing, one page ahead.
-            gate?.budget.give(topPage.held);
+            releasePage(topPage, gate);
             await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, first: wholePage, gate }).catch(fail);
           } else {
             // More than one page: its items come again from the parts. It counts against the budget.
             budget.pages++;
-            gate?.budget.give(wholePage.held);
+            releasePage(wholePage, gate);
             await this.#eachPage(view, pageLimit, ctrl.signal, onItem, { budget, ...depthFirst, onPrefix, first: topPage, gate }).catch(
               fail,
             );
@@ -414,27 +424,68 @@ export class RemoteStore {
         )
         .asResponse();
       // A page of contents is read as bytes and parsed item by item (see splitPage), all before
-      // any is handed on: a malformed page still fails whole.
-      const { page, length } = await this.#readBytes(res, pageCap, what, signal, (bytes) => {
-        const split = view === 'full' ? splitPage(bytes) : undefined;
-        let body = split !== undefined ? this.#parse(split.rest, what) : undefined;
-        const emptied = (body as { data?: unknown } | undefined)?.data;
-        const itemwise = split !== undefined && Array.isArray(emptied) && emptied.length === 0;
-        if (!itemwise) body = this.#parse(bytes.toString('utf8'), what);
-        const checked = checkPage(body, this.storeId, what);
-        if (itemwise) checked.data = split.items.map((t) => this.#parse(t, what));
-        return { page: checked, length: bytes.length };
-      });
+      // any is handed on: a malformed page still fails whole. Its contents are cut out and stay in
+      // the page's bytes until they are written (see page-bytes.ts).
+      const { page, length } =
+        view === 'full'
+          ? await this.#fullPage(res, pageCap, what, signal)
+          : await this.#readBytes(res, pageCap, what, signal, (bytes) => ({
+              page: checkPage(this.#parse(bytes.toString('utf8'), what), this.storeId, what),
+              length: bytes.length,
+            }));
       if (gate !== undefined) {
         gate.observe(length, page.data.length);
         gate.budget.resize(held, length);
         held = length;
       }
-      return { ...page, held };
+      page.held = held;
+      return page;
     } catch (e) {
       if (held > 0) gate?.budget.give(held);
       throw e;
     }
+  }
+
+  /** A full listing page read into a pooled buffer, its items parsed one by one with their contents cut out. */
+  async #fullPage(
+    res: Response,
+    cap: number,
+    what: string,
+    signal: AbortSignal | undefined,
+  ): Promise<{ page: ListingPage; length: number }> {
+    const bytes = await readBodyToPage(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch(
+      (e: unknown) => {
+        if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
+        throw e;
+      },
+    );
+    let page: ListingPage;
+    let cuts: Array<readonly [number, number] | undefined> | undefined;
+    try {
+      const text = bytes.bytes;
+      const split = splitPage(text, { cutContents: true });
+      const rest = split !== undefined ? this.#parse(split.rest, what) : undefined;
+      const emptied = (rest as { data?: unknown } | undefined)?.data;
+      if (split !== undefined && Array.isArray(emptied) && emptied.length === 0) {
+        page = checkPage(rest, this.storeId, what);
+        page.data = split.items.map((t) => this.#parse(t.text, what));
+        cuts = split.items.map((t, i) =>
+          t.content !== undefined && (page.data[i] as { content?: unknown }).content === '' ? t.content : undefined,
+        );
+      } else {
+        page = checkPage(this.#parse(text.toString('utf8'), what), this.storeId, what);
+      }
+    } catch (e) {
+      bytes.done();
+      throw e;
+    }
+    if (cuts?.some((c) => c !== undefined) === true) {
+      page.contents = cuts.map((c) => (c !== undefined ? bytes.content(c[0], c[1]) : undefined));
+      page.bytes = bytes;
+    } else {
+      bytes.done();
+    }
+    return { page, length: bytes.length };
   }
 
   #what(view: 'basic' | 'full', prefix: string | undefined): string {
@@ -453,7 +504,7 @@ export class RemoteStore {
     view: 'basic' | 'full',
     limit: number,
     signal: AbortSignal | undefined,
-    onItem: (m: BetaManagedAgentsMemory) => unknown,
+    onItem: (m: BetaManagedAgentsMemory, cut: PageContent | undefined) => unknown,
     part: {
       budget?: ListingBudget;
       prefix?: string;
@@ -474,13 +525,13 @@ export class RemoteStore {
     setMaxListeners(10_000, ctrl.signal);
     const detach = linkAbort(signal, ctrl);
     let ahead: ListingPage | Promise<ListingPage> | undefined = part.first;
-    /** Bytes the page being handed on holds in the gate. */
-    let holding = 0;
+    /** The page being handed on: its bytes in the gate, and its contents not handed on yet. */
+    let current: ListingPage | undefined;
     try {
       for (let pages = 1; ; pages++) {
         budget.pages++;
-        const { data, next, held } = await (ahead ?? this.#page(view, limit, part, undefined, ctrl.signal, gate));
-        holding = held;
+        current = await (ahead ?? this.#page(view, limit, part, undefined, ctrl.signal, gate));
+        const { data, next, contents } = current;
         ahead = undefined;
         if (next !== undefined) {
           if (cursors.has(next))
@@ -502,16 +553,28 @@ export class RemoteStore {
         }
         for (let i = 0; i < data.length; i++) {
           const raw = data[i];
+          const cut = contents?.[i];
           // Each item is dropped from the page once handed on: a page waiting for the writes to catch
           // up holds only the contents not written yet.
           data[i] = undefined;
+          if (contents !== undefined) contents[i] = undefined;
           const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
           if (type === 'memory_prefix' && part.onPrefix !== undefined) {
+            cut?.drop();
             part.onPrefix((raw as { path?: unknown }).path);
             continue;
           }
-          if (typeof raw === 'object' && raw !== null && type !== 'memory') continue;
-          const item = checkMemory(raw, this.storeId, what);
+          if (typeof raw === 'object' && raw !== null && type !== 'memory') {
+            cut?.drop();
+            continue;
+          }
+          let item: BetaManagedAgentsMemory;
+          try {
+            item = checkMemory(raw, this.storeId, what);
+          } catch (e) {
+            cut?.drop();
+            throw e;
+          }
           if (++budget.memories > MAX_LISTED_MEMORIES) {
             throw this.#limit(
               'memory-count',
@@ -525,19 +588,20 @@ export class RemoteStore {
             );
           }
           budget.paths.add(item.path);
-          await onItem(item);
+          await onItem(item, cut);
         }
-        if (holding > 0) gate?.budget.give(holding);
-        holding = 0;
+        const used = current;
+        current = undefined;
+        releasePage(used, gate);
         if (ahead === undefined) return;
       }
     } catch (e) {
       ctrl.abort(e);
-      if (holding > 0) gate?.budget.give(holding);
+      if (current !== undefined) releasePage(current, gate);
       // The page asked ahead gives its bytes back whether it arrives or fails.
       if (ahead !== undefined)
         void Promise.resolve(ahead).then(
-          (p) => gate?.budget.give(p.held),
+          (p) => releasePage(p, gate),
           () => {},
         );
       throw e;
@@ -605,11 +669,54 @@ function newBudget(limit: number): ListingBudget {
   return { memories: 0, pages: 0, maxPages: Math.ceil(MAX_LISTED_MEMORIES / limit) * 2 + 10, paths: new Set() };
 }
 
-/** One listing page as checked: its items (not checked yet), its next cursor, and the bytes it holds in the gate. */
+/**
+ * One listing page as checked: its items (not checked yet), its next cursor, and the bytes it holds
+ * in the gate; for a page whose contents were cut, the content of each item (by index) and the
+ * page's buffer.
+ */
 interface ListingPage {
   data: unknown[];
   next: string | undefined;
   held: number;
+  contents?: Array<PageContent | undefined>;
+  bytes?: PageBytes;
+}
+
+/**
+ * A page is done with: its bytes go back to the gate, and its buffer to the pool once the contents
+ * handed on are read (those not handed on are dropped). Called once per page.
+ */
+function releasePage(page: ListingPage, gate: PageGate | undefined): void {
+  if (page.held > 0) gate?.budget.give(page.held);
+  page.held = 0;
+  if (page.contents !== undefined) for (const c of page.contents) c?.drop();
+  page.contents = undefined;
+  page.bytes?.done();
+  page.bytes = undefined;
+}
+
+/**
+ * Hand one item of a full listing on: a content over the size limit goes to `onRefused` (and its
+ * page bytes are let go), any other to `onMemory` with its content as cut from the page, or as the
+ * item parsed it.
+ */
+function handOnListed(
+  m: BetaManagedAgentsMemory,
+  cut: PageContent | undefined,
+  onMemory: (m: ListedMemoryWithContent) => Promise<void> | void,
+  onRefused: ((m: RemoteMemory, reason: string) => void) | undefined,
+): Promise<void> | void {
+  const tooLarge = cut !== undefined ? oversizeBytesReason(cutContentBytes(cut)) : oversizeReason(m);
+  if (tooLarge !== undefined) {
+    cut?.drop();
+    return onRefused?.(toRemote(m), tooLarge);
+  }
+  return onMemory({ ...toRemote(m), content: cut ?? m.content ?? '' });
+}
+
+/** A cut content's size: its token's length bounds it, so only a token over the limit is decoded to measure. */
+function cutContentBytes(cut: PageContent): number {
+  return cut.rawBytes <= MAX_MEMORY_BYTES ? cut.rawBytes : cut.byteLength();
 }
 
 /** True for a depth-1 page that is the whole of its listing and names one folder and nothing else. */
@@ -675,7 +782,11 @@ function malformed(storeId: string, detail: string): RemoteLimitError {
 
 /** Why a memory's content is over the size limit, or undefined. */
 function oversizeReason(m: BetaManagedAgentsMemory): string | undefined {
-  const bytes = typeof m.content === 'string' ? Buffer.byteLength(m.content, 'utf8') : 0;
+  return oversizeBytesReason(typeof m.content === 'string' ? Buffer.byteLength(m.content, 'utf8') : 0);
+}
+
+/** Why a content of `bytes` bytes is over the size limit, or undefined. */
+function oversizeBytesReason(bytes: number): string | undefined {
   if (bytes > MAX_MEMORY_BYTES) {
     return `its content is ${bytes} bytes, over the ${MAX_MEMORY_BYTES}-byte limit a memory can have; not written (shorten it in the Console)`;
   }

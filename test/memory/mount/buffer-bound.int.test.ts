@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/errors.js';
 import { MemoryMounter } from '../../../src/memory/index.js';
 import type { ByteBudget } from '../../../src/memory/remote/byte-budget.js';
+import { pagePoolStats, resetPagePoolPeak } from '../../../src/memory/remote/page-bytes.js';
 import { captureLogger, harness, openSession, readTree, type Harness } from '../int-helpers.js';
 
 let h: Harness;
@@ -52,7 +53,10 @@ describe('the mount buffer bound', () => {
       seen.writes = Math.max(seen.writes, budgets!.writes.used);
       seen.pages = Math.max(seen.pages, budgets!.pages.used);
     });
+    const poolBefore = pagePoolStats().outstandingBytes;
+    resetPagePoolPeak();
     const mounted = await mounter.mount(session);
+    const pool = pagePoolStats();
     const b = budgets!;
     expect(b.writes.bound).toBe(1024 * KIB);
     expect(b.pages.bound).toBe(1024 * KIB);
@@ -68,13 +72,21 @@ describe('the mount buffer bound', () => {
     expect(b.pages.peak).toBeLessThanOrEqual(Math.max(b.pages.bound, page) + 2 * page);
     // Everything granted was given back.
     expect({ writes: b.writes.used, pages: b.pages.used }).toEqual({ writes: 0, pages: 0 });
+    // The pages' buffers, where the contents wait as bytes: every one back in the pool after the
+    // mount, and never more at once than the pages in flight and the queued contents weigh, plus
+    // the buffer (the 2 MiB size class, for a 1.6 MiB page) of the page each store's queue is partly
+    // through: well under the 9.4 MiB of content.
+    expect(pool.outstandingBytes).toBe(poolBefore);
+    expect(pool.outstandingPeakBytes - poolBefore).toBeLessThanOrEqual(b.pages.peak + b.writes.peak + 2 * 2048 * KIB);
+    expect(b.pages.peak + b.writes.peak + 2 * 2048 * KIB).toBeLessThan(9.4 * 1024 * KIB);
     for (let i = 0; i < 2; i++) {
       const tree = await readTree(mounted.stores[i]!.root);
       expect(Object.keys(tree)).toHaveLength(60);
       for (const [p, c] of Object.entries(contents[i]!)) expect(tree[p.slice(1)]).toBe(c);
     }
     console.info(
-      `[figure] 2 x 60 x 80 KiB with a 2 MiB buffer: peak queued ${Math.round(b.writes.peak / KIB)} KiB, peak pages ${Math.round(b.pages.peak / KIB)} KiB`,
+      `[figure] 2 x 60 x 80 KiB with a 2 MiB buffer: peak queued ${Math.round(b.writes.peak / KIB)} KiB, peak pages ${Math.round(b.pages.peak / KIB)} KiB, ` +
+        `peak page buffers ${Math.round((pool.outstandingPeakBytes - poolBefore) / KIB)} KiB`,
     );
     await mounted.unmount();
   }, 60_000);

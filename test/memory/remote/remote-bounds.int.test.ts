@@ -13,7 +13,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError, RemoteLimitError } from '../../../src/errors.js';
 import { MemoryMounter } from '../../../src/memory/index.js';
 import { MAX_LISTED_MEMORIES, RemoteStore } from '../../../src/memory/remote/remote-store.js';
+import type { PageContent } from '../../../src/memory/remote/page-bytes.js';
 import { captureLogger, harness, openSession, type Harness } from '../int-helpers.js';
+
+/** A listed content as text: as the page carried it, read once. */
+const listedText = (c: string | PageContent): string => (typeof c === 'string' ? c : c.text());
 
 let h: Harness;
 beforeEach(async () => {
@@ -175,7 +179,7 @@ describe('a folder-split listing', () => {
   const split = { parallel: 4 };
   const collect = (r: { remote: RemoteStore }) => {
     const got: string[] = [];
-    return { got, run: () => r.remote.listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split) };
+    return { got, run: () => r.remote.listFull(undefined, (m) => void got.push(`${m.path}=${listedText(m.content)}`), undefined, split) };
   };
   /**
    * Answer the depth-1 listing with `top`, each folder's listing with `folder(prefix, page)`, and
@@ -209,7 +213,12 @@ describe('a folder-split listing', () => {
     const { client } = await openSession(h.emu, [{ memoryStoreId: store.id }]);
     const mark = h.emu.requests.length;
     const got: string[] = [];
-    await new RemoteStore(client, store.id).listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split);
+    await new RemoteStore(client, store.id).listFull(
+      undefined,
+      (m) => void got.push(`${m.path}=${listedText(m.content)}`),
+      undefined,
+      split,
+    );
     expect(got.sort()).toEqual(
       Object.entries(memories)
         .map(([p, c]) => `${p}=${c}`)
@@ -246,7 +255,12 @@ describe('a folder-split listing', () => {
       h.emu.faults.add({ route: LISTING, latencyMs: 400 });
       const mark = h.emu.requests.length;
       const got: string[] = [];
-      await new RemoteStore(client, store.id).listFull(undefined, (m) => void got.push(`${m.path}=${m.content}`), undefined, split);
+      await new RemoteStore(client, store.id).listFull(
+        undefined,
+        (m) => void got.push(`${m.path}=${listedText(m.content)}`),
+        undefined,
+        split,
+      );
       expect(got.sort()).toEqual(
         Object.entries(memories)
           .map(([p, c]) => `${p}=${c}`)
