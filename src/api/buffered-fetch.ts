@@ -29,7 +29,42 @@ const agents = {
 /** Statuses whose answer has no body (a `Response` refuses one). */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
-export function bufferedFetch(maxBodyBytes: number): typeof fetch {
+/**
+ * A buffer lent for a body (see {@link PageFetchOptions.lend}): `bytes` is exactly the body's
+ * length; `done` gives it back.
+ */
+export interface LentBody {
+  readonly bytes: Buffer;
+  done(): void;
+}
+
+/** How {@link bufferedFetch} reads a successful answer into a buffer its caller lends. */
+export interface PageFetchOptions {
+  /** A buffer of exactly `length` bytes for the body of a 2xx answer. */
+  lend(length: number): LentBody;
+  /** A body that gets no data for this long is given up (the request fails as a lost connection). */
+  stallTimeoutMs: number;
+}
+
+/** What {@link takeLentBody} finds on a response of {@link bufferedFetch} with a lender. */
+export type LentAnswer = { kind: 'body'; body: LentBody } | { kind: 'over-cap'; bytes: number; declared: boolean };
+
+const LENT = Symbol('lentBody');
+
+/**
+ * The body a response of {@link bufferedFetch} (with a lender) read into a lent buffer, once:
+ * the caller owns it and gives it back; or why it was not read (over the bound: the request is
+ * not retried, so a hostile answer is read once). Undefined for any other response (another
+ * transport): read its body as usual.
+ */
+export function takeLentBody(res: Response): LentAnswer | undefined {
+  const own = res as unknown as { [LENT]?: LentAnswer };
+  const answer = own[LENT];
+  own[LENT] = undefined;
+  return answer;
+}
+
+export function bufferedFetch(maxBodyBytes: number, pages?: PageFetchOptions): typeof fetch {
   return (input, init = {}) => {
     const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
     const agent = url.protocol === 'http:' || url.protocol === 'https:' ? agents[url.protocol] : undefined;
@@ -51,6 +86,38 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
       const failed = (cause: () => unknown) => (): unknown => (signal?.aborted ? abortError() : fetchFailed(cause()));
       const send = url.protocol === 'https:' ? https.request : http.request;
       const req = send(url, { method: init.method ?? 'GET', agent, headers: headerObject(init.headers) }, (res) => {
+        const status = res.statusCode ?? 0;
+        const headers = (): Headers => {
+          const h = new Headers();
+          for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) h.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+          return h;
+        };
+        const answer = (bytes: Buffer | null, lent?: LentAnswer): void => {
+          try {
+            const response = new BufferedResponse(NULL_BODY_STATUSES.has(status) ? null : bytes, {
+              status,
+              statusText: res.statusMessage ?? '',
+              headers: headers(),
+            });
+            if (lent !== undefined) (response as unknown as { [LENT]?: LentAnswer })[LENT] = lent;
+            settled = true;
+            // A real Response (its class extends the platform's), typed through a narrower base.
+            resolve(response as unknown as Response);
+          } catch (e) {
+            // A status or header a Response cannot hold: a malformed answer.
+            if (lent?.kind === 'body') lent.body.done();
+            fail(() => fetchFailed(e));
+          }
+        };
+        // A successful answer read into a buffer the caller lends: one copy per chunk, and none
+        // more when the length is declared.
+        if (pages !== undefined && status >= 200 && status < 300) {
+          readLent(res, req, maxBodyBytes, pages, {
+            done: (a) => (settled ? a.kind === 'body' && a.body.done() : answer(null, a)),
+            fail: (cause) => fail(failed(() => cause)),
+          });
+          return;
+        }
         const chunks: Buffer[] = [];
         let bytes = 0;
         res.on('data', (chunk: Buffer) => {
@@ -69,22 +136,7 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
         });
         res.on('end', () => {
           if (settled) return;
-          try {
-            const status = res.statusCode ?? 0;
-            const headers = new Headers();
-            for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-            const response = new BufferedResponse(NULL_BODY_STATUSES.has(status) ? null : Buffer.concat(chunks, bytes), {
-              status,
-              statusText: res.statusMessage ?? '',
-              headers,
-            });
-            settled = true;
-            // A real Response (its class extends the platform's), typed through a narrower base.
-            resolve(response as unknown as Response);
-          } catch (e) {
-            // A status or header a Response cannot hold: a malformed answer.
-            fail(() => fetchFailed(e));
-          }
+          answer(Buffer.concat(chunks, bytes));
         });
       });
       const onAbort = (): void => {
@@ -97,6 +149,87 @@ export function bufferedFetch(maxBodyBytes: number): typeof fetch {
       req.end(body ?? undefined);
     });
   };
+}
+
+/**
+ * Read the body of `res` into a lent buffer, within `capBytes`: a declared length over it, or a body
+ * passing it, ends the read (the connection is dropped) with an `over-cap` answer instead.
+ */
+function readLent(
+  res: http.IncomingMessage,
+  req: http.ClientRequest,
+  capBytes: number,
+  pages: PageFetchOptions,
+  on: { done: (a: LentAnswer) => void; fail: (cause: unknown) => void },
+): void {
+  const declaredHeader = res.headers['content-length'];
+  const declared = declaredHeader !== undefined && /^\d+$/u.test(declaredHeader) ? Number(declaredHeader) : undefined;
+  let finished = false;
+  let stall: NodeJS.Timeout | undefined;
+  // With a declared length the buffer is lent at once and filled in place; else chunks wait.
+  let lent: LentBody | undefined;
+  /** The read ends: a buffer still lent goes back unless `end` hands it on. */
+  const finish = (end: () => void): void => {
+    if (finished) return;
+    finished = true;
+    clearTimeout(stall);
+    const had = lent;
+    lent = undefined;
+    had?.done();
+    end();
+  };
+  const arm = (): void => {
+    clearTimeout(stall);
+    stall = setTimeout(() => {
+      finish(() => on.fail(new Error(`the answer's body stalled for ${pages.stallTimeoutMs} ms; gave up`)));
+      req.destroy();
+    }, pages.stallTimeoutMs);
+  };
+  if (declared !== undefined && declared > capBytes) {
+    finish(() => on.done({ kind: 'over-cap', bytes: declared, declared: true }));
+    req.destroy();
+    return;
+  }
+  if (declared !== undefined) lent = pages.lend(declared);
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  arm();
+  res.on('data', (chunk: Buffer) => {
+    if (finished) return;
+    arm();
+    if (bytes + chunk.length > capBytes || (lent !== undefined && bytes + chunk.length > lent.bytes.length)) {
+      const over = bytes + chunk.length;
+      finish(() => on.done({ kind: 'over-cap', bytes: over, declared: false }));
+      req.destroy();
+      return;
+    }
+    if (lent !== undefined) chunk.copy(lent.bytes, bytes);
+    else chunks.push(chunk);
+    bytes += chunk.length;
+  });
+  const cut = (cause: unknown): void => finish(() => on.fail(cause));
+  res.on('error', cut);
+  res.on('close', () => {
+    if (!finished) cut(new Error('the connection closed before the answer was complete'));
+  });
+  res.on('end', () => {
+    if (finished) return;
+    if (lent !== undefined && bytes !== lent.bytes.length) {
+      cut(new Error(`the answer ended after ${bytes} of its ${lent.bytes.length} declared bytes`));
+      return;
+    }
+    let body = lent;
+    // Handed on: no longer the read's to give back.
+    lent = undefined;
+    if (body === undefined) {
+      body = pages.lend(bytes);
+      let at = 0;
+      for (const c of chunks) at += c.copy(body.bytes, at);
+      chunks.length = 0;
+    }
+    const taken = body;
+    finish(() => on.done({ kind: 'body', body: taken }));
+  });
 }
 
 /**
@@ -144,13 +277,21 @@ class BufferedResponse extends ResponseBase {
 
   clone(): BufferedResponse {
     if (this.#used) throw new TypeError('Response.clone: the body has already been read');
-    return new BufferedResponse(this.#bytes, { status: this.status, statusText: this.statusText, headers: new Headers(this.headers) });
+    const lent = (this as unknown as { [LENT]?: LentAnswer })[LENT];
+    const bytes = this.#bytes ?? (lent?.kind === 'body' ? Buffer.from(lent.body.bytes) : null);
+    return new BufferedResponse(bytes, { status: this.status, statusText: this.statusText, headers: new Headers(this.headers) });
   }
 
   #take(): Buffer {
     if (this.#used) throw new TypeError('Body is unusable: the body has already been read');
     this.#used = true;
-    return this.#bytes ?? Buffer.alloc(0);
+    if (this.#bytes !== null) return this.#bytes;
+    // A body read into a lent buffer and read the usual way after all: copied, and given back.
+    const lent = takeLentBody(this as unknown as Response);
+    if (lent?.kind !== 'body') return Buffer.alloc(0);
+    const copy = Buffer.from(lent.body.bytes);
+    lent.body.done();
+    return copy;
   }
 }
 
@@ -162,6 +303,17 @@ class BufferedResponse extends ResponseBase {
  */
 export function withBufferedFetch(client: Anthropic, maxBodyBytes: number): Anthropic {
   return copyWithFetch(client, () => bufferedFetch(maxBodyBytes));
+}
+
+/**
+ * `client` itself, or a copy of it (under the same conditions as {@link withBufferedFetch}) whose
+ * requests go through {@link bufferedFetch} with `pages`: a successful answer's body is read into
+ * a buffer `pages.lend` gives, found on the response with {@link takeLentBody}. For listing pages:
+ * read on Node's own `http`, a page costs the main thread less than the WHATWG `fetch` and its
+ * stream do, and its bytes are copied once, into the buffer they stay in until used.
+ */
+export function withPageFetch(client: Anthropic, maxBodyBytes: number, pages: PageFetchOptions): Anthropic {
+  return copyWithFetch(client, () => bufferedFetch(maxBodyBytes, pages));
 }
 
 /**

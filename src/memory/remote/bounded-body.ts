@@ -20,35 +20,6 @@ export async function readBodyCapped(res: Response, opts: { capBytes: number; ti
   return parts.join('');
 }
 
-/** One buffer per process the bytes of a body are joined in (grown for a larger body): see {@link withBodyBytes}. */
-let joined = Buffer.allocUnsafeSlow(0);
-
-/**
- * The same bounded read, keeping the bytes: `use` gets the whole body as one buffer outside the
- * JavaScript heap, to decode piece by piece, so a large body never becomes one large string. The
- * buffer is shared and reused: it is valid only during `use`, which must not await.
- */
-export async function withBodyBytes<T>(
-  res: Response,
-  opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal },
-  use: (bytes: Buffer) => T,
-): Promise<T> {
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  await readChunks(res, opts, (value) => {
-    chunks.push(value);
-    total += value.byteLength;
-  });
-  if (total > joined.length) joined = Buffer.allocUnsafeSlow(Math.max(total, joined.length * 2));
-  let at = 0;
-  for (const c of chunks) {
-    joined.set(c, at);
-    at += c.byteLength;
-  }
-  chunks.length = 0;
-  return use(joined.subarray(0, total));
-}
-
 /**
  * The same bounded read, into a page buffer lent by the pool (see page-bytes.ts): the bytes stay
  * valid until the page and the contents cut from it are done with them.

@@ -2,13 +2,13 @@ import { setMaxListeners } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/memory-stores/memories';
 import pLimit, { type LimitFunction } from 'p-limit';
-import { withBufferedFetch } from '../../api/buffered-fetch.js';
+import { takeLentBody, withBufferedFetch, withPageFetch } from '../../api/buffered-fetch.js';
 import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../../api/classify.js';
 import { RemoteLimitError } from '../../errors.js';
 import { abortReason, isAbortError, linkAbort } from '../../internal/abort.js';
 import { API_LIMITS, MEMORY_DEFAULTS } from '../../internal/defaults.js';
-import { readBodyCapped, readBodyToPage, withBodyBytes } from './bounded-body.js';
-import { PageContent, type PageBytes } from './page-bytes.js';
+import { readBodyCapped, readBodyToPage } from './bounded-body.js';
+import { PageBytes, PageContent } from './page-bytes.js';
 import type { PageGate } from './page-budget.js';
 import { splitPage } from './page-split.js';
 import { MAX_MEMORY_BYTES } from '../disk/local-dir.js';
@@ -103,6 +103,8 @@ export class RemoteStore {
   readonly #client: Anthropic;
   /** The client the writes go through, made at the first write. */
   #writerClient: Anthropic | undefined;
+  /** The clients listing pages are read through, by view (each with its page's bound), made at first use. */
+  readonly #listers = new Map<'basic' | 'full', Anthropic>();
   readonly #readRetries: number;
   readonly #timeoutMs: number;
 
@@ -116,6 +118,16 @@ export class RemoteStore {
   get #writer(): Anthropic {
     this.#writerClient ??= withBufferedFetch(this.#client, MAX_WRITE_ANSWER_BYTES);
     return this.#writerClient;
+  }
+
+  /** The client a listing page of `view` is asked through: its body lands in a pooled page buffer. */
+  #lister(view: 'basic' | 'full'): Anthropic {
+    let lister = this.#listers.get(view);
+    if (lister === undefined) {
+      lister = withPageFetch(this.#client, pageCapOf(view), { lend: (n) => PageBytes.lend(n), stallTimeoutMs: this.#timeoutMs });
+      this.#listers.set(view, lister);
+    }
+    return lister;
   }
 
   /** Every memory in the store, basic view: one request per 100 memories. */
@@ -401,7 +413,7 @@ export class RemoteStore {
     gate?: PageGate,
     granted?: number,
   ): Promise<ListingPage> {
-    const pageCap = limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
+    const pageCap = pageCapOf(view, limit);
     const what = this.#what(view, part.prefix);
     const query = {
       ...(part.prefix !== undefined ? { path_prefix: part.prefix } : {}),
@@ -416,23 +428,19 @@ export class RemoteStore {
       held = guess;
     }
     try {
-      const res = await this.#client.beta.memoryStores.memories
-        .list(
+      const res = await this.#lister(view)
+        .beta.memoryStores.memories.list(
           this.storeId,
           { view, limit, ...query, ...(cursor !== undefined ? { page: cursor } : {}) },
           { signal, maxRetries: this.#readRetries, timeout: this.#timeoutMs },
         )
         .asResponse();
-      // A page of contents is read as bytes and parsed item by item (see splitPage), all before
-      // any is handed on: a malformed page still fails whole. Its contents are cut out and stay in
-      // the page's bytes until they are written (see page-bytes.ts).
-      const { page, length } =
-        view === 'full'
-          ? await this.#fullPage(res, pageCap, what, signal)
-          : await this.#readBytes(res, pageCap, what, signal, (bytes) => ({
-              page: checkPage(this.#parse(bytes.toString('utf8'), what), this.storeId, what),
-              length: bytes.length,
-            }));
+      const bytes = await this.#pageBytes(res, pageCap, what, signal);
+      // A page of contents is parsed item by item (see splitPage), all before any is handed on: a
+      // malformed page still fails whole. Its contents are cut out and stay in the page's bytes
+      // until they are written (see page-bytes.ts).
+      const page = view === 'full' ? this.#fullPage(bytes, what) : this.#basicPage(bytes, what);
+      const length = bytes.length;
       if (gate !== undefined) {
         gate.observe(length, page.data.length);
         gate.budget.resize(held, length);
@@ -446,19 +454,38 @@ export class RemoteStore {
     }
   }
 
-  /** A full listing page read into a pooled buffer, its items parsed one by one with their contents cut out. */
-  async #fullPage(
-    res: Response,
-    cap: number,
-    what: string,
-    signal: AbortSignal | undefined,
-  ): Promise<{ page: ListingPage; length: number }> {
-    const bytes = await readBodyToPage(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch(
-      (e: unknown) => {
-        if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
-        throw e;
-      },
-    );
+  /**
+   * The body of a listing page in a pooled buffer: as the page fetch read it, or read now (a client
+   * with a transport of its own), within `cap` bytes either way.
+   */
+  async #pageBytes(res: Response, cap: number, what: string, signal: AbortSignal | undefined): Promise<PageBytes> {
+    const lent = takeLentBody(res);
+    if (lent?.kind === 'over-cap') {
+      const says = lent.declared ? `declares ${lent.bytes} bytes` : `passed ${lent.bytes} bytes`;
+      throw this.#limit('body-size', `${what}: the answer ${says}, over the ${cap} bytes it can weigh; not read further`);
+    }
+    if (lent !== undefined) {
+      if (lent.body.bytes.length <= cap) return lent.body as PageBytes;
+      lent.body.done();
+      throw this.#limit('body-size', `${what}: the answer passed ${cap} bytes, more than it can weigh; stopped reading it`);
+    }
+    return readBodyToPage(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }).catch((e: unknown) => {
+      if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
+      throw e;
+    });
+  }
+
+  /** A basic listing page, parsed whole; its buffer goes back at once. */
+  #basicPage(bytes: PageBytes, what: string): ListingPage {
+    try {
+      return checkPage(this.#parse(bytes.bytes.toString('utf8'), what), this.storeId, what);
+    } finally {
+      bytes.done();
+    }
+  }
+
+  /** A full listing page, its items parsed one by one with their contents cut out (they hold its buffer). */
+  #fullPage(bytes: PageBytes, what: string): ListingPage {
     let page: ListingPage;
     let cuts: Array<readonly [number, number] | undefined> | undefined;
     try {
@@ -485,7 +512,7 @@ export class RemoteStore {
     } else {
       bytes.done();
     }
-    return { page, length: bytes.length };
+    return page;
   }
 
   #what(view: 'basic' | 'full', prefix: string | undefined): string {
@@ -621,22 +648,6 @@ export class RemoteStore {
     });
   }
 
-  async #readBytes<T>(res: Response, cap: number, what: string, signal: AbortSignal | undefined, use: (bytes: Buffer) => T): Promise<T> {
-    // What `use` throws (a malformed page) is passed on as is; only the read's limits are worded here.
-    const read = await withBodyBytes(res, { capBytes: cap, timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) }, (bytes) => {
-      try {
-        return { ok: true as const, value: use(bytes) };
-      } catch (error) {
-        return { ok: false as const, error };
-      }
-    }).catch((e: unknown) => {
-      if (e instanceof RemoteLimitError) throw this.#limit(e.limit, `${what}: ${e.message}`);
-      throw e;
-    });
-    if (!read.ok) throw read.error;
-    return read.value;
-  }
-
   #parse(text: string, what: string): unknown {
     try {
       return JSON.parse(text) as unknown;
@@ -662,6 +673,11 @@ interface ListingBudget {
   maxPages: number;
   /** Every path listed so far: a path listed twice, by one part or two, is refused. */
   paths: Set<string>;
+}
+
+/** The most bytes a listing page of `limit` items (the view's page size by default) may weigh. */
+function pageCapOf(view: 'basic' | 'full', limit = view === 'full' ? FULL_PAGE_LIMIT : BASIC_PAGE_LIMIT): number {
+  return limit * (view === 'full' ? MAX_MEMORY_JSON_BYTES : MAX_BASIC_MEMORY_JSON_BYTES) + 64 * 1024;
 }
 
 /** The budget of a listing of `limit` items per page: the pages a full store can fill, twice, plus 10. */

@@ -1,8 +1,8 @@
 /**
  * Pins the transport of memory writes, over real HTTP against the emulator: when the client uses
  * the runtime's default `fetch`, creates, updates and deletes go through the buffered transport
- * (reads still through the client's fetch), and every answer is classified exactly as before:
- * 409s, 4xx refusals, 5xx, a lost response, a server that never answers (the request timeout), an
+ * and listing pages through the page transport (a retrieve still through the client's fetch), and
+ * every answer is classified exactly as before: 409s, 4xx refusals, 5xx, a lost response, a server that never answers (the request timeout), an
  * answer too large or malformed to be a memory, and the caller's abort. A client with a transport
  * of its own (`fetch`, `fetchOptions`, a proxy as the runtime's dispatcher) keeps it for every request;
  * a client of another copy of the SDK gets the same transport.
@@ -41,10 +41,14 @@ async function rig(
 }
 
 describe('with the runtime default fetch', () => {
-  it('writes go through the buffered transport, reads through the client fetch', async () => {
+  it('writes go through the buffered transport and listings through the page transport, a retrieve through the client fetch', async () => {
     const runtimeFetch = vi.spyOn(globalThis, 'fetch');
     const r = await rig();
     const listed = await r.remote.listBasic();
+    expect(listed.map((m) => m.path)).toEqual(['/a.md']);
+    expect(runtimeFetch).not.toHaveBeenCalled();
+    const a = listed.find((m) => m.path === '/a.md')!;
+    expect((await r.remote.retrieve(a.id)).content).toBe('a');
     const reads = runtimeFetch.mock.calls.length;
     expect(reads).toBeGreaterThan(0);
 
@@ -53,7 +57,6 @@ describe('with the runtime default fetch', () => {
     if (!created.ok) return;
     const updated = await r.remote.update(created.id, '/notes/new.md', 'hello again', created.sha, undefined);
     expect(updated.ok).toBe(true);
-    const a = listed.find((m) => m.path === '/a.md')!;
     expect(await r.remote.delete(a.id, a.sha, undefined)).toEqual({ ok: true });
 
     expect(runtimeFetch.mock.calls.length).toBe(reads);
