@@ -15,6 +15,21 @@
  */
 
 const BACKSLASH = 0x5c;
+
+/** The byte each one-letter escape stands for, by the letter's byte (0: not one). */
+const SHORT_ESCAPES = new Uint8Array(256);
+for (const [letter, byte] of [
+  ['"', 0x22],
+  ['\\', 0x5c],
+  ['/', 0x2f],
+  ['b', 0x08],
+  ['f', 0x0c],
+  ['n', 0x0a],
+  ['r', 0x0d],
+  ['t', 0x09],
+] as const)
+  SHORT_ESCAPES[letter.charCodeAt(0)] = byte;
+
 /** Runs between escapes longer than this are copied natively; shorter ones byte by byte. */
 const NATIVE_COPY_BYTES = 64;
 
@@ -80,33 +95,13 @@ export function unescapeJsonInPlace(buf: Buffer, start: number, end: number): nu
     // An escape at `read`.
     if (read + 1 >= end) throw new SyntaxError('a JSON string ends in the middle of an escape');
     const c = buf[read + 1]!;
+    const short = SHORT_ESCAPES[c]!;
+    if (short !== 0) {
+      buf[out++] = short;
+      read += 2;
+      continue;
+    }
     switch (c) {
-      case 0x22 /* " */:
-      case 0x5c /* \ */:
-      case 0x2f /* / */:
-        buf[out++] = c;
-        read += 2;
-        break;
-      case 0x62 /* b */:
-        buf[out++] = 0x08;
-        read += 2;
-        break;
-      case 0x66 /* f */:
-        buf[out++] = 0x0c;
-        read += 2;
-        break;
-      case 0x6e /* n */:
-        buf[out++] = 0x0a;
-        read += 2;
-        break;
-      case 0x72 /* r */:
-        buf[out++] = 0x0d;
-        read += 2;
-        break;
-      case 0x74 /* t */:
-        buf[out++] = 0x09;
-        read += 2;
-        break;
       case 0x75 /* u */: {
         const unit = hexUnit(buf, read + 1, end);
         if (unit < 0) throw new SyntaxError('a JSON string has a \\u escape without four hex digits');

@@ -1,4 +1,5 @@
 import { unescapeJsonInPlace } from './json-unescape.js';
+import { InternalError } from '../../errors.js';
 
 /**
  * The bytes of listing pages whose contents stay bytes until they are written, and the contents
@@ -23,7 +24,7 @@ import { unescapeJsonInPlace } from './json-unescape.js';
  */
 
 /** Bytes of free page buffers the pool keeps for reuse; beyond, a returned buffer is left to the collector. */
-export const PAGE_POOL_KEEP_BYTES = 16 * 1024 * 1024;
+export const PAGE_POOL_KEEP_BYTES = 8 * 1024 * 1024;
 
 /** Smallest buffer the pool hands out: small pages share a size class. */
 const MIN_BUFFER_BYTES = 64 * 1024;
@@ -111,7 +112,7 @@ export class PageBytes {
 
   /** @internal One hold ends; the last gives the buffer back to the pool. */
   release(): void {
-    if (this.#holds <= 0) throw new Error('page buffer released more often than it was held');
+    if (this.#holds <= 0) throw new InternalError('page buffer released more often than it was held');
     this.#holds--;
     if (this.#holds > 0) return;
     const cls = this.#pooled.buf.length;
@@ -126,7 +127,7 @@ export class PageBytes {
 
   #check(): void {
     if (this.#pooled.generation !== this.#generation || this.#holds <= 0) {
-      throw new Error('a page buffer was read after it was given back to the pool');
+      throw new InternalError('a page buffer was read after it was given back to the pool');
     }
   }
 }
@@ -157,7 +158,7 @@ export class PageContent {
    * `SyntaxError` for a token that is not a JSON string, and when read twice.
    */
   withBytes<T>(use: (bytes: Buffer) => T): T {
-    if (this.#spent) throw new Error('a listed content was read twice');
+    if (this.#spent) throw new InternalError('a listed content was read twice');
     this.#spent = true;
     try {
       const bytes = this.#decoded();
@@ -174,7 +175,7 @@ export class PageContent {
 
   /** The content's size in bytes (decodes an escaped token in place to measure it; the page stays held). */
   byteLength(): number {
-    if (this.#spent) throw new Error('a listed content was measured after it was read');
+    if (this.#spent) throw new InternalError('a listed content was measured after it was read');
     this.#decoded();
     return this.#length;
   }
