@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import pLimit, { type LimitFunction } from 'p-limit';
-import { MemoryMountError, RemoteLimitError, coerceError } from '../../errors.js';
+import { MemoryMountError, coerceError } from '../../errors.js';
 import { abortReason, combineSignals, isAbortError } from '../../internal/abort.js';
 import { monotonicClock, type Clock } from '../../internal/clock.js';
 import { MEMORY_DEFAULTS, WORKER_DEFAULTS } from '../../internal/defaults.js';
@@ -18,7 +18,14 @@ import { isInsideAllowedRoots, normalizeAllowedRoots } from './mount-path-guard.
 import { checkOwner, currentOwner } from '../journal/owner.js';
 import type { OwnerIdentity } from '../rules/owner-verdict.js';
 import { groupCaseCollisions, relToRemotePath, remotePathToRel } from '../rules/paths.js';
-import { dropContent, FULL_PAGE_LIMIT, RemoteStore, type ListedMemoryWithContent, type RemoteMemory } from '../remote/remote-store.js';
+import {
+  dropContent,
+  FULL_PAGE_LIMIT,
+  malformed,
+  RemoteStore,
+  type ListedMemoryWithContent,
+  type RemoteMemory,
+} from '../remote/remote-store.js';
 import type { PageContent } from '../remote/page-bytes.js';
 import { fetchMisses, partOf, type Miss } from '../remote/cache-misses.js';
 import { CONTENT_CACHE_DEFAULT_BYTES, ContentCache } from '../disk/content-cache.js';
@@ -576,11 +583,9 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           content.withBytes((bytes) => place(m, rel, bytes, true));
         } catch (e) {
           if (!(e instanceof SyntaxError)) throw e;
-          throw new RemoteLimitError(
-            'malformed',
-            `the full listing of memory store ${spec.storeId}: the content listed for ${JSON.stringify(rel)} (memory ${m.id}) is not a JSON string. ` +
-              "The server's answer is malformed; check that the client's base URL points at the Anthropic API and retry later.",
-            { storeId: spec.storeId },
+          throw malformed(
+            spec.storeId,
+            `the full listing of memory store ${spec.storeId}: the content listed for ${JSON.stringify(rel)} (memory ${m.id}) is not a JSON string`,
           );
         }
       }

@@ -74,11 +74,6 @@ export function dropContent(content: string | PageContent | undefined): void {
   if (content instanceof PageContent) content.drop();
 }
 
-/** A listed content's size in bytes. */
-export function listedContentBytes(content: string | PageContent): number {
-  return typeof content === 'string' ? Buffer.byteLength(content, 'utf8') : content.byteLength();
-}
-
 export type RemoteFailure = 'precondition' | 'not-found' | 'refused' | 'transient' | 'lost-response';
 
 export type RemoteWriteResult =
@@ -787,7 +782,8 @@ function checkMemory(raw: unknown, storeId: string, what: string): BetaManagedAg
   return m as BetaManagedAgentsMemory;
 }
 
-function malformed(storeId: string, detail: string): RemoteLimitError {
+/** A `malformed` refusal of an answer of memory store `storeId`, saying what to check. */
+export function malformed(storeId: string, detail: string): RemoteLimitError {
   return new RemoteLimitError(
     'malformed',
     `${detail}. The server's answer is malformed; check that the client's base URL points at the Anthropic API and retry later. ` +
