@@ -49,10 +49,20 @@ export { slug } from './store-root.js';
 /** Default interval of the progress line of a mount still downloading. */
 export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
 
-/** Writes queued per store, as a multiple of `concurrency`, past which the listing waits. */
-const WRITE_QUEUE_HIGH_WATER_FACTOR = 1;
-/** Files written (synchronously) between two yields to the event loop. */
-const WRITE_BATCH_FILES = 32;
+/**
+ * Writes queued per store, as a multiple of `concurrency`, past which the listing waits. The bytes
+ * queued are bounded apart (the mount's write budget); this count bounds the small items a page of
+ * small memories gives, and lets a run of writes find enough queued to make a whole batch.
+ */
+const WRITE_QUEUE_HIGH_WATER_FACTOR = 8;
+/**
+ * Files written (synchronously) between two yields to the event loop. Each batch checks every
+ * folder chain it writes through twice (at its first write and at its end): with a store's
+ * folders listed in parallel a batch writes through most of them, so fewer, larger batches cost
+ * fewer checks. A batch holds the event loop a few milliseconds (its bytes are bounded by the
+ * write budget).
+ */
+const WRITE_BATCH_FILES = 128;
 /** Bytes of the per-store buffer a download is encoded into (grown for a larger memory). */
 const SCRATCH_BYTES = 128 * 1024;
 

@@ -93,13 +93,33 @@ export interface RemoteStoreOptions {
 export const BASIC_PAGE_LIMIT = 100;
 export const FULL_PAGE_LIMIT = 20;
 
+/**
+ * The copies of a client made for its writes and its listing pages, by use. A copy costs a whole
+ * client (every resource object of the SDK) to build: it is made once per client and use, and
+ * shared by every store and session listing through that client, not once per store. Held as long
+ * as the client is.
+ */
+const transports = new WeakMap<Anthropic, Map<string, Anthropic>>();
+
+function transportOf(client: Anthropic, use: string, make: () => Anthropic): Anthropic {
+  let byUse = transports.get(client);
+  if (byUse === undefined) {
+    byUse = new Map();
+    transports.set(client, byUse);
+  }
+  let copy = byUse.get(use);
+  if (copy === undefined) {
+    copy = make();
+    byUse.set(use, copy);
+  }
+  return copy;
+}
+
+const lendPage = (n: number): PageBytes => PageBytes.lend(n);
+
 export class RemoteStore {
   readonly storeId: string;
   readonly #client: Anthropic;
-  /** The client the writes go through, made at the first write. */
-  #writerClient: Anthropic | undefined;
-  /** The clients listing pages are read through, by view (each with its page's bound), made at first use. */
-  readonly #listers = new Map<'basic' | 'full', Anthropic>();
   readonly #readRetries: number;
   readonly #timeoutMs: number;
 
@@ -110,19 +130,17 @@ export class RemoteStore {
     this.#timeoutMs = opts.requestTimeoutMs ?? MEMORY_DEFAULTS.requestTimeoutMs;
   }
 
+  /** The client the writes go through. */
   get #writer(): Anthropic {
-    this.#writerClient ??= withBufferedFetch(this.#client, MAX_WRITE_ANSWER_BYTES);
-    return this.#writerClient;
+    return transportOf(this.#client, 'write', () => withBufferedFetch(this.#client, MAX_WRITE_ANSWER_BYTES));
   }
 
   /** The client a listing page of `view` is asked through: its body lands in a pooled page buffer. */
   #lister(view: 'basic' | 'full'): Anthropic {
-    let lister = this.#listers.get(view);
-    if (lister === undefined) {
-      lister = withPageFetch(this.#client, pageCapOf(view), { lend: (n) => PageBytes.lend(n), stallTimeoutMs: this.#timeoutMs });
-      this.#listers.set(view, lister);
-    }
-    return lister;
+    const timeoutMs = this.#timeoutMs;
+    return transportOf(this.#client, `${view}:${timeoutMs}`, () =>
+      withPageFetch(this.#client, pageCapOf(view), { lend: lendPage, stallTimeoutMs: timeoutMs }),
+    );
   }
 
   /** Every memory in the store, basic view: one request per 100 memories. */

@@ -125,6 +125,29 @@ describe('with the runtime default fetch', () => {
     expect(err).toBeDefined();
     expect(isAbortError(err) || (err as Error).message === 'bound expired').toBe(true);
   });
+
+  it('the copies of a client for its listings and writes are made once, and shared by every store of that client', async () => {
+    const first = await h.emu.createMemoryStore({ name: 'One', memories: { '/a.md': 'a' } });
+    const second = await h.emu.createMemoryStore({ name: 'Other', memories: { '/b.md': 'b' } });
+    const { sessionId } = await h.emu.createSession({ resources: [{ memoryStoreId: first.id }, { memoryStoreId: second.id }] });
+    const client = h.emu.sessionClient(sessionId);
+    const copies = vi.spyOn(client, 'withOptions');
+    const stores = [new RemoteStore(client, first.id), new RemoteStore(client, first.id), new RemoteStore(client, second.id)];
+    for (const remote of stores) {
+      await remote.listBasic();
+      await remote.listFull(undefined, () => undefined);
+      expect((await remote.create(`/new-${stores.indexOf(remote)}.md`, 'x', undefined)).ok).toBe(true);
+    }
+    // One for basic pages, one for full pages, one for writes: not three per store.
+    expect(copies).toHaveBeenCalledTimes(3);
+    // Another client (another timeout, too) gets copies of its own.
+    const other = h.emu.sessionClient(sessionId);
+    const otherCopies = vi.spyOn(other, 'withOptions');
+    await new RemoteStore(other, second.id).listBasic();
+    await new RemoteStore(other, second.id, { requestTimeoutMs: 5_000 }).listBasic();
+    expect(otherCopies).toHaveBeenCalledTimes(2);
+    expect(copies).toHaveBeenCalledTimes(3);
+  });
 });
 
 describe('a client with a transport of its own', () => {
