@@ -95,9 +95,9 @@ export const FULL_PAGE_LIMIT = 20;
 
 /**
  * The copies of a client made for its writes and its listing pages, by use. A copy costs a whole
- * client (every resource object of the SDK) to build: it is made once per client and use, and
- * shared by every store and session listing through that client, not once per store. Held as long
- * as the client is.
+ * client (every resource object of the SDK) to build: it is made once per client and use (a
+ * listing view with its timeout, or writes), and shared by every store reached through that
+ * client, not made again per store. Held as long as the client is.
  */
 const transports = new WeakMap<Anthropic, Map<string, Anthropic>>();
 
