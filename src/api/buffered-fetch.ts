@@ -1,6 +1,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type Anthropic from '@anthropic-ai/sdk';
+import { pageRequest, PageRequestError, type LentAnswer, type PageAnswer, type PageFetchOptions } from './page-http.js';
 
 /**
  * A `fetch` for small JSON requests (memory writes, tool results, work calls), over Node's own
@@ -29,25 +30,7 @@ const agents = {
 /** Statuses whose answer has no body (a `Response` refuses one). */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
-/**
- * A buffer lent for a body (see {@link PageFetchOptions.lend}): `bytes` is exactly the body's
- * length; `done` gives it back.
- */
-export interface LentBody {
-  readonly bytes: Buffer;
-  done(): void;
-}
-
-/** How {@link bufferedFetch} reads a successful answer into a buffer its caller lends. */
-export interface PageFetchOptions {
-  /** A buffer of exactly `length` bytes for the body of a 2xx answer. */
-  lend(length: number): LentBody;
-  /** A body that gets no data for this long is given up (the request fails as a lost connection). */
-  stallTimeoutMs: number;
-}
-
-/** What {@link takeLentBody} finds on a response of {@link bufferedFetch} with a lender. */
-export type LentAnswer = { kind: 'body'; body: LentBody } | { kind: 'over-cap'; bytes: number; declared: boolean };
+export type { LentAnswer, LentBody, PageFetchOptions } from './page-http.js';
 
 const LENT = Symbol('lentBody');
 
@@ -75,6 +58,9 @@ export function bufferedFetch(maxBodyBytes: number, pages?: PageFetchOptions): t
     }
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(abortError());
+    if (pages !== undefined && (init.method ?? 'GET').toUpperCase() === 'GET' && (body === undefined || body === null)) {
+      return pageResponse(url, init.headers, signal, maxBodyBytes, pages);
+    }
     return new Promise<Response>((resolve, reject) => {
       let settled = false;
       // The error is made only for the first failure (an Error's stack costs more than the request).
@@ -109,15 +95,6 @@ export function bufferedFetch(maxBodyBytes: number, pages?: PageFetchOptions): t
             fail(() => fetchFailed(e));
           }
         };
-        // A successful answer read into a buffer the caller lends: one copy per chunk, and none
-        // more when the length is declared.
-        if (pages !== undefined && status >= 200 && status < 300) {
-          readLent(res, req, maxBodyBytes, pages, {
-            done: (a) => (settled ? a.kind === 'body' && a.body.done() : answer(null, a)),
-            fail: (cause) => fail(failed(() => cause)),
-          });
-          return;
-        }
         const chunks: Buffer[] = [];
         let bytes = 0;
         res.on('data', (chunk: Buffer) => {
@@ -151,85 +128,40 @@ export function bufferedFetch(maxBodyBytes: number, pages?: PageFetchOptions): t
   };
 }
 
-/**
- * Read the body of `res` into a lent buffer, within `capBytes`: a declared length over it, or a body
- * passing it, ends the read (the connection is dropped) with an `over-cap` answer instead.
- */
-function readLent(
-  res: http.IncomingMessage,
-  req: http.ClientRequest,
+/** A listing page's GET, read by {@link pageRequest} (see page-http.ts), as a `Response`. */
+async function pageResponse(
+  url: URL,
+  headers: RequestInit['headers'],
+  signal: AbortSignal | undefined,
   capBytes: number,
   pages: PageFetchOptions,
-  on: { done: (a: LentAnswer) => void; fail: (cause: unknown) => void },
-): void {
-  const declaredHeader = res.headers['content-length'];
-  const declared = declaredHeader !== undefined && /^\d+$/u.test(declaredHeader) ? Number(declaredHeader) : undefined;
-  let finished = false;
-  let stall: NodeJS.Timeout | undefined;
-  // With a declared length the buffer is lent at once and filled in place; else chunks wait.
-  let lent: LentBody | undefined;
-  /** The read ends: a buffer still lent goes back unless `end` hands it on. */
-  const finish = (end: () => void): void => {
-    if (finished) return;
-    finished = true;
-    clearTimeout(stall);
-    const had = lent;
-    lent = undefined;
-    had?.done();
-    end();
-  };
-  const arm = (): void => {
-    clearTimeout(stall);
-    stall = setTimeout(() => {
-      finish(() => on.fail(new Error(`the answer's body stalled for ${pages.stallTimeoutMs} ms; gave up`)));
-      req.destroy();
-    }, pages.stallTimeoutMs);
-  };
-  if (declared !== undefined && declared > capBytes) {
-    finish(() => on.done({ kind: 'over-cap', bytes: declared, declared: true }));
-    req.destroy();
-    return;
+): Promise<Response> {
+  let answer: PageAnswer;
+  try {
+    answer = await pageRequest({ url, headers: headerObject(headers), signal, capBytes, pages });
+  } catch (e) {
+    if (signal?.aborted === true || (e instanceof PageRequestError && e.aborted)) throw abortError();
+    // The socket's own error (a refused connection, an untrusted certificate) as the cause, as fetch gives it.
+    throw fetchFailed(e instanceof PageRequestError && e.cause !== undefined ? e.cause : e);
   }
-  if (declared !== undefined) lent = pages.lend(declared);
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  arm();
-  res.on('data', (chunk: Buffer) => {
-    if (finished) return;
-    arm();
-    if (bytes + chunk.length > capBytes || (lent !== undefined && bytes + chunk.length > lent.bytes.length)) {
-      const over = bytes + chunk.length;
-      finish(() => on.done({ kind: 'over-cap', bytes: over, declared: false }));
-      req.destroy();
-      return;
-    }
-    if (lent !== undefined) chunk.copy(lent.bytes, bytes);
-    else chunks.push(chunk);
-    bytes += chunk.length;
-  });
-  const cut = (cause: unknown): void => finish(() => on.fail(cause));
-  res.on('error', cut);
-  res.on('close', () => {
-    if (!finished) cut(new Error('the connection closed before the answer was complete'));
-  });
-  res.on('end', () => {
-    if (finished) return;
-    if (lent !== undefined && bytes !== lent.bytes.length) {
-      cut(new Error(`the answer ended after ${bytes} of its ${lent.bytes.length} declared bytes`));
-      return;
-    }
-    let body = lent;
-    // Handed on: no longer the read's to give back.
-    lent = undefined;
-    if (body === undefined) {
-      body = pages.lend(bytes);
-      let at = 0;
-      for (const c of chunks) at += c.copy(body.bytes, at);
-      chunks.length = 0;
-    }
-    const taken = body;
-    finish(() => on.done({ kind: 'body', body: taken }));
-  });
+  const lent = answer.body.kind === 'lent' ? answer.body.answer : undefined;
+  try {
+    const h = new Headers();
+    for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) h.append(answer.rawHeaders[i]!, answer.rawHeaders[i + 1]!);
+    const bytes = answer.body.kind === 'bytes' ? answer.body.bytes : null;
+    const response = new BufferedResponse(NULL_BODY_STATUSES.has(answer.status) ? null : bytes, {
+      status: answer.status,
+      statusText: answer.statusText,
+      headers: h,
+    });
+    if (lent !== undefined) (response as unknown as { [LENT]?: LentAnswer })[LENT] = lent;
+    // A real Response (its class extends the platform's), typed through a narrower base.
+    return response as unknown as Response;
+  } catch (e) {
+    // A status or header a Response cannot hold: a malformed answer.
+    if (lent?.kind === 'body') lent.body.done();
+    throw fetchFailed(e);
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
  * TLS server on 127.0.0.1 with a test-only self-signed certificate (test/api/fixtures):
  * - in a process that trusts that certificate (NODE_EXTRA_CA_CERTS), posts go through it, directly
  *   and from an SDK client, their answers come back parsed, and they share one kept-alive
- *   connection;
+ *   connection; listing-page GETs go through the page reader on a kept-alive connection of their own;
  * - in a process that does not, the certificate is refused: the request fails as a connection
  *   error and the server never sees a request (a man in the middle gets no body).
  */
@@ -89,10 +89,21 @@ describe('the buffered transport over HTTPS', () => {
           { status: 200, body: { echo: { n: 1 }, seen: 1 } },
           { status: 200, body: { echo: { n: 2 }, seen: 2 } },
         ],
-        viaSdk: { echo: { n: 3 }, seen: 3 },
+        pages: [
+          { status: 200, body: { echo: null, seen: 3 } },
+          { status: 200, body: { echo: null, seen: 4 } },
+        ],
+        viaSdk: { echo: { n: 3 }, seen: 5 },
       });
-      expect(server.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['POST /v1/echo', 'POST /v1/echo', 'POST /v1/echo']);
-      expect(server.connections()).toBe(1);
+      expect(server.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
+        'POST /v1/echo',
+        'POST /v1/echo',
+        'GET /v1/page?n=1',
+        'GET /v1/page?n=2',
+        'POST /v1/echo',
+      ]);
+      // One kept-alive connection for the posts, one for the pages.
+      expect(server.connections()).toBe(2);
     },
     30_000,
   );
@@ -112,6 +123,15 @@ describe('the buffered transport over HTTPS', () => {
       (e: unknown) => e,
     );
     expect(isConnectionError(sdkFailure)).toBe(true);
+
+    const pageFailure = await bufferedFetch(1024, { lend: (n) => ({ bytes: Buffer.alloc(n), done: () => {} }), stallTimeoutMs: 1_000 })(
+      `${server.base}/v1/page`,
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(pageFailure).toBeInstanceOf(TypeError);
+    expect(String((pageFailure as { cause?: { code?: string } }).cause?.code)).toMatch(/SELF_SIGNED|UNABLE_TO_VERIFY/);
     expect(server.requests).toEqual([]);
   });
 });
