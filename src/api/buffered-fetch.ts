@@ -1,36 +1,33 @@
-import * as http from 'node:http';
-import * as https from 'node:https';
 import type Anthropic from '@anthropic-ai/sdk';
-import { pageRequest, PageRequestError, type LentAnswer, type PageAnswer, type PageFetchOptions } from './page-http.js';
+import { leanRequest, LeanRequestError, type LeanAnswer, type LentAnswer, type PageFetchOptions } from './lean-http.js';
 
 /**
- * A `fetch` for small JSON requests (memory writes, tool results, work calls), over Node's own
- * `http`/`https` with one keep-alive agent per scheme: the whole answer is read into one buffer (at
- * most `maxBodyBytes`) before the `Response` is handed back, to be read with `text()`/`json()` (its
- * `body` is null). It costs the main thread a fraction of what the WHATWG `fetch` does per request,
- * which is what bounds many small requests in flight.
+ * A `fetch` for small JSON requests (memory writes, tool results, work calls) and listing pages,
+ * over the lean HTTP/1.1 client of lean-http.ts (kept-alive connections, each reading into one
+ * reused buffer): the whole answer is read into one buffer (at most `maxBodyBytes`) before the
+ * `Response` is handed back, to be read with `text()`/`json()` (its `body` is null). It costs the
+ * main thread a fraction of what the WHATWG `fetch` does per request, which is what bounds many
+ * small requests in flight.
  *
  * It behaves as `fetch` does where the SDK relies on it:
- * - an abort of `init.signal` (the SDK's timeout or the caller's signal) destroys the request and
+ * - an abort of `init.signal` (the SDK's timeout or the caller's signal) drops the connection and
  *   rejects with an `AbortError`;
- * - no answer (refused, reset, DNS), a malformed one, or one over `maxBodyBytes` rejects with a
- *   `TypeError` whose `cause` is the failure (the SDK reports a connection error; a write may or may
- *   not have been applied);
+ * - no answer (refused, reset, DNS, an untrusted certificate), a malformed one, or one over
+ *   `maxBodyBytes` rejects with a `TypeError` whose `cause` is the failure (the SDK reports a
+ *   connection error; a write may or may not have been applied);
  * - redirects are not followed (the API answers in place; a 3xx is a failed request).
+ *
+ * With `pages`, a successful GET's body is read into a buffer `pages.lend` gives, found on the
+ * response with {@link takeLentBody}.
  *
  * It is used only for a client whose transport is the runtime's default: see {@link withBufferedFetch}
  * and {@link withBufferedPosts}.
  */
 
-const agents = {
-  'http:': new http.Agent({ keepAlive: true }),
-  'https:': new https.Agent({ keepAlive: true }),
-} as const;
-
 /** Statuses whose answer has no body (a `Response` refuses one). */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
-export type { LentAnswer, LentBody, PageFetchOptions } from './page-http.js';
+export type { LentAnswer, LentBody, PageFetchOptions } from './lean-http.js';
 
 const LENT = Symbol('lentBody');
 
@@ -48,102 +45,39 @@ export function takeLentBody(res: Response): LentAnswer | undefined {
 }
 
 export function bufferedFetch(maxBodyBytes: number, pages?: PageFetchOptions): typeof fetch {
-  return (input, init = {}) => {
+  return async (input, init = {}) => {
     const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
-    const agent = url.protocol === 'http:' || url.protocol === 'https:' ? agents[url.protocol] : undefined;
     const body = init.body;
-    if (agent === undefined || (body !== undefined && body !== null && typeof body !== 'string' && !(body instanceof Uint8Array))) {
+    const plainBody = body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array;
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !plainBody) {
       // Anything else (another scheme, a streamed or form body) goes to the runtime's fetch.
       return fetch(input, init);
     }
     const signal = init.signal ?? undefined;
-    if (signal?.aborted) return Promise.reject(abortError());
-    if (pages !== undefined && (init.method ?? 'GET').toUpperCase() === 'GET' && (body === undefined || body === null)) {
-      return pageResponse(url, init.headers, signal, maxBodyBytes, pages);
-    }
-    return new Promise<Response>((resolve, reject) => {
-      let settled = false;
-      // The error is made only for the first failure (an Error's stack costs more than the request).
-      const fail = (error: () => unknown): void => {
-        if (settled) return;
-        settled = true;
-        reject(error());
-      };
-      const failed = (cause: () => unknown) => (): unknown => (signal?.aborted ? abortError() : fetchFailed(cause()));
-      const send = url.protocol === 'https:' ? https.request : http.request;
-      const req = send(url, { method: init.method ?? 'GET', agent, headers: headerObject(init.headers) }, (res) => {
-        const status = res.statusCode ?? 0;
-        const headers = (): Headers => {
-          const h = new Headers();
-          for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) h.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-          return h;
-        };
-        const answer = (bytes: Buffer | null, lent?: LentAnswer): void => {
-          try {
-            const response = new BufferedResponse(NULL_BODY_STATUSES.has(status) ? null : bytes, {
-              status,
-              statusText: res.statusMessage ?? '',
-              headers: headers(),
-            });
-            if (lent !== undefined) (response as unknown as { [LENT]?: LentAnswer })[LENT] = lent;
-            settled = true;
-            // A real Response (its class extends the platform's), typed through a narrower base.
-            resolve(response as unknown as Response);
-          } catch (e) {
-            // A status or header a Response cannot hold: a malformed answer.
-            if (lent?.kind === 'body') lent.body.done();
-            fail(() => fetchFailed(e));
-          }
-        };
-        const chunks: Buffer[] = [];
-        let bytes = 0;
-        res.on('data', (chunk: Buffer) => {
-          bytes += chunk.length;
-          if (bytes > maxBodyBytes) {
-            fail(() => fetchFailed(new Error(`the answer passed ${maxBodyBytes} bytes; not read further`)));
-            req.destroy();
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on('error', (e) => fail(failed(() => e)));
-        // Closed before its end: the answer was cut.
-        res.on('close', () => {
-          if (!settled) fail(failed(() => new Error('the connection closed before the answer was complete')));
-        });
-        res.on('end', () => {
-          if (settled) return;
-          answer(Buffer.concat(chunks, bytes));
-        });
+    if (signal?.aborted) throw abortError();
+    const method = (init.method ?? 'GET').toUpperCase();
+    let answer: LeanAnswer;
+    try {
+      answer = await leanRequest({
+        method,
+        url,
+        headers: headerObject(init.headers),
+        body: typeof body === 'string' ? Buffer.from(body, 'utf8') : (body ?? undefined),
+        signal,
+        capBytes: maxBodyBytes,
+        pages: method === 'GET' ? pages : undefined,
       });
-      const onAbort = (): void => {
-        req.destroy();
-        fail(abortError);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      req.on('close', () => signal?.removeEventListener('abort', onAbort));
-      req.on('error', (e) => fail(failed(() => e)));
-      req.end(body ?? undefined);
-    });
+    } catch (e) {
+      if (signal?.aborted === true || (e instanceof LeanRequestError && e.aborted)) throw abortError();
+      // The socket's own error (a refused connection, an untrusted certificate) as the cause, as fetch gives it.
+      throw fetchFailed(e instanceof LeanRequestError && e.cause !== undefined ? e.cause : e);
+    }
+    return asResponse(answer);
   };
 }
 
-/** A listing page's GET, read by {@link pageRequest} (see page-http.ts), as a `Response`. */
-async function pageResponse(
-  url: URL,
-  headers: RequestInit['headers'],
-  signal: AbortSignal | undefined,
-  capBytes: number,
-  pages: PageFetchOptions,
-): Promise<Response> {
-  let answer: PageAnswer;
-  try {
-    answer = await pageRequest({ url, headers: headerObject(headers), signal, capBytes, pages });
-  } catch (e) {
-    if (signal?.aborted === true || (e instanceof PageRequestError && e.aborted)) throw abortError();
-    // The socket's own error (a refused connection, an untrusted certificate) as the cause, as fetch gives it.
-    throw fetchFailed(e instanceof PageRequestError && e.cause !== undefined ? e.cause : e);
-  }
+/** An answer as the `Response` the SDK reads: its lent body (if any) found by {@link takeLentBody}. */
+function asResponse(answer: LeanAnswer): Response {
   const lent = answer.body.kind === 'lent' ? answer.body.answer : undefined;
   try {
     const h = new Headers();
@@ -241,8 +175,8 @@ export function withBufferedFetch(client: Anthropic, maxBodyBytes: number): Anth
  * `client` itself, or a copy of it (under the same conditions as {@link withBufferedFetch}) whose
  * requests go through {@link bufferedFetch} with `pages`: a successful answer's body is read into
  * a buffer `pages.lend` gives, found on the response with {@link takeLentBody}. For listing pages:
- * read on Node's own `http`, a page costs the main thread less than the WHATWG `fetch` and its
- * stream do, and its bytes are copied once, into the buffer they stay in until used.
+ * a page costs the main thread less than the WHATWG `fetch` and its stream do, and its bytes are
+ * copied once, from the connection's read buffer into the buffer they stay in until used.
  */
 export function withPageFetch(client: Anthropic, maxBodyBytes: number, pages: PageFetchOptions): Anthropic {
   return copyWithFetch(client, () => bufferedFetch(maxBodyBytes, pages));

@@ -41,7 +41,7 @@ function lender(): { lend: (n: number) => LentBody; lent: number[]; back: number
 
 function listing(cap: number, l: ReturnType<typeof lender>, stallTimeoutMs = 5_000, signal?: AbortSignal): Promise<Response> {
   const client = withPageFetch(new Anthropic({ apiKey: 'sk-test', baseURL, maxRetries: 2, logLevel: 'off' }), cap, {
-    lend: (n) => {
+    lend: (n: number) => {
       l.lent.push(n);
       return l.lend(n);
     },

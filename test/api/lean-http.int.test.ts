@@ -1,5 +1,5 @@
 /**
- * Pins the listing-page HTTP reader (src/api/page-http.ts) against raw TCP servers on 127.0.0.1
+ * Pins the lean HTTP client (src/api/lean-http.ts) against raw TCP servers on 127.0.0.1
  * that answer byte by byte as a wrong or hostile server would:
  * - answers are framed by length, by chunks (cut anywhere, across reads), or by the connection's
  *   close, after interim answers; the body lands in the buffer the caller lends;
@@ -15,7 +15,7 @@ import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bufferedFetch } from '../../src/api/buffered-fetch.js';
-import { MAX_HEAD_BYTES, pageHttpStats, pageRequest, type LentBody, type PageAnswer } from '../../src/api/page-http.js';
+import { MAX_HEAD_BYTES, leanHttpStats, leanRequest, type LentBody, type LeanAnswer } from '../../src/api/lean-http.js';
 
 type OnRequest = (socket: net.Socket, request: string, index: number) => void;
 
@@ -23,6 +23,8 @@ interface RawServer {
   url: string;
   connections: () => number;
   requests: string[];
+  /** The body of each request, in order. */
+  bodies: string[];
   close(): Promise<void>;
 }
 
@@ -32,10 +34,11 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** A TCP server that calls `onRequest` for each whole request head it reads, on any connection. */
+/** A TCP server that calls `onRequest` for each whole request (head and body) it reads, on any connection. */
 async function rawServer(onRequest: OnRequest): Promise<RawServer> {
   let connections = 0;
   const requests: string[] = [];
+  const bodies: string[] = [];
   const sockets = new Set<net.Socket>();
   const srv = net.createServer((socket) => {
     connections++;
@@ -47,7 +50,10 @@ async function rawServer(onRequest: OnRequest): Promise<RawServer> {
       pending += d.toString('latin1');
       for (let end = pending.indexOf('\r\n\r\n'); end >= 0; end = pending.indexOf('\r\n\r\n')) {
         const head = pending.slice(0, end);
-        pending = pending.slice(end + 4);
+        const length = Number(/\r\ncontent-length: (\d+)/iu.exec(head)?.[1] ?? 0);
+        if (pending.length < end + 4 + length) break;
+        bodies.push(Buffer.from(pending.slice(end + 4, end + 4 + length), 'latin1').toString('utf8'));
+        pending = pending.slice(end + 4 + length);
         requests.push(head);
         onRequest(socket, head, requests.length - 1);
       }
@@ -58,6 +64,7 @@ async function rawServer(onRequest: OnRequest): Promise<RawServer> {
     url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/v1/memory_stores/memstore_x/memories?view=full`,
     connections: () => connections,
     requests,
+    bodies,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
@@ -89,8 +96,9 @@ function lender(): Lender {
   return l;
 }
 
-function get(url: string, l: Lender, opts: { cap?: number; stallMs?: number; signal?: AbortSignal } = {}): Promise<PageAnswer> {
-  return pageRequest({
+function get(url: string, l: Lender, opts: { cap?: number; stallMs?: number; signal?: AbortSignal } = {}): Promise<LeanAnswer> {
+  return leanRequest({
+    method: 'GET',
     url: new URL(url),
     headers: { accept: 'application/json', 'x-api-key': 'sk-test' },
     signal: opts.signal,
@@ -99,7 +107,7 @@ function get(url: string, l: Lender, opts: { cap?: number; stallMs?: number; sig
   });
 }
 
-function bodyOf(a: PageAnswer): string {
+function bodyOf(a: LeanAnswer): string {
   if (a.body.kind === 'bytes') return a.body.bytes.toString('utf8');
   if (a.body.answer.kind !== 'body') throw new Error(`no body: ${JSON.stringify(a.body.answer)}`);
   const text = a.body.answer.body.bytes.toString('utf8');
@@ -126,26 +134,63 @@ async function failure(p: Promise<unknown>): Promise<Error> {
   return e as Error;
 }
 
-describe('the listing-page HTTP reader', () => {
+describe('the lean HTTP client', () => {
   it('sends a plain GET with the given headers, and reuses the connection for the next request', async () => {
     server = await rawServer((s, _h, i) => s.write(ok(`{"n":${i}}`)));
     const l = lender();
-    const before = pageHttpStats();
+    const before = leanHttpStats();
     const first = await get(server.url, l);
     const second = await get(server.url, l);
     expect([first.status, bodyOf(first), bodyOf(second)]).toEqual([200, '{"n":0}', '{"n":1}']);
     expect(server.connections()).toBe(1);
-    expect(pageHttpStats().connections - before.connections).toBe(1);
+    expect(leanHttpStats().connections - before.connections).toBe(1);
     expect(server.requests[0]).toMatch(/^GET \/v1\/memory_stores\/memstore_x\/memories\?view=full HTTP\/1\.1\r\n/u);
     expect(server.requests[0]).toContain('\r\nx-api-key: sk-test');
     expect(server.requests[0]).toMatch(/\r\nhost: 127\.0\.0\.1:\d+/u);
     expect(l.out).toBe(0);
   });
 
+  it('sends a POST with its body and length, and never sends it twice when a kept connection was closed', async () => {
+    server = await rawServer((s, _head, i) => {
+      if (i === 1) setTimeout(() => s.destroy(), 20);
+      else setTimeout(() => s.write(ok(`{"n":${i}}`)), 20);
+    });
+    const post = (n: number) =>
+      leanRequest({
+        method: 'POST',
+        url: new URL(server!.url),
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from(JSON.stringify({ n })),
+        signal: undefined,
+        capBytes: 1024,
+      });
+    const first = await post(1);
+    expect(first.body.kind === 'bytes' && first.body.bytes.toString()).toBe('{"n":0}');
+    const e = await failure(post(2));
+    expect(e.message).toMatch(/closed before the answer|ECONNRESET/u);
+    expect(server.requests.length).toBe(2);
+    expect(server.requests[0]).toMatch(/^POST .* HTTP\/1\.1\r\n/u);
+    expect(server.requests[0]).toContain('\r\ncontent-length: 7');
+    expect(server.bodies).toEqual(['{"n":1}', '{"n":2}']);
+  });
+
+  it('fails a body over the bound for a request that does not lend, and reads an error answer whole', async () => {
+    server = await rawServer((s, _h, i) =>
+      s.write(
+        i === 0 ? ok('x'.repeat(5000)) : `HTTP/1.1 404 Not Found\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{"e":\r\n2\r\n1}\r\n0\r\n\r\n`,
+      ),
+    );
+    const req = { method: 'GET', url: new URL(server.url), headers: {}, signal: undefined, capBytes: 1024 };
+    expect((await failure(leanRequest(req))).message).toMatch(/passed 1024 bytes/u);
+    const notFound = await leanRequest(req);
+    expect([notFound.status, notFound.statusText, bodyOf(notFound)]).toEqual([404, 'Not Found', '{"e":1}']);
+  });
+
   it('refuses a header that would split the request, sending nothing', async () => {
     server = await rawServer((s) => s.write(ok('{}')));
     const e = await failure(
-      pageRequest({
+      leanRequest({
+        method: 'GET',
         url: new URL(server.url),
         headers: { 'x-bad': 'a\r\nx-injected: 1' },
         signal: undefined,
@@ -207,7 +252,7 @@ describe('the listing-page HTTP reader', () => {
     const l = lender();
     bodyOf(await get(server.url, l));
     await new Promise((r) => setTimeout(r, 100));
-    const idle = pageHttpStats().idle;
+    const idle = leanHttpStats().idle;
     expect(bodyOf(await get(server.url, l))).toBe('{"n":1}');
     expect(idle).toBe(0);
     expect(server.connections()).toBe(2);
@@ -292,7 +337,8 @@ describe('the listing-page HTTP reader', () => {
     const target = Buffer.alloc(size);
     const lend = (n: number): LentBody => ({ bytes: target.subarray(0, n), done: () => {} });
     const before = process.memoryUsage().arrayBuffers;
-    const a = await pageRequest({
+    const a = await leanRequest({
+      method: 'GET',
       url: new URL(server.url),
       headers: {},
       signal: undefined,

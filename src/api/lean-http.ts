@@ -2,27 +2,33 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 
 /**
- * Listing pages over HTTP/1.1 on sockets that read into one reused buffer per connection.
+ * A lean HTTP/1.1 client for the worker's small JSON requests and its listing pages, on sockets
+ * that read into one reused buffer per connection.
  *
  * Why: Node's `http` client hands every socket read to JavaScript as a new 64 KiB buffer. A mount
  * downloading hundreds of MiB of contents makes as many such buffers, each freed only at the next
  * young collection, so the process holds tens of MiB of read buffers already copied out, and the
- * allocator keeps that high water. Here a connection is opened with `onread`: the kernel's bytes
- * land in the connection's own buffer, the head is parsed from it and the body is copied straight
- * into the buffer the caller lends for the page. Nothing per read outlives the read.
+ * allocator keeps that high water; and each request builds a `ClientRequest`, an
+ * `IncomingMessage` and their streams, which is most of what a small request costs the main
+ * thread. Here a connection is opened with `onread`: the kernel's bytes land in the connection's
+ * own buffer, the head is parsed from it and the body is copied straight into the buffer the
+ * caller lends (a listing page) or into one buffer of its own (any other answer).
  *
  * Rules:
- * - GET only, no request body; one request at a time per connection; a connection is kept for the
- *   next request only when the answer was HTTP/1.1, framed by its length or by chunks, read to its
- *   exact end, and not marked `connection: close`;
+ * - one request at a time per connection, its body (if any) sent with its length; a connection is
+ *   kept for the next request only when the answer was HTTP/1.1, framed by its length or by chunks,
+ *   read to its exact end, and not marked `connection: close`; a kept connection unused for
+ *   {@link IDLE_MS} is closed (before a server's own keep-alive timeout, commonly 5 s, can race a
+ *   request);
  * - a head over {@link MAX_HEAD_BYTES}, a malformed status line or header, a `content-length` with
  *   `transfer-encoding`, two different lengths, a bad chunk size, an upgrade, or bytes after the
  *   end: a malformed answer, the request fails and the connection is dropped;
- * - a successful body is bounded by `capBytes` (declared over it: not read at all; passing it while
- *   read: given up), an error body by the same bound; a body that gets no byte for
- *   `stallTimeoutMs` is given up;
- * - a request on a kept connection that the server closed meanwhile (no byte of answer came) is
- *   sent once more on a new connection: a GET changes nothing;
+ * - a body is bounded by `capBytes`: a lent one declared over it is not read at all, and one passing
+ *   it while read is given up (reported as over the bound); any other body passing it fails the
+ *   request; a lent body that gets no byte for `stallTimeoutMs` is given up;
+ * - a GET or HEAD on a kept connection that the server closed meanwhile (no byte of answer came) is
+ *   sent once more on a new connection: it changes nothing. Any other method is not: it fails, as
+ *   it would with Node's own client, and the caller's retry policy decides;
  * - kept connections never keep the process alive, are dropped when the server closes them, and
  *   at most {@link MAX_IDLE_PER_ORIGIN} are kept per origin.
  */
@@ -33,6 +39,8 @@ export const MAX_HEAD_BYTES = 16 * 1024;
 const READ_BUFFER_BYTES = 64 * 1024;
 /** Kept connections per origin at most. */
 export const MAX_IDLE_PER_ORIGIN = 16;
+/** Milliseconds a kept connection waits for its next request before it is closed. */
+export const IDLE_MS = 4_000;
 /** Bytes of a chunk-size line (with its extensions) or of a trailer line at most. */
 const MAX_LINE_BYTES = 1024;
 /** Bytes of trailers after a chunked body at most. */
@@ -60,34 +68,39 @@ export interface PageFetchOptions {
 /** A successful answer's body: read into a lent buffer, or not read because it passed the bound. */
 export type LentAnswer = { kind: 'body'; body: LentBody } | { kind: 'over-cap'; bytes: number; declared: boolean };
 
-/** An answer: its head, and its body (lent for a 2xx, plain bytes for any other status). */
-export interface PageAnswer {
+/** An answer: its head, and its body (lent for a 2xx when the request lends, else plain bytes). */
+export interface LeanAnswer {
   status: number;
   statusText: string;
   rawHeaders: string[];
   body: { kind: 'lent'; answer: LentAnswer } | { kind: 'bytes'; bytes: Buffer };
 }
 
-export interface PageRequest {
+export interface LeanRequest {
+  method: string;
   url: URL;
   headers: Record<string, string>;
+  /** Sent with its length; none for a GET or HEAD. */
+  body?: Uint8Array | undefined;
   signal: AbortSignal | undefined;
+  /** Bytes of the answer's body at most. */
   capBytes: number;
-  pages: PageFetchOptions;
+  /** Set: a 2xx body is read into a buffer it lends (a listing page). */
+  pages?: PageFetchOptions | undefined;
 }
 
 /** Why a request failed without an answer; `cause` is the socket's own error when it had one, `aborted` if the caller aborted. */
-export class PageRequestError extends Error {
+export class LeanRequestError extends Error {
   readonly aborted: boolean;
   constructor(message: string, aborted = false, options?: { cause: unknown }) {
     super(message, options);
-    this.name = 'PageRequestError';
+    this.name = 'LeanRequestError';
     this.aborted = aborted;
   }
 }
 
 /** What the transport did (instrumentation): connections opened and the requests they carried. */
-export function pageHttpStats(): { connections: number; requests: number; idle: number } {
+export function leanHttpStats(): { connections: number; requests: number; idle: number } {
   let idle = 0;
   for (const list of pool.values()) idle += list.length;
   return { connections: opened, requests: sent, idle };
@@ -97,10 +110,10 @@ let opened = 0;
 let sent = 0;
 const pool = new Map<string, Connection[]>();
 
-/** Send `req` and read its answer; rejects with a {@link PageRequestError} when no answer came. */
-export async function pageRequest(req: PageRequest): Promise<PageAnswer> {
-  if (req.url.protocol !== 'http:' && req.url.protocol !== 'https:') throw new PageRequestError(`unsupported scheme ${req.url.protocol}`);
-  const head = requestHead(req.url, req.headers);
+/** Send `req` and read its answer; rejects with a {@link LeanRequestError} when no answer came. */
+export async function leanRequest(req: LeanRequest): Promise<LeanAnswer> {
+  if (req.url.protocol !== 'http:' && req.url.protocol !== 'https:') throw new LeanRequestError(`unsupported scheme ${req.url.protocol}`);
+  const head = requestHead(req);
   const origin = `${req.url.protocol}//${req.url.host}`;
   const kept = takeIdle(origin);
   if (kept !== undefined) {
@@ -124,14 +137,19 @@ function takeIdle(origin: string): Connection | undefined {
   return conn;
 }
 
-function requestHead(url: URL, headers: Record<string, string>): Buffer {
-  let head = `GET ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\nconnection: keep-alive\r\n`;
-  for (const [name, value] of Object.entries(headers)) {
+const idempotent = (method: string): boolean => method === 'GET' || method === 'HEAD';
+
+function requestHead(req: LeanRequest): Buffer {
+  const { method, url } = req;
+  if (!TOKEN.test(method)) throw new LeanRequestError(`invalid method ${JSON.stringify(method)}`);
+  let head = `${method} ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\nconnection: keep-alive\r\n`;
+  for (const [name, value] of Object.entries(req.headers)) {
     const lower = name.toLowerCase();
     if (lower === 'host' || lower === 'connection' || lower === 'content-length' || lower === 'transfer-encoding') continue;
-    if (!TOKEN.test(name) || BAD_VALUE.test(value)) throw new PageRequestError(`invalid header ${JSON.stringify(name)}`);
+    if (!TOKEN.test(name) || BAD_VALUE.test(value)) throw new LeanRequestError(`invalid header ${JSON.stringify(name)}`);
     head += `${name}: ${value}\r\n`;
   }
+  if (req.body !== undefined || (method !== 'GET' && method !== 'HEAD')) head += `content-length: ${req.body?.length ?? 0}\r\n`;
   return Buffer.from(`${head}\r\n`, 'latin1');
 }
 
@@ -151,6 +169,7 @@ class Connection {
   #current: Exchange | undefined;
   #connected = false;
   #dead = false;
+  #idle: NodeJS.Timeout | undefined;
 
   constructor(origin: string, url: URL) {
     this.#origin = origin;
@@ -176,8 +195,9 @@ class Connection {
     this.#socket.on('close', () => this.#end(undefined));
   }
 
-  exchange(head: Buffer, req: PageRequest): Promise<PageAnswer> {
-    if (req.signal?.aborted === true) return Promise.reject(new PageRequestError('aborted', true));
+  exchange(head: Buffer, req: LeanRequest): Promise<LeanAnswer> {
+    if (req.signal?.aborted === true) return Promise.reject(new LeanRequestError('aborted', true));
+    clearTimeout(this.#idle);
     return new Promise((resolve, reject) => {
       const reused = this.#connected;
       this.#current = new Exchange(req, {
@@ -190,13 +210,16 @@ class Connection {
           this.#kill();
           reject(e);
         },
-        stale: () => (reused ? new StaleConnection('kept connection closed') : undefined),
+        stale: () => (reused && idempotent(req.method) ? new StaleConnection('kept connection closed') : undefined),
         release: () => this.#release(),
         kill: () => this.#kill(),
       });
       this.#socket.ref();
       sent++;
+      this.#socket.cork();
       this.#socket.write(head);
+      if (req.body !== undefined && req.body.length > 0) this.#socket.write(req.body);
+      this.#socket.uncork();
     });
   }
 
@@ -230,6 +253,8 @@ class Connection {
     list.push(this);
     pool.set(this.#origin, list);
     this.#socket.unref();
+    this.#idle = setTimeout(() => this.#kill(), IDLE_MS);
+    this.#idle.unref();
   }
 
   #drop(): void {
@@ -242,6 +267,7 @@ class Connection {
   }
 
   #kill(): void {
+    clearTimeout(this.#idle);
     this.#dead = true;
     this.#drop();
     this.#socket.destroy();
@@ -249,7 +275,7 @@ class Connection {
 }
 
 interface ExchangeEnd {
-  resolve(answer: PageAnswer): void;
+  resolve(answer: LeanAnswer): void;
   reject(error: Error): void;
   /** The error to retry with when the connection ends before any byte (a kept one only). */
   stale(): Error | undefined;
@@ -259,7 +285,7 @@ interface ExchangeEnd {
 
 /** One request's answer being read: head, then body by its framing. */
 class Exchange {
-  readonly #req: PageRequest;
+  readonly #req: LeanRequest;
   readonly #end: ExchangeEnd;
   #finished = false;
   #received = 0;
@@ -282,10 +308,10 @@ class Exchange {
   #stall: NodeJS.Timeout | undefined;
   readonly #onAbort: () => void;
 
-  constructor(req: PageRequest, end: ExchangeEnd) {
+  constructor(req: LeanRequest, end: ExchangeEnd) {
     this.#req = req;
     this.#end = end;
-    this.#onAbort = () => this.#fail(new PageRequestError('aborted', true));
+    this.#onAbort = () => this.#fail(new LeanRequestError('aborted', true));
     req.signal?.addEventListener('abort', this.#onAbort, { once: true });
   }
 
@@ -318,8 +344,8 @@ class Exchange {
     }
     this.#fail(
       error !== undefined
-        ? new PageRequestError(error.message, false, { cause: error })
-        : new PageRequestError('the connection closed before the answer was complete'),
+        ? new LeanRequestError(error.message, false, { cause: error })
+        : new LeanRequestError('the connection closed before the answer was complete'),
     );
   }
 
@@ -376,7 +402,7 @@ class Exchange {
   }
 
   #headTooLarge(): -1 {
-    this.#fail(new PageRequestError(`the answer's head passed ${MAX_HEAD_BYTES} bytes`));
+    this.#fail(new LeanRequestError(`the answer's head passed ${MAX_HEAD_BYTES} bytes`));
     return -1;
   }
 
@@ -419,7 +445,7 @@ class Exchange {
     if (code < 200) return true;
     if (chunked && length !== undefined) return this.#malformed('it declares both a length and chunks');
     this.#keepAlive = !close;
-    if (code === 204 || code === 304) this.#framing = { kind: 'none' };
+    if (code === 204 || code === 304 || this.#req.method === 'HEAD') this.#framing = { kind: 'none' };
     else if (chunked) this.#framing = { kind: 'chunked' };
     else if (length !== undefined) this.#framing = length === 0 ? { kind: 'none' } : { kind: 'length', left: length };
     else {
@@ -429,17 +455,21 @@ class Exchange {
     return true;
   }
 
+  /** A 2xx answer to a request that lends: its body goes into lent buffers. */
+  get #lends(): boolean {
+    return this.#req.pages !== undefined && this.#status >= 200 && this.#status < 300;
+  }
+
   #startBody(): void {
-    const ok = this.#status >= 200 && this.#status < 300;
     const cap = this.#req.capBytes;
     const f = this.#framing;
     if (f.kind === 'length' && f.left > cap) {
-      if (ok) this.#overCap(f.left, true);
-      else this.#fail(new PageRequestError(`the answer passed ${cap} bytes; not read further`));
+      if (this.#lends) this.#overCap(f.left, true);
+      else this.#fail(new LeanRequestError(`the answer passed ${cap} bytes; not read further`));
       return;
     }
-    if (ok) this.#sink = f.kind === 'length' ? this.#fixedSink(f.left) : this.#growingSink();
-    else this.#sink = this.#plainSink();
+    if (this.#lends) this.#sink = f.kind === 'length' ? this.#fixedSink(f.left) : this.#growingSink();
+    else this.#sink = this.#plainSink(f.kind === 'length' ? f.left : undefined);
   }
 
   #readBody(buf: Buffer, at: number, n: number): void {
@@ -532,12 +562,12 @@ class Exchange {
   }
 
   #passed(bytes: number): void {
-    if (this.#status >= 200 && this.#status < 300) this.#overCap(bytes, false);
-    else this.#fail(new PageRequestError(`the answer passed ${this.#req.capBytes} bytes; not read further`));
+    if (this.#lends) this.#overCap(bytes, false);
+    else this.#fail(new LeanRequestError(`the answer passed ${this.#req.capBytes} bytes; not read further`));
   }
 
   #fixedSink(length: number): Sink {
-    const lent = this.#req.pages.lend(length);
+    const lent = this.#req.pages!.lend(length);
     this.#lent = lent;
     let size = 0;
     return {
@@ -560,7 +590,7 @@ class Exchange {
         const need = size + (to - from);
         let lent = this.#lent;
         if (lent === undefined || need > lent.bytes.length) {
-          const next = this.#req.pages.lend(Math.min(this.#req.capBytes, Math.max(need, 2 * (lent?.bytes.length ?? 0), 64 * 1024)));
+          const next = this.#req.pages!.lend(Math.min(this.#req.capBytes, Math.max(need, 2 * (lent?.bytes.length ?? 0), 64 * 1024)));
           if (lent !== undefined) {
             lent.bytes.copy(next.bytes, 0, 0, size);
             lent.done();
@@ -578,11 +608,15 @@ class Exchange {
     return sink;
   }
 
-  #plainSink(): Sink {
+  /** A body the caller does not lend for: one buffer of its declared length, else its pieces copied. */
+  #plainSink(declared: number | undefined): Sink {
     let size = 0;
+    const whole = declared !== undefined ? Buffer.allocUnsafe(declared) : undefined;
+    if (whole !== undefined) this.#chunks = [whole];
     return {
       write: (src, from, to) => {
-        this.#chunks.push(Buffer.from(src.subarray(from, to)));
+        if (whole !== undefined) src.copy(whole, size, from, to);
+        else this.#chunks.push(Buffer.from(src.subarray(from, to)));
         size += to - from;
         return true;
       },
@@ -595,21 +629,24 @@ class Exchange {
   /** The answer was read to its end; `reusable` when its framing left the connection fit for another. */
   #complete(reusable: boolean): void {
     const size = this.#sink?.size ?? 0;
-    let answer: PageAnswer['body'];
-    if (this.#status >= 200 && this.#status < 300) {
+    let answer: LeanAnswer['body'];
+    if (this.#lends) {
       let lent = this.#lent;
       this.#lent = undefined;
-      if (lent === undefined) lent = this.#req.pages.lend(0);
+      if (lent === undefined) lent = this.#req.pages!.lend(0);
       else if (lent.bytes.length !== size) {
         // A grown buffer: the body is handed on in one of its exact length.
-        const exact = this.#req.pages.lend(size);
+        const exact = this.#req.pages!.lend(size);
         lent.bytes.copy(exact.bytes, 0, 0, size);
         lent.done();
         lent = exact;
       }
       answer = { kind: 'lent', answer: { kind: 'body', body: lent } };
     } else {
-      answer = { kind: 'bytes', bytes: Buffer.concat(this.#chunks, size) };
+      answer = {
+        kind: 'bytes',
+        bytes: this.#chunks.length === 1 && this.#chunks[0]!.length === size ? this.#chunks[0]! : Buffer.concat(this.#chunks, size),
+      };
       this.#chunks = [];
     }
     this.#settle();
@@ -630,22 +667,21 @@ class Exchange {
   }
 
   #malformed(why: string): false {
-    this.#fail(new PageRequestError(`malformed answer: ${why}`));
+    this.#fail(new LeanRequestError(`malformed answer: ${why}`));
     return false;
   }
 
-  #fail(error: PageRequestError): void {
+  #fail(error: LeanRequestError): void {
     if (this.#finished) return;
     this.#settle();
     this.#end.reject(error);
   }
 
   #armStall(): void {
+    const stallMs = this.#req.pages?.stallTimeoutMs;
+    if (stallMs === undefined) return;
     clearTimeout(this.#stall);
-    this.#stall = setTimeout(
-      () => this.#fail(new PageRequestError(`the answer's body stalled for ${this.#req.pages.stallTimeoutMs} ms; gave up`)),
-      this.#req.pages.stallTimeoutMs,
-    );
+    this.#stall = setTimeout(() => this.#fail(new LeanRequestError(`the answer's body stalled for ${stallMs} ms; gave up`)), stallMs);
   }
 
   /** The read is over: timers and listeners gone, a buffer still lent given back. */
