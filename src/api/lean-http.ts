@@ -18,8 +18,8 @@ import * as tls from 'node:tls';
  * - one request at a time per connection, its body (if any) sent with its length; a connection is
  *   kept for the next request only when the answer was HTTP/1.1, framed by its length or by chunks,
  *   read to its exact end, and not marked `connection: close`; a kept connection unused for
- *   {@link IDLE_MS} is closed (before a server's own keep-alive timeout, commonly 5 s, can race a
- *   request);
+ *   {@link IDLE_MS} is not used again (a server's own keep-alive timeout, commonly 5 s, would race
+ *   the request) but closed when next looked at, with no timer per request;
  * - a head over {@link MAX_HEAD_BYTES}, a malformed status line or header, a `content-length` with
  *   `transfer-encoding`, two different lengths, a bad chunk size, an upgrade, or bytes after the
  *   end: a malformed answer, the request fails and the connection is dropped;
@@ -39,7 +39,7 @@ export const MAX_HEAD_BYTES = 16 * 1024;
 const READ_BUFFER_BYTES = 64 * 1024;
 /** Kept connections per origin at most. */
 export const MAX_IDLE_PER_ORIGIN = 16;
-/** Milliseconds a kept connection waits for its next request before it is closed. */
+/** Milliseconds a kept connection may wait for its next request; one that waited longer is closed instead. */
 export const IDLE_MS = 4_000;
 /** Bytes of a chunk-size line (with its extensions) or of a trailer line at most. */
 const MAX_LINE_BYTES = 1024;
@@ -130,10 +130,18 @@ export async function leanRequest(req: LeanRequest): Promise<LeanAnswer> {
 /** Thrown inside only: a kept connection ended before any byte of the answer. */
 class StaleConnection extends Error {}
 
+/** The most recently kept connection of `origin` that has not waited past {@link IDLE_MS}; older ones are closed. */
 function takeIdle(origin: string): Connection | undefined {
   const list = pool.get(origin);
-  const conn = list?.pop();
-  if (list !== undefined && list.length === 0) pool.delete(origin);
+  if (list === undefined) return undefined;
+  const now = Date.now();
+  let conn: Connection | undefined;
+  while (conn === undefined && list.length > 0) {
+    const next = list.pop()!;
+    if (now - next.keptAt <= IDLE_MS) conn = next;
+    else next.close();
+  }
+  if (list.length === 0) pool.delete(origin);
   return conn;
 }
 
@@ -169,7 +177,8 @@ class Connection {
   #current: Exchange | undefined;
   #connected = false;
   #dead = false;
-  #idle: NodeJS.Timeout | undefined;
+  /** When it was last kept for the next request (ms since the epoch). */
+  keptAt = 0;
 
   constructor(origin: string, url: URL) {
     this.#origin = origin;
@@ -197,7 +206,6 @@ class Connection {
 
   exchange(head: Buffer, req: LeanRequest): Promise<LeanAnswer> {
     if (req.signal?.aborted === true) return Promise.reject(new LeanRequestError('aborted', true));
-    clearTimeout(this.#idle);
     return new Promise((resolve, reject) => {
       const reused = this.#connected;
       this.#current = new Exchange(req, {
@@ -216,10 +224,9 @@ class Connection {
       });
       this.#socket.ref();
       sent++;
-      this.#socket.cork();
-      this.#socket.write(head);
-      if (req.body !== undefined && req.body.length > 0) this.#socket.write(req.body);
-      this.#socket.uncork();
+      // One write: a small request goes out in one segment, with no vectored write to build.
+      const body = req.body;
+      this.#socket.write(body === undefined || body.length === 0 ? head : Buffer.concat([head, body], head.length + body.length));
     });
   }
 
@@ -253,8 +260,8 @@ class Connection {
     list.push(this);
     pool.set(this.#origin, list);
     this.#socket.unref();
-    this.#idle = setTimeout(() => this.#kill(), IDLE_MS);
-    this.#idle.unref();
+    // No timer: a connection kept past IDLE_MS is closed when next looked at (the server may close it first).
+    this.keptAt = Date.now();
   }
 
   #drop(): void {
@@ -266,8 +273,12 @@ class Connection {
     }
   }
 
+  /** Close a kept connection that waited too long. */
+  close(): void {
+    this.#kill();
+  }
+
   #kill(): void {
-    clearTimeout(this.#idle);
     this.#dead = true;
     this.#drop();
     this.#socket.destroy();
@@ -306,6 +317,8 @@ class Exchange {
   #chunkLeft = 0;
   #trailerBytes = 0;
   #stall: NodeJS.Timeout | undefined;
+  /** When the body last got bytes (ms since the epoch). */
+  #lastData = 0;
   readonly #onAbort: () => void;
 
   constructor(req: LeanRequest, end: ExchangeEnd) {
@@ -677,11 +690,18 @@ class Exchange {
     this.#end.reject(error);
   }
 
+  /** One timer per answer, moved on by the bytes that came since it was set (none set per read). */
   #armStall(): void {
     const stallMs = this.#req.pages?.stallTimeoutMs;
     if (stallMs === undefined) return;
-    clearTimeout(this.#stall);
-    this.#stall = setTimeout(() => this.#fail(new LeanRequestError(`the answer's body stalled for ${stallMs} ms; gave up`)), stallMs);
+    this.#lastData = Date.now();
+    if (this.#stall !== undefined) return;
+    const check = (): void => {
+      const quiet = Date.now() - this.#lastData;
+      if (quiet >= stallMs) this.#fail(new LeanRequestError(`the answer's body stalled for ${stallMs} ms; gave up`));
+      else this.#stall = setTimeout(check, stallMs - quiet);
+    };
+    this.#stall = setTimeout(check, stallMs);
   }
 
   /** The read is over: timers and listeners gone, a buffer still lent given back. */

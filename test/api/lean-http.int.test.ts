@@ -13,9 +13,9 @@
  */
 import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { bufferedFetch } from '../../src/api/buffered-fetch.js';
-import { MAX_HEAD_BYTES, leanHttpStats, leanRequest, type LentBody, type LeanAnswer } from '../../src/api/lean-http.js';
+import { IDLE_MS, MAX_HEAD_BYTES, leanHttpStats, leanRequest, type LentBody, type LeanAnswer } from '../../src/api/lean-http.js';
 
 type OnRequest = (socket: net.Socket, request: string, index: number) => void;
 
@@ -30,6 +30,7 @@ interface RawServer {
 
 let server: RawServer | undefined;
 afterEach(async () => {
+  vi.restoreAllMocks();
   await server?.close();
   server = undefined;
 });
@@ -256,6 +257,22 @@ describe('the lean HTTP client', () => {
     expect(bodyOf(await get(server.url, l))).toBe('{"n":1}');
     expect(idle).toBe(0);
     expect(server.connections()).toBe(2);
+  });
+
+  it('does not use a connection kept longer than its idle bound, and closes it', async () => {
+    let closed = 0;
+    server = await rawServer((s, _h, i) => {
+      s.on('close', () => closed++);
+      s.write(ok(`{"n":${i}}`));
+    });
+    const l = lender();
+    bodyOf(await get(server.url, l));
+    const now = Date.now();
+    vi.spyOn(Date, 'now').mockReturnValue(now + IDLE_MS + 1);
+    expect(bodyOf(await get(server.url, l))).toBe('{"n":1}');
+    expect(server.connections()).toBe(2);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(closed).toBe(1);
   });
 
   it('does not send again when a new connection fails before its answer', async () => {
