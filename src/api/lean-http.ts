@@ -41,6 +41,8 @@ const READ_BUFFER_BYTES = 64 * 1024;
 export const MAX_IDLE_PER_ORIGIN = 16;
 /** Milliseconds a kept connection may wait for its next request; one that waited longer is closed instead. */
 export const IDLE_MS = 4_000;
+/** Milliseconds of quiet before the kernel probes a connection (TCP keep-alive). */
+const KEEPALIVE_PROBE_MS = 1_000;
 /** Bytes of a chunk-size line (with its extensions) or of a trailer line at most. */
 const MAX_LINE_BYTES = 1024;
 /** Bytes of trailers after a chunked body at most. */
@@ -198,6 +200,8 @@ class Connection {
           } as tls.ConnectionOptions)
         : net.connect({ host, port, onread });
     this.#socket.setNoDelay(true);
+    // As Node's keep-alive agent does: the kernel probes a quiet connection, so a dead peer shows.
+    this.#socket.setKeepAlive(true, KEEPALIVE_PROBE_MS);
     this.#socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => (this.#connected = true));
     this.#socket.on('error', (e) => this.#end(e));
     this.#socket.on('end', () => this.#end(undefined));
