@@ -18,8 +18,9 @@ import * as tls from 'node:tls';
  * - one request at a time per connection, its body (if any) sent with its length; a connection is
  *   kept for the next request only when the answer was HTTP/1.1, framed by its length or by chunks,
  *   read to its exact end, and not marked `connection: close`; a kept connection unused for
- *   {@link IDLE_MS} is not used again (a server's own keep-alive timeout, commonly 5 s, would race
- *   the request) but closed when next looked at, with no timer per request;
+ *   {@link IDLE_MS} (or a second less than the server's `keep-alive: timeout=N`, when shorter) is
+ *   not used again (the server's own timeout would race the request) but closed when next looked
+ *   at, with no timer per request;
  * - a head over {@link MAX_HEAD_BYTES}, a malformed status line or header, a `content-length` with
  *   `transfer-encoding`, two different lengths, a bad chunk size, an upgrade, or bytes after the
  *   end: a malformed answer, the request fails and the connection is dropped;
@@ -140,7 +141,7 @@ function takeIdle(origin: string): Connection | undefined {
   let conn: Connection | undefined;
   while (conn === undefined && list.length > 0) {
     const next = list.pop()!;
-    if (now - next.keptAt <= IDLE_MS) conn = next;
+    if (now <= next.idleUntil) conn = next;
     else next.close();
   }
   if (list.length === 0) pool.delete(origin);
@@ -179,8 +180,8 @@ class Connection {
   #current: Exchange | undefined;
   #connected = false;
   #dead = false;
-  /** When it was last kept for the next request (ms since the epoch). */
-  keptAt = 0;
+  /** Until when a kept connection may carry the next request (ms since the epoch). */
+  idleUntil = 0;
 
   constructor(origin: string, url: URL) {
     this.#origin = origin;
@@ -223,7 +224,7 @@ class Connection {
           reject(e);
         },
         stale: () => (reused && idempotent(req.method) ? new StaleConnection('kept connection closed') : undefined),
-        release: () => this.#release(),
+        release: (idleMs) => this.#release(idleMs),
         kill: () => this.#kill(),
       });
       this.#socket.ref();
@@ -253,8 +254,8 @@ class Connection {
     else this.#socket.destroy();
   }
 
-  /** The answer was read to its exact end on a connection that may carry the next one. */
-  #release(): void {
+  /** The answer was read to its exact end on a connection that may wait `idleMs` for the next one. */
+  #release(idleMs: number): void {
     if (this.#dead) return;
     const list = pool.get(this.#origin) ?? [];
     if (list.length >= MAX_IDLE_PER_ORIGIN) {
@@ -264,8 +265,8 @@ class Connection {
     list.push(this);
     pool.set(this.#origin, list);
     this.#socket.unref();
-    // No timer: a connection kept past IDLE_MS is closed when next looked at (the server may close it first).
-    this.keptAt = Date.now();
+    // No timer: a connection kept past its bound is closed when next looked at (the server may close it first).
+    this.idleUntil = Date.now() + idleMs;
   }
 
   #drop(): void {
@@ -294,7 +295,8 @@ interface ExchangeEnd {
   reject(error: Error): void;
   /** The error to retry with when the connection ends before any byte (a kept one only). */
   stale(): Error | undefined;
-  release(): void;
+  /** Keep the connection for another request, for at most `idleMs`. */
+  release(idleMs: number): void;
   kill(): void;
 }
 
@@ -311,6 +313,8 @@ class Exchange {
   #statusText = '';
   #rawHeaders: string[] = [];
   #keepAlive = false;
+  /** How long the connection may wait for the next request: {@link IDLE_MS}, or less when the server says so. */
+  #idleMs = IDLE_MS;
   #framing: Framing = { kind: 'none' };
   #sink: Sink | undefined;
   #lent: LentBody | undefined;
@@ -453,6 +457,10 @@ class Exchange {
         chunked = true;
       } else if (lower === 'connection' && /(^|,)\s*close\s*(,|$)/iu.test(value)) {
         close = true;
+      } else if (lower === 'keep-alive') {
+        // `timeout=N`: the server closes an idle connection after N s; a second is kept in hand.
+        const hint = /(?:^|,)\s*timeout=(\d{1,9})\s*(?:,|$)/iu.exec(value);
+        if (hint !== null) this.#idleMs = Math.min(IDLE_MS, Number(hint[1]) * 1000 - 1000);
       }
     }
     const code = Number(status[2]);
@@ -461,7 +469,7 @@ class Exchange {
     this.#statusText = status[3] ?? '';
     if (code < 200) return true;
     if (chunked && length !== undefined) return this.#malformed('it declares both a length and chunks');
-    this.#keepAlive = !close;
+    this.#keepAlive = !close && this.#idleMs > 0;
     if (code === 204 || code === 304 || this.#req.method === 'HEAD') this.#framing = { kind: 'none' };
     else if (chunked) this.#framing = { kind: 'chunked' };
     else if (length !== undefined) this.#framing = length === 0 ? { kind: 'none' } : { kind: 'length', left: length };
@@ -667,7 +675,7 @@ class Exchange {
       this.#chunks = [];
     }
     this.#settle();
-    if (reusable && this.#keepAlive) this.#end.release();
+    if (reusable && this.#keepAlive) this.#end.release(this.#idleMs);
     else this.#end.kill();
     this.#end.resolve({ status: this.#status, statusText: this.#statusText, rawHeaders: this.#rawHeaders, body: answer });
   }

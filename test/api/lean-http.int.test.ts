@@ -199,7 +199,9 @@ describe('the lean HTTP client', () => {
         pages: { lend: lender().lend, stallTimeoutMs: 1_000 },
       }),
     );
-    expect(e.message).toMatch(/invalid header/u);
+    expect(e.message).toMatch(/invalid header "x-bad"/u);
+    // The error names the header, never its value (a header may carry a credential).
+    expect(e.message).not.toContain('x-injected');
     expect(server.requests).toEqual([]);
   });
 
@@ -273,6 +275,22 @@ describe('the lean HTTP client', () => {
     expect(server.connections()).toBe(2);
     await new Promise((r) => setTimeout(r, 50));
     expect(closed).toBe(1);
+  });
+
+  it("keeps a connection a second less than the server's keep-alive timeout says, and not at all under a second", async () => {
+    server = await rawServer((s, _h, i) => s.write(ok(`{"n":${i}}`, i < 2 ? 'keep-alive: timeout=2\r\n' : 'keep-alive: timeout=1\r\n')));
+    const l = lender();
+    const now = Date.now();
+    bodyOf(await get(server.url, l));
+    const at = vi.spyOn(Date, 'now').mockReturnValue(now + 900);
+    bodyOf(await get(server.url, l));
+    expect(server.connections()).toBe(1);
+    at.mockReturnValue(now + 900 + 1_001);
+    bodyOf(await get(server.url, l));
+    expect(server.connections()).toBe(2);
+    // `timeout=1` leaves no second in hand: that connection is not kept.
+    bodyOf(await get(server.url, l));
+    expect(server.connections()).toBe(3);
   });
 
   it('does not send again when a new connection fails before its answer', async () => {
