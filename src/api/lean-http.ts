@@ -306,8 +306,8 @@ class Exchange {
   readonly #end: ExchangeEnd;
   #finished = false;
   #received = 0;
-  // The head, until it is whole.
-  #head: Buffer[] = [];
+  /** The head's bytes so far, when it came cut across reads. */
+  #head: Buffer | undefined;
   #headBytes = 0;
   #status = 0;
   #statusText = '';
@@ -390,13 +390,13 @@ class Exchange {
         const before = this.#headBytes;
         this.#keepHead(buf, from, n);
         if (this.#finished) return -1;
-        const all = this.#head[0]!;
+        const all = this.#head!;
         const endAt = all.indexOf('\r\n\r\n', Math.max(0, before - 3), 'latin1');
         if (endAt < 0) return -1;
         if (endAt + 4 > MAX_HEAD_BYTES) return this.#headTooLarge();
         text = all.toString('latin1', 0, endAt);
         bodyAt = from + (endAt + 4 - before);
-        this.#head = [];
+        this.#head = undefined;
         this.#headBytes = 0;
       }
       if (!this.#parseHead(text)) return -1;
@@ -417,9 +417,9 @@ class Exchange {
   #keepHead(buf: Buffer, from: number, n: number): void {
     const take = Math.min(n - from, MAX_HEAD_BYTES + 4 - this.#headBytes);
     const piece = Buffer.from(buf.subarray(from, from + take));
-    this.#head = [this.#head.length === 0 ? piece : Buffer.concat([this.#head[0]!, piece])];
+    this.#head = this.#head === undefined ? piece : Buffer.concat([this.#head, piece]);
     this.#headBytes += take;
-    if (this.#headBytes > MAX_HEAD_BYTES && this.#head[0]!.indexOf('\r\n\r\n', 0, 'latin1') < 0) this.#headTooLarge();
+    if (this.#headBytes > MAX_HEAD_BYTES && this.#head.indexOf('\r\n\r\n', 0, 'latin1') < 0) this.#headTooLarge();
   }
 
   #headTooLarge(): -1 {
