@@ -1,15 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants as fsc,
-  fstatSync,
-  futimesSync,
-  openSync,
-  renameSync,
-  unlinkSync,
-  writeSync,
-  type BigIntStats,
-} from 'node:fs';
+import { closeSync, constants as fsc, futimesSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { LocalDirError, errCode } from './local-dir-error.js';
 import { TEMP_FILE_PREFIX } from '../rules/paths.js';
 import type { DirIdentity, PinnedChain } from './pinned-dir.js';
@@ -21,8 +11,9 @@ import type { DirIdentity, PinnedChain } from './pinned-dir.js';
  *   life: the files of a folder are written through `/proc/self/fd/<fd>/` of that one pin (on
  *   Linux), so a folder swapped for a symlink after it was opened cannot redirect them;
  * - each file is created directly under its name with `O_CREAT|O_EXCL|O_NOFOLLOW`, right after the
- *   whole chain was re-checked, then written, its mtime backdated, stat'ed and closed: no temp name
- *   and no rename. A file a crash leaves half written is never taken for content: the store's
+ *   whole chain was re-checked, then written, its mtime backdated, and closed: no temp name, no
+ *   rename, and no stat (the caller notes what it wrote for the stat cache, which checks the file's
+ *   first stat against it; see `StatCache.expect`). A file a crash leaves half written is never taken for content: the store's
  *   journal entry says "downloading" until every file is written, and a leftover in that state is
  *   cleared whole and downloaded again (see `adoptVerdict`), never reconciled;
  * - an entry already at the name (something placed in the folder while it downloads) makes the
@@ -87,16 +78,15 @@ export class FreshFileWriter {
   }
 
   /** {@link writeNow} as a promise (a refusal rejects it). */
-  async write(rel: string, bytes: Uint8Array, mtimeMs: number): Promise<BigIntStats> {
-    return this.writeNow(rel, bytes, mtimeMs);
+  async write(rel: string, bytes: Uint8Array, mtimeMs: number): Promise<void> {
+    this.writeNow(rel, bytes, mtimeMs);
   }
 
   /**
    * Write `bytes` to `rel`, its mtime set to `mtimeMs`, with synchronous calls only (a folder not
-   * pinned yet is pinned, and created, the same way). Returns the stat of the written file; throws
-   * a {@link LocalDirError} on a refusal.
+   * pinned yet is pinned, and created, the same way). Throws a {@link LocalDirError} on a refusal.
    */
-  writeNow(rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+  writeNow(rel: string, bytes: Uint8Array, mtimeMs: number): void {
     const slash = rel.lastIndexOf('/');
     const key = slash < 0 ? '' : rel.slice(0, slash);
     let chain = this.#chains.get(key);
@@ -117,7 +107,7 @@ export class FreshFileWriter {
     }
     this.#lastKey = key;
     try {
-      return this.#writeIn(chain, name, rel, bytes, mtimeMs);
+      this.#writeIn(chain, name, rel, bytes, mtimeMs);
     } catch (e) {
       // A folder found replaced is pinned again (and refused again) by the next write, never reused.
       if (e instanceof LocalDirError && e.failure === 'replaced') this.#drop(key);
@@ -176,7 +166,7 @@ export class FreshFileWriter {
     for (const key of [...this.#chains.keys()]) this.#drop(key);
   }
 
-  #writeIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+  #writeIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): void {
     const target = chain.entry(name);
     this.#deps.assertLive(rel);
     // Reached by path (no descriptor route), the chain is checked before every write.
@@ -195,9 +185,8 @@ export class FreshFileWriter {
     }
     let written = false;
     try {
-      const st = fillAndStat(fd, bytes, mtimeMs);
+      fill(fd, bytes, mtimeMs);
       written = true;
-      return st;
     } finally {
       closeSync(fd);
       // Created by this call (O_EXCL): a file left half written is removed, never kept.
@@ -206,19 +195,18 @@ export class FreshFileWriter {
   }
 
   /** Temp file + rename over what is at `name`, the chain re-checked right before the rename. */
-  #replaceIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+  #replaceIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): void {
     const tmp = chain.entry(`${this.#tempStem}${(this.#tempCount++).toString(36)}`);
     this.#deps.assertLive(rel);
     const fd = openSync(tmp, CREATE_FLAGS, 0o644);
     let renamed = false;
     try {
-      fillAndStat(fd, bytes, mtimeMs);
+      fill(fd, bytes, mtimeMs);
       this.#deps.assertLive(rel);
       chain.verifySync();
       // A folder at the target makes the rename fail (EISDIR), mapped below.
       renameSync(tmp, chain.entry(name));
       renamed = true;
-      return fstatSync(fd, { bigint: true });
     } catch (e) {
       const code = errCode(e);
       if (code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST') {
@@ -266,12 +254,11 @@ export class FreshFileWriter {
   }
 }
 
-/** Write all of `bytes` to `fd`, backdate its mtime to `mtimeMs`, and return its stat. */
-function fillAndStat(fd: number, bytes: Uint8Array, mtimeMs: number): BigIntStats {
+/** Write all of `bytes` to `fd` and backdate its mtime to `mtimeMs`. */
+function fill(fd: number, bytes: Uint8Array, mtimeMs: number): void {
   for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
   const t = mtimeMs / 1000;
   futimesSync(fd, t, t);
-  return fstatSync(fd, { bigint: true });
 }
 
 /** Remove a file this writer created, unless the chain leading to it was moved or replaced. */

@@ -13,6 +13,17 @@ import { sameFileStat, type FileStat } from '../rules/file-stat.js';
  *
  * Files the sync writes itself are backdated (see LocalDir.writeFileAtomic) so their entries are
  * trusted at once: any later write by someone else moves the mtime to "now", off the backdated value.
+ *
+ * Files a mount downloads are not stat'ed as they are written (one call and one stat object less per
+ * file on the mount's path): {@link StatCache.expect} notes what was written (size, the backdated
+ * mtime, the sha) and a bound taken after the write. The first lookup of such a file takes the
+ * stat the scan found for it as its entry when the size is the one written, the mtime is within a
+ * millisecond of the one set, and the ctime is no later than the bound. Any later change of the
+ * file (a write, `touch`, `chmod`, a rename or link over it) sets its ctime to the kernel's clock at
+ * that moment, past the bound, so it is read. The kernel stamps ctime from its clock tick, so a
+ * change made within one tick after the write could still pass: a mount's folder has no other
+ * writer while it downloads (the session starts after the mount). A wall clock stepped back since
+ * the writes (seen against the monotonic clock) drops such entries: their files are read again.
  */
 export interface StatCacheEntry {
   ino: bigint;
@@ -41,11 +52,26 @@ export interface StatCacheOptions {
   fineRacySlackNs?: bigint;
   /** Wall-clock now in ns (tests inject it). */
   nowNs?: () => bigint;
+  /** Wall clock minus monotonic clock, in ms: it moves only when the wall clock is stepped (tests inject it). */
+  clockOffsetMs?: () => number;
+}
+
+/** What a mount wrote to a file it did not stat: checked against the file's first lookup. */
+interface WrittenFile {
+  size: number;
+  /** The mtime the write set, in ms. */
+  mtimeMs: number;
+  sha: string;
+  utf8: boolean;
+  /** Wall-clock ns taken after the write: the file's ctime is no later. */
+  writtenByNs: bigint;
 }
 
 const DEFAULT_SLACK_NS = 1_000_000_000n;
 const DEFAULT_FINE_SLACK_NS = 100_000_000n;
 const NS_PER_MS = 1_000_000n;
+/** How far back the wall clock may seem to move against the monotonic one without being stepped (rounding). */
+const CLOCK_STEP_MS = 5;
 
 /**
  * Wall-clock now in ns, at millisecond resolution. Calls within one millisecond get the same
@@ -64,11 +90,20 @@ function wallClockNs(): () => bigint {
   };
 }
 
+function wallMinusMonotonicMs(): number {
+  return Date.now() - performance.now();
+}
+
 export class StatCache {
   readonly #entries = new Map<string, StatCacheEntry>();
+  /** Files written by a mount and not stat'ed yet (see {@link expect}). */
+  readonly #written = new Map<string, WrittenFile>();
   readonly #slackNs: bigint;
   readonly #fineSlackNs: bigint;
   readonly #nowNs: () => bigint;
+  readonly #clockOffsetMs: () => number;
+  /** The smallest clock offset seen by {@link expect}; a later one below it means a step back. */
+  #writtenOffsetMs = Number.POSITIVE_INFINITY;
   #hits = 0;
   #misses = 0;
 
@@ -76,6 +111,7 @@ export class StatCache {
     this.#slackNs = opts.racySlackNs ?? DEFAULT_SLACK_NS;
     this.#fineSlackNs = opts.fineRacySlackNs ?? DEFAULT_FINE_SLACK_NS;
     this.#nowNs = opts.nowNs ?? wallClockNs();
+    this.#clockOffsetMs = opts.clockOffsetMs ?? wallMinusMonotonicMs;
   }
 
   /** Wall-clock now in ns; take it before reading a file and pass it to {@link record}. */
@@ -85,7 +121,7 @@ export class StatCache {
 
   /** The cached entry for `rel` when its stat still matches and it is not racy; else undefined. */
   lookup(rel: string, st: FileStat): StatCacheEntry | undefined {
-    const e = this.#entries.get(rel);
+    const e = this.#entries.get(rel) ?? this.#firstStat(rel, st);
     if (!e || !sameFileStat(e, st)) {
       this.#misses++;
       return undefined;
@@ -102,20 +138,58 @@ export class StatCache {
   }
 
   record(rel: string, st: FileStat, sha: string, utf8: boolean, hashedAtNs: bigint): void {
+    this.#written.delete(rel);
     this.#entries.set(rel, { ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, sha, utf8, hashedAtNs });
+  }
+
+  /**
+   * Note a file just written whole (`size` bytes of content `sha`, its mtime set to `mtimeMs`)
+   * without its stat: the first lookup of `rel` checks the stat found then against it (see the
+   * header). Call it after the write returned.
+   */
+  expect(rel: string, size: number, mtimeMs: number, sha: string, utf8: boolean): void {
+    // One millisecond up: the wall clock in ns is truncated to the millisecond, the write's ctime is not.
+    const writtenByNs = this.#nowNs() + NS_PER_MS;
+    this.#writtenOffsetMs = Math.min(this.#writtenOffsetMs, this.#clockOffsetMs());
+    this.#entries.delete(rel);
+    this.#written.set(rel, { size, mtimeMs, sha, utf8, writtenByNs });
+  }
+
+  /** The entry a file written by {@link expect} gets from its first stat, when that stat is the write's. */
+  #firstStat(rel: string, st: FileStat): StatCacheEntry | undefined {
+    const w = this.#written.get(rel);
+    if (w === undefined) return undefined;
+    this.#written.delete(rel);
+    if (this.#clockOffsetMs() < this.#writtenOffsetMs - CLOCK_STEP_MS) return undefined;
+    const mtimeOffNs = st.mtimeNs - BigInt(w.mtimeMs) * NS_PER_MS;
+    const asWritten = st.size === BigInt(w.size) && mtimeOffNs > -NS_PER_MS && mtimeOffNs < NS_PER_MS && st.ctimeNs <= w.writtenByNs;
+    if (!asWritten) return undefined;
+    const entry: StatCacheEntry = {
+      ino: st.ino,
+      size: st.size,
+      mtimeNs: st.mtimeNs,
+      ctimeNs: st.ctimeNs,
+      sha: w.sha,
+      utf8: w.utf8,
+      hashedAtNs: w.writtenByNs,
+    };
+    this.#entries.set(rel, entry);
+    return entry;
   }
 
   delete(rel: string): void {
     this.#entries.delete(rel);
+    this.#written.delete(rel);
   }
 
   /** Drop entries whose path is not in `keep`. */
   retain(keep: ReadonlySet<string> | ReadonlyMap<string, unknown>): void {
     for (const rel of this.#entries.keys()) if (!keep.has(rel)) this.#entries.delete(rel);
+    for (const rel of this.#written.keys()) if (!keep.has(rel)) this.#written.delete(rel);
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#entries.size + this.#written.size;
   }
 
   /** Lookups answered from the cache / needing a read, since creation. */

@@ -602,14 +602,16 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     };
     const place = (m: Download['m'], rel: string, bytes: Buffer, downloaded: boolean): void => {
       try {
-        const st = writer.writeNow(rel, bytes, backdatedMtimeMs(m.updatedAt));
-        // The file holds the content the listing gave under this sha: it is recorded under it, not
+        const mtimeMs = backdatedMtimeMs(m.updatedAt);
+        writer.writeNow(rel, bytes, mtimeMs);
+        // The file holds the content the listing gave under this sha: it is noted under it, not
         // hashed again on the mount's path (a sync compares the file with the baseline by that sha,
-        // and any later change of the file changes its stat). A cached content was hashed as it was
-        // read; a downloaded one is hashed by the cache before it keeps it, after the mount.
+        // and any later change of the file changes its stat; the first sync's stat is checked
+        // against this write, see StatCache.expect). A cached content was hashed as it was read; a
+        // downloaded one is hashed by the cache before it keeps it, after the mount.
         if (!downloaded) copied++;
         else contents?.put(m.sha, bytes);
-        cache.record(rel, st, m.sha, true, cache.nowNs());
+        cache.expect(rel, bytes.length, mtimeMs, m.sha, true);
         setPathKey(baseline, rel, { id: m.id, sha: m.sha });
         bytesWritten += bytes.length;
         safeEmit(this, log, 'downloaded', { storeId: spec.storeId, path: rel, sha: m.sha });

@@ -58,6 +58,81 @@ describe('StatCache lookups', () => {
   });
 });
 
+describe('StatCache: files a mount wrote without a stat (expect), checked at their first lookup', () => {
+  const now = 1_000n * SEC;
+  const mtimeMs = Number(now / 1_000_000n) - 5_000;
+  const mtimeNs = BigInt(mtimeMs) * 1_000_000n;
+  const bound = now + 1_000_000n; // the write's bound: one millisecond past the clock read after it
+  const written = { size: 10n, mtimeNs, ctimeNs: now };
+  it.each([
+    { description: 'the stat as written', stat: written, hit: true },
+    {
+      description: 'an mtime a few ns off the ms set (the kernel rounds the seconds given)',
+      stat: { ...written, mtimeNs: mtimeNs - 5n },
+      hit: true,
+    },
+    { description: 'a ctime at the bound', stat: { ...written, ctimeNs: bound }, hit: true },
+    { description: 'another size', stat: { ...written, size: 11n }, hit: false },
+    { description: 'an mtime one ms later (touched to another time)', stat: { ...written, mtimeNs: mtimeNs + 1_000_000n }, hit: false },
+    { description: 'an mtime of now (written again)', stat: { ...written, mtimeNs: now + 7n * SEC, ctimeNs: now + 7n * SEC }, hit: false },
+    {
+      description: 'mtime and size restored, ctime past the bound (edited then touched back)',
+      stat: { ...written, ctimeNs: bound + 1n },
+      hit: false,
+    },
+  ])('$description → hit: $hit', ({ stat, hit }) => {
+    const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => 0 });
+    cache.expect('a.md', 10, mtimeMs, 'sha-a', true);
+    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...stat }))?.sha).toBe(hit ? 'sha-a' : undefined);
+  });
+
+  it.each([
+    { description: 'the wall clock unchanged against the monotonic one', offsetMs: 0, hit: true },
+    { description: 'a drift of a few ms', offsetMs: -4, hit: true },
+    { description: 'the wall clock stepped forward', offsetMs: 60_000, hit: true },
+    { description: 'the wall clock stepped back 10 s', offsetMs: -10_000, hit: false },
+  ])('$description since the writes → hit: $hit', ({ offsetMs, hit }) => {
+    let offset = 0;
+    const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => offset });
+    cache.expect('a.md', 10, mtimeMs, 'sha-a', true);
+    offset = offsetMs;
+    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written })) !== undefined).toBe(hit);
+  });
+
+  it('keeps the first stat as the entry: the same stat hits again, another inode or ctime misses', () => {
+    const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => 0 });
+    cache.expect('a.md', 10, mtimeMs, 'sha-a', true);
+    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written }))?.sha).toBe('sha-a');
+    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written }))?.sha).toBe('sha-a');
+    expect(cache.lookup('a.md', fakeStat({ ino: 8n, ...written }))).toBeUndefined();
+    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written, ctimeNs: now - 1n }))).toBeUndefined();
+    expect(cache.stats()).toEqual({ hits: 2, misses: 2 });
+  });
+
+  it('gives one chance: after a first stat that does not match, the file is read, even if it is changed back', () => {
+    const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => 0 });
+    cache.expect('a.md', 10, mtimeMs, 'sha-a', true);
+    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written, size: 12n }))).toBeUndefined();
+    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written }))).toBeUndefined();
+  });
+
+  it('counts noted files in its size, and drops them with delete, retain, or a record of the path', () => {
+    const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => 0 });
+    for (const rel of ['a.md', 'b.md', 'c.md', 'd.md']) cache.expect(rel, 10, mtimeMs, `sha-${rel}`, true);
+    expect(cache.size).toBe(4);
+    cache.delete('a.md');
+    cache.retain(new Set(['b.md', 'c.md']));
+    expect(cache.size).toBe(2);
+    cache.record('b.md', fakeStat({ ino: 9n, size: 3n, mtimeNs }), 'sha-new', true, now);
+    expect(cache.size).toBe(2);
+    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written }))).toBeUndefined();
+    expect(cache.lookup('d.md', fakeStat({ ino: 7n, ...written }))).toBeUndefined();
+    expect(cache.lookup('b.md', fakeStat({ ino: 7n, ...written }))).toBeUndefined();
+    expect(cache.lookup('b.md', fakeStat({ ino: 9n, size: 3n, mtimeNs }))?.sha).toBe('sha-new');
+    expect(cache.lookup('c.md', fakeStat({ ino: 7n, ...written }))?.sha).toBe('sha-c.md');
+  });
+});
+
 describe('scanLocal with the cache', () => {
   let tmp: string;
   let dir: LocalDir;
@@ -78,6 +153,35 @@ describe('scanLocal with the cache', () => {
     const first = await scanLocal(dir, cache);
     expect(first.filesRead).toBe(0);
     expect(first.entries.size).toBe(20);
+  });
+
+  it("reads nothing on the first pass over files a fresh writer wrote (noted, not stat'ed), and reads each one changed since", async () => {
+    const cache = new StatCache();
+    const writer = dir.freshWriter();
+    const mtimeMs = Date.now() - 10_000;
+    for (let i = 0; i < 20; i++) {
+      await writer.write(`n/${i}.md`, Buffer.from(`memory ${i}`), mtimeMs);
+      cache.expect(`n/${i}.md`, Buffer.byteLength(`memory ${i}`), mtimeMs, `sha-${i}`, true);
+    }
+    await writer.close();
+    // Past the kernel's clock tick: a change now is stamped after every write's bound.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    // Same size, mtime restored to the ms (edited, then touched back).
+    await fsp.writeFile(path.join(tmp, 'n/3.md'), 'MEMORY 3');
+    await fsp.utimes(path.join(tmp, 'n/3.md'), mtimeMs / 1000, mtimeMs / 1000);
+    // Only its mode changed.
+    await fsp.chmod(path.join(tmp, 'n/4.md'), 0o600);
+    // Replaced by a file of the same size and mtime, renamed over it.
+    await fsp.writeFile(path.join(tmp, 'other.tmp'), 'memory 5');
+    await fsp.utimes(path.join(tmp, 'other.tmp'), mtimeMs / 1000, mtimeMs / 1000);
+    await fsp.rename(path.join(tmp, 'other.tmp'), path.join(tmp, 'n/5.md'));
+    const first = await scanLocal(dir, cache);
+    expect(first.filesRead).toBe(3);
+    expect(first.entries.get('n/0.md')).toEqual({ kind: 'file', sha: 'sha-0', size: 8 });
+    expect(first.entries.get('n/3.md')).not.toMatchObject({ sha: 'sha-3' });
+    const second = await scanLocal(dir, cache);
+    expect(second.filesRead).toBe(0);
+    expect(second.entries.get('n/19.md')).toEqual({ kind: 'file', sha: 'sha-19', size: 9 });
   });
 
   it('re-reads a freshly edited file once, then trusts it when it is old enough', async () => {
