@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsc, futimesSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants as fsc, futimesSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { LocalDirError, errCode } from './local-dir-error.js';
 import { TEMP_FILE_PREFIX } from '../rules/paths.js';
 import type { DirIdentity, PinnedChain } from './pinned-dir.js';
@@ -13,7 +13,8 @@ import type { DirIdentity, PinnedChain } from './pinned-dir.js';
  * - each file is created directly under its name with `O_CREAT|O_EXCL|O_NOFOLLOW`, right after the
  *   whole chain was re-checked, then written, its mtime backdated, and closed: no temp name, no
  *   rename, and no stat (the caller notes what it wrote for the stat cache, which checks the file's
- *   first stat against it; see `StatCache.expect`). A file a crash leaves half written is never taken for content: the store's
+ *   first stat against it, and reads back the ctime of a batch's last file with
+ *   {@link FreshFileWriter.lastWrittenCtimeNs}; see `StatCache.expect`). A file a crash leaves half written is never taken for content: the store's
  *   journal entry says "downloading" until every file is written, and a leftover in that state is
  *   cleared whole and downloaded again (see `adoptVerdict`), never reconciled;
  * - an entry already at the name (something placed in the folder while it downloads) makes the
@@ -72,6 +73,11 @@ export class FreshFileWriter {
   #batchRoot: DirIdentity | undefined;
   /** The failed check of a chain closed during the batch, thrown at the batch's end. */
   #batchFailure: { error: unknown } | undefined;
+  /** The last file written, as written (no object per write): {@link lastWrittenCtimeNs} reads its ctime back. */
+  #lastChain: PinnedChain | undefined;
+  #lastName = '';
+  #lastSize = 0;
+  #lastMtimeMs = 0;
 
   constructor(deps: FreshFileWriterDeps) {
     this.#deps = deps;
@@ -108,6 +114,10 @@ export class FreshFileWriter {
     this.#lastKey = key;
     try {
       this.#writeIn(chain, name, rel, bytes, mtimeMs);
+      this.#lastChain = chain;
+      this.#lastName = name;
+      this.#lastSize = bytes.length;
+      this.#lastMtimeMs = mtimeMs;
     } catch (e) {
       // A folder found replaced is pinned again (and refused again) by the next write, never reused.
       if (e instanceof LocalDirError && e.failure === 'replaced') this.#drop(key);
@@ -158,6 +168,25 @@ export class FreshFileWriter {
         for (const [key, held] of this.#chains) if (held === chain) this.#drop(key);
         throw e;
       }
+    }
+  }
+
+  /**
+   * The ctime, on the filesystem's clock, of the last file written, read back with one `lstat`
+   * (every file written before it has a ctime no later; a write that failed wrote nothing);
+   * undefined before any write, once its folder was closed, or when what is at its name now is not
+   * the file as written (size, mtime).
+   */
+  lastWrittenCtimeNs(): bigint | undefined {
+    const chain = this.#lastChain;
+    if (chain === undefined || !chain.isOpen) return undefined;
+    try {
+      const st = lstatSync(chain.entry(this.#lastName), { bigint: true });
+      const mtimeOffNs = st.mtimeNs - BigInt(this.#lastMtimeMs) * 1_000_000n;
+      if (!st.isFile() || st.size !== BigInt(this.#lastSize) || mtimeOffNs <= -1_000_000n || mtimeOffNs >= 1_000_000n) return undefined;
+      return st.ctimeNs;
+    } catch {
+      return undefined;
     }
   }
 
@@ -247,6 +276,7 @@ export class FreshFileWriter {
   #drop(key: string): void {
     const chain = this.#chains.get(key);
     if (chain === undefined) return;
+    if (this.#lastChain === chain) this.#lastChain = undefined;
     this.#chains.delete(key);
     if (this.#lastKey === key) this.#lastKey = undefined;
     this.#openFolders -= chain.openFolders;

@@ -14,16 +14,19 @@ import { sameFileStat, type FileStat } from '../rules/file-stat.js';
  * Files the sync writes itself are backdated (see LocalDir.writeFileAtomic) so their entries are
  * trusted at once: any later write by someone else moves the mtime to "now", off the backdated value.
  *
- * Files a mount downloads are not stat'ed as they are written (one call and one stat object less per
- * file on the mount's path): {@link StatCache.expect} notes what was written (size, the backdated
- * mtime, the sha) and a bound taken after the write. The first lookup of such a file takes the
- * stat the scan found for it as its entry when the size is the one written, the mtime is within a
- * millisecond of the one set, and the ctime is no later than the bound. Any later change of the
- * file (a write, `touch`, `chmod`, a rename or link over it) sets its ctime to the kernel's clock at
- * that moment, past the bound, so it is read. The kernel stamps ctime from its clock tick, so a
- * change made within one tick after the write could still pass: a mount's folder has no other
- * writer while it downloads (the session starts after the mount). A wall clock stepped back since
- * the writes (seen against the monotonic clock) drops such entries: their files are read again.
+ * Files a mount downloads are not stat'ed one by one (one call and one stat object less per file
+ * on the mount's path): {@link StatCache.expect} notes what was written (size, the backdated mtime,
+ * the sha), and once a batch of writes is done {@link StatCache.settleWritten} gives the batch its
+ * bound: the ctime of the batch's last file, read from the filesystem, so the bound is on the
+ * filesystem's own clock (a network filesystem's server may run behind the host). The first lookup
+ * of such a file takes the stat the scan found for it as its entry when the size is the one
+ * written, the mtime is within a millisecond of the one set, and the ctime is no later than the
+ * bound. Any later change of the file (a write, `touch`, `chmod`, a rename or link over it) sets
+ * its ctime to the filesystem's clock at that moment, past the bound, so it is read. The kernel
+ * stamps ctime from its clock tick, so a change made in the tick of the batch's last write could
+ * still pass: a mount's folder has no other writer while it downloads (the session starts after
+ * the mount). A file whose batch got no bound is read; so are all of them once the wall clock was
+ * stepped back since the writes (seen against the monotonic clock).
  */
 export interface StatCacheEntry {
   ino: bigint;
@@ -63,8 +66,8 @@ interface WrittenFile {
   mtimeMs: number;
   sha: string;
   utf8: boolean;
-  /** Wall-clock ns taken after the write: the file's ctime is no later. */
-  writtenByNs: bigint;
+  /** The ctime of its batch's last file (the file's own is no later); undefined until settled, or when unknown. */
+  boundNs: bigint | undefined;
 }
 
 const DEFAULT_SLACK_NS = 1_000_000_000n;
@@ -98,6 +101,8 @@ export class StatCache {
   readonly #entries = new Map<string, StatCacheEntry>();
   /** Files written by a mount and not stat'ed yet (see {@link expect}). */
   readonly #written = new Map<string, WrittenFile>();
+  /** Those noted since the last {@link settleWritten}. */
+  #unsettled: WrittenFile[] = [];
   readonly #slackNs: bigint;
   readonly #fineSlackNs: bigint;
   readonly #nowNs: () => bigint;
@@ -144,15 +149,25 @@ export class StatCache {
 
   /**
    * Note a file just written whole (`size` bytes of content `sha`, its mtime set to `mtimeMs`)
-   * without its stat: the first lookup of `rel` checks the stat found then against it (see the
-   * header). Call it after the write returned.
+   * without its stat: the first lookup of `rel` checks the stat found then against it, once
+   * {@link settleWritten} gave it a bound (see the header). Call it after the write returned.
    */
   expect(rel: string, size: number, mtimeMs: number, sha: string, utf8: boolean): void {
-    // One millisecond up: the wall clock in ns is truncated to the millisecond, the write's ctime is not.
-    const writtenByNs = this.#nowNs() + NS_PER_MS;
     this.#writtenOffsetMs = Math.min(this.#writtenOffsetMs, this.#clockOffsetMs());
     this.#entries.delete(rel);
-    this.#written.set(rel, { size, mtimeMs, sha, utf8, writtenByNs });
+    const written: WrittenFile = { size, mtimeMs, sha, utf8, boundNs: undefined };
+    this.#written.set(rel, written);
+    this.#unsettled.push(written);
+  }
+
+  /**
+   * Give the files noted since the last call their bound: the ctime of the last of them, read from
+   * the filesystem after they were all written; undefined when it could not be read (they are read
+   * at their first lookup).
+   */
+  settleWritten(boundNs: bigint | undefined): void {
+    for (const w of this.#unsettled) w.boundNs = boundNs;
+    this.#unsettled = [];
   }
 
   /** The entry a file written by {@link expect} gets from its first stat, when that stat is the write's. */
@@ -160,10 +175,12 @@ export class StatCache {
     const w = this.#written.get(rel);
     if (w === undefined) return undefined;
     this.#written.delete(rel);
-    if (this.#clockOffsetMs() < this.#writtenOffsetMs - CLOCK_STEP_MS) return undefined;
+    const bound = w.boundNs;
+    if (bound === undefined || this.#clockOffsetMs() < this.#writtenOffsetMs - CLOCK_STEP_MS) return undefined;
     const mtimeOffNs = st.mtimeNs - BigInt(w.mtimeMs) * NS_PER_MS;
-    const asWritten = st.size === BigInt(w.size) && mtimeOffNs > -NS_PER_MS && mtimeOffNs < NS_PER_MS && st.ctimeNs <= w.writtenByNs;
+    const asWritten = st.size === BigInt(w.size) && mtimeOffNs > -NS_PER_MS && mtimeOffNs < NS_PER_MS && st.ctimeNs <= bound;
     if (!asWritten) return undefined;
+    // Hashed, in effect, when its batch ended: the backdated mtime is well before that.
     const entry: StatCacheEntry = {
       ino: st.ino,
       size: st.size,
@@ -171,7 +188,7 @@ export class StatCache {
       ctimeNs: st.ctimeNs,
       sha: w.sha,
       utf8: w.utf8,
-      hashedAtNs: w.writtenByNs,
+      hashedAtNs: bound,
     };
     this.#entries.set(rel, entry);
     return entry;

@@ -629,7 +629,14 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     const queue = new WriteQueue(write, {
       highWater: WRITE_QUEUE_HIGH_WATER_FACTOR * this.#concurrency,
       batch: WRITE_BATCH_FILES,
-      hooks: { begin: () => writer.beginBatch(), end: (failed) => writer.endBatchNow({ check: !failed }) },
+      hooks: {
+        begin: () => writer.beginBatch(),
+        end: (failed) => {
+          // The batch's files get their bound for the stat cache: the last one's ctime, read back.
+          cache.settleWritten(failed ? undefined : writer.lastWrittenCtimeNs());
+          writer.endBatchNow({ check: !failed });
+        },
+      },
       // Every store's queue counts in the mount's one write budget (content characters).
       // A content copied from the cache is read at its turn, so it holds nothing while queued.
       bytes: { budget: buffers.writes, sizeOf: (d) => contentWeight(d.content) },

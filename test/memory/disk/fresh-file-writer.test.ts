@@ -70,6 +70,25 @@ describe.each([
     expect(onDisk.size).toBe(5n);
   });
 
+  it('reads back the ctime of the last file written, and nothing before a write, once that file changed, or after close', async () => {
+    const writer = dir.freshWriter();
+    expect(writer.lastWrittenCtimeNs()).toBeUndefined();
+    const mtimeMs = Date.parse('2026-01-02T03:04:05Z');
+    await writer.write('sub/a.md', Buffer.from('alpha'), mtimeMs);
+    await writer.write('sub/b.md', Buffer.from('beta'), mtimeMs);
+    expect(writer.lastWrittenCtimeNs()).toBe((await fsp.lstat(path.join(root, 'sub/b.md'), { bigint: true })).ctimeNs);
+    await fsp.appendFile(path.join(root, 'sub/b.md'), '!');
+    expect(writer.lastWrittenCtimeNs()).toBeUndefined();
+    await writer.write('sub/c.md', Buffer.from('gamma'), mtimeMs);
+    expect(writer.lastWrittenCtimeNs()).toBeDefined();
+    // A refused write wrote nothing: the last file written is still the one before it.
+    expect(await failureOf(writer.write('sub/../d.md', Buffer.from('x'), mtimeMs))).toBe('bad-path');
+    expect(writer.lastWrittenCtimeNs()).toBe((await fsp.lstat(path.join(root, 'sub/c.md'), { bigint: true })).ctimeNs);
+    await writer.write('sub/e.md', Buffer.from('epsilon'), mtimeMs);
+    await writer.close();
+    expect(writer.lastWrittenCtimeNs()).toBeUndefined();
+  });
+
   it.each([
     { description: 'a parent segment', rel: 'a/../b.md', failure: 'bad-path' },
     { description: 'an empty segment', rel: 'a//b.md', failure: 'bad-path' },

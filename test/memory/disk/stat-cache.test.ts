@@ -62,8 +62,14 @@ describe('StatCache: files a mount wrote without a stat (expect), checked at the
   const now = 1_000n * SEC;
   const mtimeMs = Number(now / 1_000_000n) - 5_000;
   const mtimeNs = BigInt(mtimeMs) * 1_000_000n;
-  const bound = now + 1_000_000n; // the write's bound: one millisecond past the clock read after it
+  const bound = now + 3_000_000n; // the batch's bound: its last file's ctime
   const written = { size: 10n, mtimeNs, ctimeNs: now };
+  const noted = (opts: { offset?: () => number } = {}): StatCache => {
+    const cache = new StatCache({ nowNs: () => now, clockOffsetMs: opts.offset ?? (() => 0) });
+    cache.expect('a.md', 10, mtimeMs, 'sha-a', true);
+    cache.settleWritten(bound);
+    return cache;
+  };
   it.each([
     { description: 'the stat as written', stat: written, hit: true },
     {
@@ -81,9 +87,28 @@ describe('StatCache: files a mount wrote without a stat (expect), checked at the
       hit: false,
     },
   ])('$description → hit: $hit', ({ stat, hit }) => {
+    expect(noted().lookup('a.md', fakeStat({ ino: 7n, ...stat }))?.sha).toBe(hit ? 'sha-a' : undefined);
+  });
+
+  it.each([
+    { description: 'no bound yet (its batch not settled)', settle: false, boundNs: undefined },
+    { description: 'a batch whose bound could not be read', settle: true, boundNs: undefined },
+  ])('reads a file noted with $description', ({ settle, boundNs }) => {
     const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => 0 });
     cache.expect('a.md', 10, mtimeMs, 'sha-a', true);
-    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...stat }))?.sha).toBe(hit ? 'sha-a' : undefined);
+    if (settle) cache.settleWritten(boundNs);
+    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written }))).toBeUndefined();
+  });
+
+  it('settles only the files noted since the last settle', () => {
+    const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => 0 });
+    cache.expect('a.md', 10, mtimeMs, 'sha-a', true);
+    cache.settleWritten(now);
+    cache.expect('b.md', 10, mtimeMs, 'sha-b', true);
+    cache.settleWritten(bound);
+    // a.md's bound is its own batch's: a ctime after it is a change.
+    expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written, ctimeNs: now + 1n }))).toBeUndefined();
+    expect(cache.lookup('b.md', fakeStat({ ino: 8n, ...written, ctimeNs: now + 1n }))?.sha).toBe('sha-b');
   });
 
   it.each([
@@ -93,15 +118,13 @@ describe('StatCache: files a mount wrote without a stat (expect), checked at the
     { description: 'the wall clock stepped back 10 s', offsetMs: -10_000, hit: false },
   ])('$description since the writes → hit: $hit', ({ offsetMs, hit }) => {
     let offset = 0;
-    const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => offset });
-    cache.expect('a.md', 10, mtimeMs, 'sha-a', true);
+    const cache = noted({ offset: () => offset });
     offset = offsetMs;
     expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written })) !== undefined).toBe(hit);
   });
 
   it('keeps the first stat as the entry: the same stat hits again, another inode or ctime misses', () => {
-    const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => 0 });
-    cache.expect('a.md', 10, mtimeMs, 'sha-a', true);
+    const cache = noted();
     expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written }))?.sha).toBe('sha-a');
     expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written }))?.sha).toBe('sha-a');
     expect(cache.lookup('a.md', fakeStat({ ino: 8n, ...written }))).toBeUndefined();
@@ -110,8 +133,7 @@ describe('StatCache: files a mount wrote without a stat (expect), checked at the
   });
 
   it('gives one chance: after a first stat that does not match, the file is read, even if it is changed back', () => {
-    const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => 0 });
-    cache.expect('a.md', 10, mtimeMs, 'sha-a', true);
+    const cache = noted();
     expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written, size: 12n }))).toBeUndefined();
     expect(cache.lookup('a.md', fakeStat({ ino: 7n, ...written }))).toBeUndefined();
   });
@@ -119,6 +141,7 @@ describe('StatCache: files a mount wrote without a stat (expect), checked at the
   it('counts noted files in its size, and drops them with delete, retain, or a record of the path', () => {
     const cache = new StatCache({ nowNs: () => now, clockOffsetMs: () => 0 });
     for (const rel of ['a.md', 'b.md', 'c.md', 'd.md']) cache.expect(rel, 10, mtimeMs, `sha-${rel}`, true);
+    cache.settleWritten(bound);
     expect(cache.size).toBe(4);
     cache.delete('a.md');
     cache.retain(new Set(['b.md', 'c.md']));
@@ -163,6 +186,9 @@ describe('scanLocal with the cache', () => {
       await writer.write(`n/${i}.md`, Buffer.from(`memory ${i}`), mtimeMs);
       cache.expect(`n/${i}.md`, Buffer.byteLength(`memory ${i}`), mtimeMs, `sha-${i}`, true);
     }
+    const bound = writer.lastWrittenCtimeNs();
+    expect(bound).toBe((await fsp.lstat(path.join(tmp, 'n/19.md'), { bigint: true })).ctimeNs);
+    cache.settleWritten(bound);
     await writer.close();
     // Past the kernel's clock tick: a change now is stamped after every write's bound.
     await new Promise((resolve) => setTimeout(resolve, 30));
