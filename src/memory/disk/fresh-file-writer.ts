@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsc, futimesSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { LocalDirError, errCode } from './local-dir-error.js';
+import { asWrittenStat } from '../rules/file-stat.js';
 import { TEMP_FILE_PREFIX } from '../rules/paths.js';
 import type { DirIdentity, PinnedChain } from './pinned-dir.js';
 
@@ -14,9 +15,10 @@ import type { DirIdentity, PinnedChain } from './pinned-dir.js';
  *   whole chain was re-checked, then written, its mtime backdated, and closed: no temp name, no
  *   rename, and no stat (the caller notes what it wrote for the stat cache, which checks the file's
  *   first stat against it, and reads back the ctime of a batch's last file with
- *   {@link FreshFileWriter.lastWrittenCtimeNs}; see `StatCache.expect`). A file a crash leaves half written is never taken for content: the store's
- *   journal entry says "downloading" until every file is written, and a leftover in that state is
- *   cleared whole and downloaded again (see `adoptVerdict`), never reconciled;
+ *   {@link FreshFileWriter.lastWrittenCtimeNs}; see `StatCache.expect`). A file a crash leaves half
+ *   written is never taken for content: the store's journal entry says "downloading" until every
+ *   file is written, and a leftover in that state is cleared whole and downloaded again (see
+ *   `adoptVerdict`), never reconciled;
  * - an entry already at the name (something placed in the folder while it downloads) makes the
  *   create fail: a file or symlink there is replaced atomically (temp file + rename, never followed),
  *   a folder there is reported as `not-regular`;
@@ -182,9 +184,7 @@ export class FreshFileWriter {
     if (chain === undefined || !chain.isOpen) return undefined;
     try {
       const st = lstatSync(chain.entry(this.#lastName), { bigint: true });
-      const mtimeOffNs = st.mtimeNs - BigInt(this.#lastMtimeMs) * 1_000_000n;
-      if (!st.isFile() || st.size !== BigInt(this.#lastSize) || mtimeOffNs <= -1_000_000n || mtimeOffNs >= 1_000_000n) return undefined;
-      return st.ctimeNs;
+      return st.isFile() && asWrittenStat(st, this.#lastSize, this.#lastMtimeMs) ? st.ctimeNs : undefined;
     } catch {
       return undefined;
     }

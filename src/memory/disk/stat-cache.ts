@@ -1,4 +1,4 @@
-import { sameFileStat, type FileStat } from '../rules/file-stat.js';
+import { asWrittenStat, sameFileStat, type FileStat } from '../rules/file-stat.js';
 
 /**
  * Remembers the sha of each file under the stat that file had when it was hashed, so a sync that
@@ -177,9 +177,7 @@ export class StatCache {
     this.#written.delete(rel);
     const bound = w.boundNs;
     if (bound === undefined || this.#clockOffsetMs() < this.#writtenOffsetMs - CLOCK_STEP_MS) return undefined;
-    const mtimeOffNs = st.mtimeNs - BigInt(w.mtimeMs) * NS_PER_MS;
-    const asWritten = st.size === BigInt(w.size) && mtimeOffNs > -NS_PER_MS && mtimeOffNs < NS_PER_MS && st.ctimeNs <= bound;
-    if (!asWritten) return undefined;
+    if (!asWrittenStat(st, w.size, w.mtimeMs) || st.ctimeNs > bound) return undefined;
     // Hashed, in effect, when its batch ended: the backdated mtime is well before that.
     const entry: StatCacheEntry = {
       ino: st.ino,

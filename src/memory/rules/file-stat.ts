@@ -19,3 +19,13 @@ export function fileStatOf(st: FileStat): FileStat {
 export function sameFileStat(a: FileStat, b: FileStat | undefined): boolean {
   return b !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
+
+/**
+ * True when `st` has the size and mtime of a write of `size` bytes whose mtime was set to
+ * `mtimeMs`: the mtime within a millisecond of it (the kernel gets the time as seconds in a
+ * floating-point number and may round it by a few ns).
+ */
+export function asWrittenStat(st: Pick<FileStat, 'size' | 'mtimeNs'>, size: number, mtimeMs: number): boolean {
+  const offNs = st.mtimeNs - BigInt(mtimeMs) * 1_000_000n;
+  return st.size === BigInt(size) && offNs > -1_000_000n && offNs < 1_000_000n;
+}
