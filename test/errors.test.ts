@@ -82,10 +82,10 @@ describe('the errors a caller can match on', () => {
 
 describe('the throw sites under src/', () => {
   // The emulator's own assertions (a timed-out wait, an item stopped before its session started,
-  // pending work, a test's failing console step) fail the caller's test the way an `expect` does. The buffered write transport stands in for
+  // pending work, a test's failing console step) fail the caller's test the way an `expect` does. The page transport stands in for
   // `fetch` and `Response`, so it throws what they throw (a `TypeError` for a body read twice),
   // which is what the SDK expects of them.
-  const allowed = new Set(['testing/emulator/emulator.ts:3', 'testing/emulator/script.ts:1', 'api/buffered-fetch.ts:2']);
+  const allowed = new Set(['testing/emulator/emulator.ts:3', 'testing/emulator/script.ts:1', 'api/page-fetch.ts:2']);
 
   it('throw no plain Error, TypeError or RangeError', () => {
     const src = path.join(__dirname, '../src');

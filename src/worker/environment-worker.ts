@@ -13,7 +13,7 @@ import { assertPosixPlatform, resolveWorkerOptions, type EnvironmentWorkerOption
 import { ToolCallRecord } from './tool-guard.js';
 import { PathLocks } from './path-locks.js';
 import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork, type ClaimSlots } from './poller.js';
-import { postingClient, scopedClient } from './scoped-client.js';
+import { scopedClient } from './scoped-client.js';
 import { resolveSandbox, type SandboxRuntime } from '../sandbox/runtime.js';
 
 export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
@@ -181,7 +181,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     const detachRunSignal = onAbort(signal, () => void this.close());
     const detachOwnSignal = this.#listenToOwnSignal();
     const poller = new Poller({
-      api: workQueueApi(postingClient(scopedClient(this.#opts.client, environmentKey)), this.#opts.requestOptions),
+      api: workQueueApi(scopedClient(this.#opts.client, environmentKey), this.#opts.requestOptions),
       environmentId,
       workerId: this.workerId,
       logger: this.#log.child({ component: 'poller' }),

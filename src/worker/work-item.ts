@@ -34,7 +34,7 @@ import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import type { PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
-import { postingClient, scopedClient } from './scoped-client.js';
+import { scopedClient } from './scoped-client.js';
 import { SendRetryWindow } from './send-retry-window.js';
 import { stopServedWork } from './stop-work.js';
 import { ToolFolder, type SessionFolderCounts } from './tool-folder.js';
@@ -145,8 +145,6 @@ type ItemRequestOptions = NonNullable<ResolvedWorkerOptions['requestOptions']> |
 interface Acquired {
   /** A client authenticated with the item credential only. */
   client: Anthropic;
-  /** `client`, with its posts (tool results, heartbeats, the stop) over the buffered transport when it may. */
-  postClient: Anthropic;
   /** The sessions token of the work secret; null when the item runs on the environment key. */
   sessionsToken: string | null;
   requestOptions: ItemRequestOptions;
@@ -193,14 +191,13 @@ function acquire(
     log.error({ err: error }, 'could not build the client for this work item; it is left to the server to reclaim');
     return { error };
   }
-  const postClient = postingClient(client);
   const requestOptions: ItemRequestOptions = opts.requestOptions ?? {};
   const control = new ItemControl(signal);
   const retryWindow = new SendRetryWindow();
   const lease = new Lease({
     api: {
       heartbeat: (workId, params, options) =>
-        postClient.beta.environments.work.heartbeat(workId, params, { ...requestOptions, signal: options.signal }),
+        client.beta.environments.work.heartbeat(workId, params, { ...requestOptions, signal: options.signal }),
     },
     workId: work.id,
     environmentId: work.environmentId,
@@ -210,7 +207,7 @@ function acquire(
   });
   control.watch(lease, work.id);
   lease.start();
-  return { client, postClient, sessionsToken: secret.sessionsToken, requestOptions, control, lease, retryWindow };
+  return { client, sessionsToken: secret.sessionsToken, requestOptions, control, lease, retryWindow };
 }
 
 // ── Prepare ───────────────────────────────────────────────────────────────────────────────────────
@@ -426,7 +423,7 @@ async function serve(
           }, earlyWaitMs);
       try {
         const runner = new SessionToolRunner(sessionId, {
-          client: item.postClient,
+          client: item.client,
           // A runner closes its tools when it ends; a replaced one ran none, and the next needs them.
           tools: mounted ? tools : tools.map((t) => closedUnless(t, replaced)),
           ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),
@@ -497,9 +494,7 @@ async function tearDown(
   await lease.release();
   if (lease.lost) {
     report.leaseLost(lease.reason as 'lease_lost' | 'assumed_lost');
-  } else if (
-    await stopServedWork(item.postClient, { workId: work.id, environmentId: work.environmentId }, item.requestOptions, report.log)
-  ) {
+  } else if (await stopServedWork(item.client, { workId: work.id, environmentId: work.environmentId }, item.requestOptions, report.log)) {
     report.emit('workStopped', { workId: work.id });
   }
   return flush;

@@ -1,15 +1,18 @@
 /**
  * Pins the listing-page transport over real HTTP (a plain server on 127.0.0.1 playing a wrong or
  * hostile API): a successful answer's body lands in one buffer the caller lends, of its declared
- * length or of what a chunked body weighed; a body over the bound is not read (nor asked for again);
- * a body that stalls, is cut, or is aborted fails as the runtime fetch would, and every buffer lent
- * is given back; an error answer still reaches the SDK with its message.
+ * length or of what a chunked body weighed; a body over the bound is not read (nor asked for again),
+ * and a compressed one is bounded by what it decodes to; a body that stalls, is cut, or is aborted
+ * fails as the runtime fetch would, and every buffer lent is given back; an error answer still
+ * reaches the SDK with its message. The SDK's client keeps the `fetch` it was built with on the
+ * instance (a private member): the first test fails if it goes.
  */
 import * as http from 'node:http';
+import * as zlib from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { takeLentBody, withPageFetch, type LentBody } from '../../src/api/buffered-fetch.js';
+import { isRuntimeFetch, takeLentBody, usesRuntimeFetch, withPageFetch, type LentBody } from '../../src/api/page-fetch.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -53,10 +56,21 @@ function listing(cap: number, l: ReturnType<typeof lender>, stallTimeoutMs = 5_0
 const BODY = JSON.stringify({ data: [{ type: 'memory', id: 'mem_1', path: '/a.md', content: 'é'.repeat(40_000) }], next_page: null });
 
 describe('the page transport', () => {
-  it('reads a declared-length body into one lent buffer of that length, without the runtime fetch', async () => {
-    const runtimeFetch = vi.spyOn(globalThis, 'fetch');
-    handler = (_req, res) =>
+  it("recognises the runtime's fetch on a client built with it, and nothing else", () => {
+    expect(isRuntimeFetch(globalThis.fetch)).toBe(true);
+    expect(usesRuntimeFetch(new Anthropic({ apiKey: 'sk-test', baseURL }))).toBe(true);
+    const own: typeof fetch = (input, init) => fetch(input, init);
+    expect(usesRuntimeFetch(new Anthropic({ apiKey: 'sk-test', baseURL, fetch: own }))).toBe(false);
+    const client = new Anthropic({ apiKey: 'sk-test', baseURL, fetch: own });
+    expect(withPageFetch(client, 1024, { lend: (n) => ({ bytes: Buffer.alloc(n), done: () => {} }), stallTimeoutMs: 1000 })).toBe(client);
+  });
+
+  it('reads a declared-length body into one lent buffer of that length', async () => {
+    let acceptEncoding: string | undefined;
+    handler = (req, res) => {
+      acceptEncoding = req.headers['accept-encoding'];
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(BODY) }).end(BODY);
+    };
     const l = lender();
     const res = await listing(1 << 20, l);
     const answer = takeLentBody(res);
@@ -64,7 +78,7 @@ describe('the page transport', () => {
     if (answer?.kind !== 'body') return;
     expect(answer.body.bytes.toString('utf8')).toBe(BODY);
     expect(l.lent).toEqual([Buffer.byteLength(BODY)]);
-    expect(runtimeFetch).not.toHaveBeenCalled();
+    expect(acceptEncoding).toBe('gzip, br');
     // Taken once: a second look finds nothing.
     expect(takeLentBody(res)).toBeUndefined();
   });
@@ -108,6 +122,43 @@ describe('the page transport', () => {
     expect(answer?.kind).toBe('over-cap');
     expect(answer?.kind === 'over-cap' && answer.bytes).toBeGreaterThan(256 * 1024);
     expect(requests).toBe(1);
+    expect(l.back).toBe(l.lent.length);
+  });
+
+  it.each([
+    ['gzip', (b: Buffer) => zlib.gzipSync(b)],
+    ['br', (b: Buffer) => zlib.brotliCompressSync(b)],
+  ] as const)('decodes a %s body into a lent buffer of its decoded length', async (coding, encode) => {
+    const wire = encode(Buffer.from(BODY));
+    handler = (_req, res) => res.writeHead(200, { 'content-encoding': coding, 'content-length': wire.length }).end(wire);
+    const l = lender();
+    const answer = takeLentBody(await listing(1 << 20, l));
+    expect(answer?.kind === 'body' && answer.body.bytes.toString('utf8')).toBe(BODY);
+    expect(l.lent.at(-1)).toBe(Buffer.byteLength(BODY));
+    expect(l.back).toBe(l.lent.length - 1);
+  });
+
+  it('refuses a gzip body that decodes past the bound as a plain one, though its wire size is small', async () => {
+    const wire = zlib.gzipSync(Buffer.alloc(8 * 1024 * 1024, 0x20));
+    expect(wire.length).toBeLessThan(64 * 1024);
+    handler = (_req, res) => res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': wire.length }).end(wire);
+    const l = lender();
+    const answer = takeLentBody(await listing(256 * 1024, l));
+    expect(answer?.kind).toBe('over-cap');
+    expect(answer?.kind === 'over-cap' && answer.declared).toBe(false);
+    expect(answer?.kind === 'over-cap' && answer.bytes).toBeGreaterThan(256 * 1024);
+    expect(requests).toBe(1);
+    expect(l.back).toBe(l.lent.length);
+  });
+
+  it('fails an answer in an encoding it did not ask for', async () => {
+    handler = (_req, res) => res.writeHead(200, { 'content-encoding': 'zstd', 'content-length': 4 }).end('abcd');
+    const l = lender();
+    const err = await listing(1 << 20, l).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ name: 'APIConnectionError' });
     expect(l.back).toBe(l.lent.length);
   });
 

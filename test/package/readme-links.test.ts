@@ -1,8 +1,7 @@
-// Pins that the README's links work where users read it, on the registry page too: a link into
-// the repository is absolute (the repository named in package.json, branch main) and names a file
-// or folder that exists here; a relative link names only a file the package ships; and the
-// manifest carries repository, homepage, bugs and keywords.
-import { existsSync } from 'node:fs';
+// Pins that the README and the manifest name no address the project does not have: the package is
+// not published and has no public repository yet, so the README names repository files as paths
+// (no link), a relative link names only a file the package ships, and the manifest carries no
+// repository, home page or bugs address (only keywords).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,34 +11,28 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 interface Manifest {
   files: string[];
-  homepage: string;
   keywords: string[];
-  repository: { type: string; url: string };
-  bugs: { url: string };
+  homepage?: unknown;
+  repository?: unknown;
+  bugs?: unknown;
 }
 
-async function load(): Promise<{ manifest: Manifest; links: string[] }> {
+async function load(): Promise<{ manifest: Manifest; readme: string; links: string[] }> {
   const manifest = JSON.parse(await fs.readFile(path.join(REPO, 'package.json'), 'utf8')) as Manifest;
   const readme = await fs.readFile(path.join(REPO, 'README.md'), 'utf8');
   // Inline links outside code blocks: [text](target).
   const prose = readme.replace(/```[\s\S]*?```/g, '');
   const links = [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
-  return { manifest, links };
+  return { manifest, readme, links };
 }
 
-describe('the README links', () => {
-  it('point into the repository named in package.json by absolute URLs to files that exist', async () => {
-    const { manifest, links } = await load();
-    const base = manifest.repository.url.replace(/^git\+/, '').replace(/\.git$/, '');
-    const repoLinks = links.filter((l) => l.startsWith(base));
-    expect(repoLinks.length).toBeGreaterThan(0);
-    const missing = repoLinks
-      .map((l) => /^\/(?:blob|tree)\/main\/(.+)$/.exec(l.slice(base.length))?.[1])
-      .filter((p) => p === undefined || !existsSync(path.join(REPO, p.replace(/#.*$/, ''))));
-    expect(missing).toEqual([]);
+describe('the README', () => {
+  it("names no address of this project's own repository, in prose or in code", async () => {
+    const { readme } = await load();
+    expect(readme.match(/https?:\/\/[^\s)]*managed-agents-worker[^\s)]*/g) ?? []).toEqual([]);
   });
 
-  it('use relative targets only for files the package ships', async () => {
+  it('uses relative link targets only for files the package ships', async () => {
     const { manifest, links } = await load();
     const relative = links.filter((l) => !/^[a-z]+:/.test(l) && !l.startsWith('#'));
     const shipped = (l: string): boolean => manifest.files.some((f) => l === f || l.startsWith(`${f}/`));
@@ -48,13 +41,11 @@ describe('the README links', () => {
 });
 
 describe('the manifest', () => {
-  it('names the repository, the home page, where to file bugs, and keywords', async () => {
+  it('names no repository, home page or bugs address, and carries keywords', async () => {
     const { manifest } = await load();
-    expect(manifest.repository.type).toBe('git');
-    expect(manifest.repository.url).toMatch(/^git\+https:\/\/github\.com\/[\w-]+\/[\w.-]+\.git$/);
-    const base = manifest.repository.url.replace(/^git\+/, '').replace(/\.git$/, '');
-    expect(manifest.homepage.startsWith(base)).toBe(true);
-    expect(manifest.bugs.url).toBe(`${base}/issues`);
+    expect(manifest.repository).toBeUndefined();
+    expect(manifest.homepage).toBeUndefined();
+    expect(manifest.bugs).toBeUndefined();
     expect(manifest.keywords.length).toBeGreaterThan(0);
   });
 });

@@ -1,11 +1,12 @@
 /**
- * Pins the transport of the worker's posts, over real HTTP against the emulator: when the client
- * uses the runtime's default `fetch`, the tool results, the ack, the heartbeats and the stop go
- * through the buffered transport, while the poll, the session, the history and the event stream
- * stay on the runtime's `fetch`. Under a faulty server the posts behave as before: a 5xx or a
- * dropped answer on a tool result is retried and the session ends answered, a hung one is retried
- * once the client's timeout passes, and a 5xx on the stop is retried until the item is stopped.
- * A client with a fetch of its own keeps it for every request.
+ * Pins the transport of the worker's requests, over real HTTP against the emulator: every request
+ * (the poll, the ack, the heartbeats, the session, the history, the event stream, the listings, the
+ * memory writes, the tool results and the stop) goes through the app's transport; here a
+ * `globalThis.fetch` replaced before the client was built (as msw, nock or `vi.stubGlobal` do),
+ * which must see every request the emulator answered. Under a faulty server the posts behave as
+ * before: a 5xx or a dropped answer on a tool result is retried and the session ends answered, a
+ * hung one is retried once the client's timeout passes, and a 5xx on the stop is retried until the
+ * item is stopped. A client with a fetch of its own keeps it for every request.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -47,27 +48,40 @@ async function runSession(clientOptions: ConstructorParameters<typeof Anthropic>
 const requestsMatching = (re: RegExp) => h.emu.requests.filter((r) => re.test(`${r.method} ${r.path}`));
 
 describe('with the runtime default fetch', () => {
-  it('posts go through the buffered transport; the poll, session, history and event stream through the runtime fetch', async () => {
-    const runtimeFetch = vi.spyOn(globalThis, 'fetch');
-    const { sessionId, workId, done } = await runSession();
-
-    expect(done.toolResults.map((r) => r.text)).toEqual(['one', 'two']);
-    const viaRuntime = runtimeFetch.mock.calls.map(
-      ([input, init]) => `${init?.method ?? 'GET'} ${new URL(String(input instanceof Request ? input.url : input)).pathname}`,
-    );
-    expect(viaRuntime.filter((c) => !c.startsWith('GET '))).toEqual([]);
-    expect(viaRuntime).toEqual(
-      expect.arrayContaining([
-        expect.stringMatching(/^GET \/v1\/environments\/[^/]+\/work\/poll$/),
-        `GET /v1/sessions/${sessionId}`,
-        `GET /v1/sessions/${sessionId}/events`,
-        `GET /v1/sessions/${sessionId}/events/stream`,
-      ]),
-    );
-    // The posts reached the server all the same.
-    const posts = h.emu.requests.filter((r) => r.method === 'POST' && r.status === 200).map((r) => r.route.split('/').at(-1));
-    expect(posts).toEqual(expect.arrayContaining(['ack', 'heartbeat', 'events', 'stop']));
-    expect(h.emu.workItem(workId).state).toBe('stopped');
+  it('a global fetch replaced before the client was built sees every request, memory included', async () => {
+    const seen: string[] = [];
+    const realFetch = globalThis.fetch;
+    vi.stubGlobal('fetch', (input: string | URL | Request, init?: RequestInit) => {
+      seen.push(`${init?.method ?? 'GET'} ${new URL(String(input instanceof Request ? input.url : input)).pathname}`);
+      return realFetch(input, init);
+    });
+    try {
+      const store = await h.emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'a' } });
+      const mount = `${h.mountRoot}/notes`;
+      const { sessionId, workId } = await h.emu.createSession({
+        resources: [{ memoryStoreId: store.id }],
+        script: [{ tool: 'bash', input: { command: `cat ${mount}/a.md; echo edited > ${mount}/b.md` } }],
+      });
+      const client = new Anthropic({ apiKey: 'sk-ant-api-operator-key', baseURL: h.emu.baseURL, logLevel: 'off' });
+      const worker = h.worker({ client, sandbox: 'none' });
+      const running = worker.run();
+      try {
+        await h.emu.waitForSession(sessionId, { timeoutMs: 30_000 });
+      } finally {
+        await worker.close();
+        await running;
+      }
+      expect(h.emu.memories(store.id)).toEqual({ '/a.md': 'a', '/b.md': 'edited\n' });
+      expect(h.emu.workItem(workId).state).toBe('stopped');
+      const answered = h.emu.requests.map((r) => `${r.method} ${r.path}`);
+      expect(answered).toEqual(expect.arrayContaining([expect.stringMatching(/^GET \/v1\/memory_stores\/[^/]+\/memories$/)]));
+      expect(answered).toEqual(expect.arrayContaining([expect.stringMatching(/^POST \/v1\/memory_stores\/[^/]+\/memories$/)]));
+      // Every request the emulator saw went through the replaced fetch (it may have seen more: aborted long polls).
+      for (const r of answered) expect(seen).toContain(r);
+      expect(seen.length).toBeGreaterThanOrEqual(answered.length);
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 
   const rows: Array<{ description: string; fault: FaultRule; clientOptions?: ConstructorParameters<typeof Anthropic>[0] }> = [

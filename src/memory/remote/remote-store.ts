@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaManagedAgentsMemory } from '@anthropic-ai/sdk/resources/beta/memory-stores/memories';
 import pLimit, { type LimitFunction } from 'p-limit';
-import { takeLentBody, withBufferedFetch, withPageFetch } from '../../api/buffered-fetch.js';
+import { takeLentBody, withPageFetch } from '../../api/page-fetch.js';
 import { errorTypeOf, isApiError, isConnectionError, isUserAbortError, statusOf } from '../../api/classify.js';
 import { RemoteLimitError } from '../../errors.js';
 import { abortReason, isAbortError, linkAbort } from '../../internal/abort.js';
@@ -21,8 +21,8 @@ import { PATH_CONFLICT_REASON_PREFIX } from '../rules/path-conflict.js';
  *   request, and a write whose response was lost is settled by the next listing (sent shas), not by
  *   blindly re-sending it.
  * Every call carries the caller's signal, so aborting really cancels the request in flight.
- * Writes go through a buffered transport when the client uses the default one (see
- * `withBufferedFetch`): their answers are small, and many of them are in flight at once.
+ * A write's answer is read within what a memory can weigh, so a runaway answer costs a bounded read
+ * (and counts as a lost response, settled by the next listing).
  * Write failures come back as values (never thrown), classified for the planner's `applyOutcome`;
  * only an abort is thrown.
  *
@@ -128,11 +128,6 @@ export class RemoteStore {
     this.storeId = storeId;
     this.#readRetries = opts.readRetries ?? 2;
     this.#timeoutMs = opts.requestTimeoutMs ?? MEMORY_DEFAULTS.requestTimeoutMs;
-  }
-
-  /** The client the writes go through. */
-  get #writer(): Anthropic {
-    return transportOf(this.#client, 'write', () => withBufferedFetch(this.#client, MAX_WRITE_ANSWER_BYTES));
   }
 
   /** The client a listing page of `view` is asked through: its body lands in a pooled page buffer. */
@@ -358,7 +353,7 @@ export class RemoteStore {
 
   async create(serverPath: string, content: string, signal?: AbortSignal): Promise<RemoteWriteResult> {
     return this.#write(serverPath, signal, () =>
-      this.#writer.beta.memoryStores.memories.create(
+      this.#client.beta.memoryStores.memories.create(
         this.storeId,
         { path: serverPath, content },
         { signal, maxRetries: 0, timeout: this.#timeoutMs },
@@ -369,7 +364,7 @@ export class RemoteStore {
   /** Update the content of `id`, only if the store still holds `expectedSha` (content_sha256 precondition). */
   async update(id: string, serverPath: string, content: string, expectedSha: string, signal?: AbortSignal): Promise<RemoteWriteResult> {
     return this.#write(serverPath, signal, () =>
-      this.#writer.beta.memoryStores.memories.update(
+      this.#client.beta.memoryStores.memories.update(
         id,
         {
           memory_store_id: this.storeId,
@@ -384,7 +379,7 @@ export class RemoteStore {
   /** Delete `id`, only if the store still holds `expectedSha`. A 404 counts as done. */
   async delete(id: string, expectedSha: string, signal?: AbortSignal): Promise<RemoteDeleteResult> {
     try {
-      await this.#writer.beta.memoryStores.memories.delete(
+      await this.#client.beta.memoryStores.memories.delete(
         id,
         { memory_store_id: this.storeId, expected_content_sha256: expectedSha },
         { signal, maxRetries: 0, timeout: this.#timeoutMs },
@@ -400,10 +395,16 @@ export class RemoteStore {
   async #write(
     serverPath: string,
     signal: AbortSignal | undefined,
-    call: () => Promise<BetaManagedAgentsMemory>,
+    call: () => { asResponse(): Promise<Response> },
   ): Promise<RemoteWriteResult> {
     try {
-      const m = await call();
+      const res = await call().asResponse();
+      const m = (await this.#readJson(
+        res,
+        MAX_WRITE_ANSWER_BYTES,
+        `the answer to a write of ${serverPath}`,
+        signal,
+      )) as BetaManagedAgentsMemory;
       return { ok: true, id: m.id, sha: m.content_sha256, updatedAt: m.updated_at };
     } catch (e) {
       rethrowAbort(e, signal);

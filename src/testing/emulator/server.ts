@@ -94,7 +94,14 @@ export class EmulatorServer {
     const method = (req.method ?? 'GET').toUpperCase();
     const url = new URL(req.url ?? '/', 'http://emulator.local');
     const path = url.pathname;
-    const matched = this.#deps.router.match(method, path);
+    // A path whose percent-escapes do not decode names no resource: answered 400 below.
+    let malformedPath = false;
+    let matched: ReturnType<Router['match']>;
+    try {
+      matched = this.#deps.router.match(method, path);
+    } catch {
+      malformedPath = true;
+    }
     const principal = this.#deps.state.credentials.classify(req.headers);
     const workerIdHeader = req.headers['anthropic-worker-id'];
     const record: RequestRecord = {
@@ -154,6 +161,7 @@ export class EmulatorServer {
     let result: RouteResult;
     try {
       if (decision.status) throw faultError(decision.status);
+      if (malformedPath) throw invalidRequest(`the request path ${JSON.stringify(path.slice(0, 200))} has a malformed percent-escape`);
       if (!matched) throw notFound(`no route for ${method} ${path} on the Managed Agents emulator`);
       if (principal.kind === 'none' || principal.kind === 'unknown') throw unauthenticated(principal);
       this.#applyWorkFaults(decision, matched.params);

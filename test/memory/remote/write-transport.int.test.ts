@@ -1,19 +1,22 @@
 /**
- * Pins the transport of memory writes, over real HTTP against the emulator: when the client uses
- * the runtime's default `fetch`, creates, updates and deletes go through the buffered transport
- * and listing pages through the page transport (a retrieve still through the client's fetch), and
- * every answer is classified exactly as before: 409s, 4xx refusals, 5xx, a lost response, a server that never answers (the request timeout), an
- * answer too large or malformed to be a memory, and the caller's abort. A client with a transport
- * of its own (`fetch`, `fetchOptions`, a proxy as the runtime's dispatcher) keeps it for every request;
- * a client of another copy of the SDK gets the same transport.
+ * Pins the transport of memory writes and listings, over real HTTP against the emulator: every
+ * request goes through the dispatcher the app chose (the client's `fetchOptions.dispatcher` here,
+ * counted), listing pages read into pooled buffers by the page transport, writes, retrieves and
+ * deletes through the client's own `fetch`; and every write's answer is classified exactly as
+ * before: 409s, 4xx refusals, 5xx, a lost response, a server that never answers (the request
+ * timeout), an answer too large or malformed to be a memory, and the caller's abort. A client with
+ * a `fetch` of its own keeps it for every request; a client of another copy of the SDK works the same.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { withBufferedFetch } from '../../../src/api/buffered-fetch.js';
+import { withPageFetch } from '../../../src/api/page-fetch.js';
 import { isAbortError } from '../../../src/internal/abort.js';
 import { RemoteStore } from '../../../src/memory/remote/remote-store.js';
+import { RecordingAgent } from '../../api/fixtures/recording-agent.js';
 import { copySdk, importSdkCopy } from '../../api/sdk-copy.js';
 import { harness, type Harness } from '../int-helpers.js';
+
+type FetchOptions = NonNullable<ConstructorParameters<typeof Anthropic>[0]>['fetchOptions'];
 
 let h: Harness;
 beforeEach(async () => {
@@ -41,26 +44,30 @@ async function rig(
 }
 
 describe('with the runtime default fetch', () => {
-  it('writes go through the buffered transport and listings through the page transport, a retrieve through the client fetch', async () => {
-    const runtimeFetch = vi.spyOn(globalThis, 'fetch');
-    const r = await rig();
-    const listed = await r.remote.listBasic();
-    expect(listed.map((m) => m.path)).toEqual(['/a.md']);
-    expect(runtimeFetch).not.toHaveBeenCalled();
-    const a = listed.find((m) => m.path === '/a.md')!;
-    expect((await r.remote.retrieve(a.id)).content).toBe('a');
-    const reads = runtimeFetch.mock.calls.length;
-    expect(reads).toBeGreaterThan(0);
+  it("writes, retrieves and listings all go through the client's dispatcher; listing pages through the page transport", async () => {
+    const agent = new RecordingAgent();
+    try {
+      const r = await rig({ fetchOptions: { dispatcher: agent } as FetchOptions });
+      const listed = await r.remote.listBasic();
+      expect(listed.map((m) => m.path)).toEqual(['/a.md']);
+      const a = listed.find((m) => m.path === '/a.md')!;
+      expect((await r.remote.retrieve(a.id)).content).toBe('a');
+      const created = await r.remote.create('/notes/new.md', 'hello', undefined);
+      expect(created.ok).toBe(true);
+      if (!created.ok) return;
+      const updated = await r.remote.update(created.id, '/notes/new.md', 'hello again', created.sha, undefined);
+      expect(updated.ok).toBe(true);
+      expect(await r.remote.delete(a.id, a.sha, undefined)).toEqual({ ok: true });
 
-    const created = await r.remote.create('/notes/new.md', 'hello', undefined);
-    expect(created.ok).toBe(true);
-    if (!created.ok) return;
-    const updated = await r.remote.update(created.id, '/notes/new.md', 'hello again', created.sha, undefined);
-    expect(updated.ok).toBe(true);
-    expect(await r.remote.delete(a.id, a.sha, undefined)).toEqual({ ok: true });
-
-    expect(runtimeFetch.mock.calls.length).toBe(reads);
-    expect(h.emu.memories(r.storeId)).toEqual({ '/notes/new.md': 'hello again' });
+      expect(h.emu.memories(r.storeId)).toEqual({ '/notes/new.md': 'hello again' });
+      // Every request the emulator answered came through the app's dispatcher.
+      const answered = h.emu.requests.filter((q) => q.route.includes('/memories'));
+      expect(answered).toHaveLength(5);
+      expect(agent.seen).toHaveLength(5);
+      expect(agent.seen.map((s) => s.split(' ')[0])).toEqual(['GET', 'GET', 'POST', 'POST', 'DELETE']);
+    } finally {
+      await agent.close();
+    }
   });
 
   it('keeps the connection open between writes', async () => {
@@ -126,7 +133,7 @@ describe('with the runtime default fetch', () => {
     expect(isAbortError(err) || (err as Error).message === 'bound expired').toBe(true);
   });
 
-  it('the copies of a client for its listings and writes are made once, and shared by every store of that client', async () => {
+  it('the copies of a client for its listing pages are made once, and shared by every store of that client', async () => {
     const first = await h.emu.createMemoryStore({ name: 'One', memories: { '/a.md': 'a' } });
     const second = await h.emu.createMemoryStore({ name: 'Other', memories: { '/b.md': 'b' } });
     const { sessionId } = await h.emu.createSession({ resources: [{ memoryStoreId: first.id }, { memoryStoreId: second.id }] });
@@ -138,73 +145,54 @@ describe('with the runtime default fetch', () => {
       await remote.listFull(undefined, () => undefined);
       expect((await remote.create(`/new-${stores.indexOf(remote)}.md`, 'x', undefined)).ok).toBe(true);
     }
-    // One for basic pages, one for full pages, one for writes: not three per store.
-    expect(copies).toHaveBeenCalledTimes(3);
+    // One for basic pages, one for full pages: not two per store, and none for writes.
+    expect(copies).toHaveBeenCalledTimes(2);
     // Another client (another timeout, too) gets copies of its own.
     const other = h.emu.sessionClient(sessionId);
     const otherCopies = vi.spyOn(other, 'withOptions');
     await new RemoteStore(other, second.id).listBasic();
     await new RemoteStore(other, second.id, { requestTimeoutMs: 5_000 }).listBasic();
     expect(otherCopies).toHaveBeenCalledTimes(2);
-    expect(copies).toHaveBeenCalledTimes(3);
+    expect(copies).toHaveBeenCalledTimes(2);
   });
 });
 
 describe('a client with a transport of its own', () => {
-  it('keeps its own fetch for writes', async () => {
-    let calls = 0;
+  it('keeps its own fetch for every request: listings, writes, retrieves', async () => {
+    const calls: string[] = [];
     const own: typeof fetch = (input, init) => {
-      calls++;
+      calls.push(init?.method ?? 'GET');
       return fetch(input, init);
     };
     const r = await rig({ fetch: own });
+    const listed = await r.remote.listBasic();
+    await r.remote.listFull(undefined, () => undefined);
+    expect((await r.remote.retrieve(listed[0]!.id)).content).toBe('a');
     expect((await r.remote.create('/c.md', 'c', undefined)).ok).toBe(true);
-    expect(calls).toBe(1);
-  });
-
-  it('keeps the runtime fetch when it sets fetchOptions', async () => {
-    const r = await rig({ fetchOptions: { keepalive: true } });
-    expect(withBufferedFetch(r.client, 1024)).toBe(r.client);
-  });
-
-  it('keeps the runtime fetch when the runtime routes it through a proxy dispatcher', async () => {
-    const r = await rig();
-    const key = Symbol.for('undici.globalDispatcher.1');
-    const g = globalThis as Record<symbol, unknown>;
-    const saved = g[key];
-    class ProxyAgent {}
-    g[key] = new ProxyAgent();
-    try {
-      expect(withBufferedFetch(r.client, 1024)).toBe(r.client);
-    } finally {
-      g[key] = saved;
-    }
+    expect(calls).toEqual(['GET', 'GET', 'GET', 'POST']);
+    expect(withPageFetch(r.client, 1024, { lend: (n) => ({ bytes: Buffer.alloc(n), done: () => {} }), stallTimeoutMs: 1_000 })).toBe(
+      r.client,
+    );
   });
 
   it('keeps itself when it cannot be copied with another fetch', () => {
     const bare = { fetch: globalThis.fetch } as unknown as Anthropic;
-    expect(withBufferedFetch(bare, 1024)).toBe(bare);
-  });
-
-  it('a default client gets a copy for its writes', async () => {
-    const r = await rig();
-    expect(withBufferedFetch(r.client, 1024)).not.toBe(r.client);
+    expect(withPageFetch(bare, 1024, { lend: (n) => ({ bytes: Buffer.alloc(n), done: () => {} }), stallTimeoutMs: 1_000 })).toBe(bare);
   });
 });
 
 describe('a client of another copy of the SDK', () => {
-  it('writes through the buffered transport, and its failures are classified the same', async () => {
+  it('lists and writes, and its failures are classified the same', async () => {
     const copy = await copySdk();
     try {
       const other = await importSdkCopy(copy);
       const store = await h.emu.createMemoryStore({ name: 'Other', memories: { '/a.md': 'a' } });
       const { sessionId } = await h.emu.createSession({ resources: [{ memoryStoreId: store.id }] });
       const token = h.emu.sessionsToken(sessionId)!;
-      const runtimeFetch = vi.spyOn(globalThis, 'fetch');
       const client = new other.default({ apiKey: null, authToken: token, baseURL: h.emu.baseURL, logLevel: 'off' }) as unknown as Anthropic;
       const remote = new RemoteStore(client, store.id, { readRetries: 0 });
+      expect((await remote.listBasic()).map((m) => m.path)).toEqual(['/a.md']);
       expect((await remote.create('/b.md', 'b', undefined)).ok).toBe(true);
-      expect(runtimeFetch).not.toHaveBeenCalled();
       h.emu.faults.add({ route: WRITE, status: 409, errorType: 'memory_precondition_failed_error', times: 1 });
       const refused = await remote.create('/c.md', 'c', undefined);
       expect(refused.ok ? undefined : refused.failure).toBe('precondition');
