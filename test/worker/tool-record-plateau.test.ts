@@ -46,7 +46,9 @@ describe('the tool record after posted results', () => {
       for (const id of sessions) {
         const done = await h.emu.waitForSession(id, { timeoutMs: 30_000 });
         expect(done.toolResults).toHaveLength(calls);
-        expect(done.toolResults.every((r) => r.text.length >= 65_536)).toBe(true);
+        // Large results either way: the SDK's bash tool returns the whole 64 KiB up to 1.15, and from
+        // 1.16 on keeps 30 000 characters (the rest saved to a file the result names).
+        expect(done.toolResults.every((r) => r.text.length >= 30_000)).toBe(true);
       }
     } finally {
       await worker.close();
