@@ -37,7 +37,7 @@ export interface SandboxView {
   /** Paths to mask, with what they are on the host; only those inside a bound path are masked. */
   hide: ReadonlyArray<{ path: string; kind: 'dir' | 'file' }>;
   network: 'host' | 'none';
-  /** Create a user namespace (always, since the kernel hardening; false only in older tests). */
+  /** Create a user namespace (the worker gives every sandbox one, a root worker's too). */
   userNamespace: boolean;
   /** Refuse user namespaces inside the sandbox (`--disable-userns`, bubblewrap 0.8; needs `userNamespace`). */
   disableNestedUserNamespaces?: boolean;

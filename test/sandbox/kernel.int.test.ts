@@ -41,6 +41,16 @@ const REFUSED = {
   open_tree: 'EPERM',
   fsopen: 'EPERM',
   io_uring_setup: 'ENOSYS',
+  io_uring_enter: 'ENOSYS',
+  io_uring_register: 'ENOSYS',
+  open_tree_attr: 'EPERM',
+  move_mount: 'EPERM',
+  fsconfig: 'EPERM',
+  fsmount: 'EPERM',
+  fspick: 'EPERM',
+  mount_setattr: 'EPERM',
+  process_vm_writev: 'EPERM',
+  kexec_file_load: 'EPERM',
   ptrace: 'EPERM',
   process_vm_readv: 'EPERM',
   keyctl: 'EPERM',
@@ -193,6 +203,7 @@ describe.runIf(onLinuxX64)(`the kernel from a session sandbox, worker uid ${proc
         expect({ call, got: got[call] }).toEqual({ call, got: 'ok' });
       }
       expect(got['io_uring_setup']).not.toBe('ENOSYS');
+      expect(got['process_vm_writev']).toBe('ok');
       expect(got['mount']).not.toBe('EPERM');
     });
 
