@@ -16,6 +16,7 @@ import { resolveSandboxOption } from '../../src/sandbox/options.js';
 import { resolveSandbox, type SandboxRuntime } from '../../src/sandbox/runtime.js';
 import { SessionSandbox } from '../../src/sandbox/session-sandbox.js';
 import { REPO_ROOT } from '../cli/spawn-cli.js';
+import { captureLogger } from '../worker/helpers.js';
 
 const log = pino({ level: 'silent' });
 const onLinuxX64 = process.platform === 'linux' && process.arch === 'x64';
@@ -218,6 +219,45 @@ describe.runIf(onLinuxX64)(`the kernel from a session sandbox, worker uid ${proc
         await bwrapOnly.close();
       }
     });
+  });
+});
+
+describe.runIf(onLinuxX64)('with a bubblewrap older than 0.8 (no --disable-userns)', () => {
+  let tmp: string;
+  let old: string;
+  beforeAll(async () => {
+    tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-kernel-oldbwrap-'));
+    // Stands for bubblewrap 0.7: the option is neither listed nor accepted.
+    old = path.join(tmp, 'bwrap');
+    const real = (await promisify(execFile)('sh', ['-c', 'command -v bwrap'])).stdout.trim();
+    await fsp.writeFile(
+      old,
+      '#!/bin/sh\n' +
+        `if [ "$1" = --help ]; then '${real}' --help | grep -v -- --disable-userns; exit 0; fi\n` +
+        'for a in "$@"; do if [ "$a" = --disable-userns ]; then echo "bwrap: Unknown option --disable-userns" >&2; exit 1; fi; done\n' +
+        `exec '${real}' "$@"\n`,
+      { mode: 0o755 },
+    );
+  });
+  afterAll(async () => {
+    await fsp.rm(tmp, { recursive: true, force: true });
+  });
+
+  it('the worker warns and names the upgrade, and the filter alone still refuses nested user namespaces', async () => {
+    const cap = captureLogger('info');
+    const r = await resolveSandbox(resolveSandboxOption({ mode: 'bwrap', bwrapPath: old }), { log: cap.logger, concurrency: 2 });
+    if (r.kind !== 'bwrap') throw new Error('the sandbox did not start');
+    expect(r.disableUserns).toBe(false);
+    expect(cap.lines.some((l) => l.level === 40 && /no --disable-userns .*upgrade bubblewrap/.test(String(l.msg)))).toBe(true);
+    const inside = await rig(r);
+    try {
+      const out = await inside.bash('grep ^Seccomp: /proc/self/status; unshare -U true; echo "u=$?"');
+      expect(out).toMatch(/^Seccomp:\t2$/m);
+      expect(out).toMatch(/^u=[1-9]/m);
+      expect(out).toMatch(/Operation not permitted/);
+    } finally {
+      await inside.close();
+    }
   });
 });
 
