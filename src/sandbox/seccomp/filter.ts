@@ -1,3 +1,4 @@
+import * as os from 'node:os';
 import { assemble, encode, type BpfInstruction, type BpfStep } from './bpf.js';
 import { AUDIT_ARCH, SYSCALL_NUMBERS, X32_SYSCALL_BIT, type SeccompArch, type SyscallName } from './syscalls.js';
 
@@ -121,8 +122,9 @@ export function filterProgram(arch: SeccompArch): BpfInstruction[] {
   return assemble(filterSteps(arch));
 }
 
-/** The kernel name of Node's `process.arch`, when a filter is built for it. */
-export function seccompArchOf(nodeArch: string): SeccompArch | undefined {
+/** The kernel name of Node's `process.arch`, when a filter is built for it (little-endian hosts only). */
+export function seccompArchOf(nodeArch: string, endianness: 'BE' | 'LE' = os.endianness()): SeccompArch | undefined {
+  if (endianness !== 'LE') return undefined;
   if (nodeArch === 'x64') return 'x86_64';
   if (nodeArch === 'arm64') return 'aarch64';
   return undefined;

@@ -215,6 +215,8 @@ describe('the host filter', () => {
     expect(seccompArchOf('x64')).toBe('x86_64');
     expect(seccompArchOf('arm64')).toBe('aarch64');
     expect(hostSeccompFilter('ppc64')).toBeUndefined();
+    // A big-endian arm64 has another arch value and byte order: no filter rather than a wrong one.
+    expect(seccompArchOf('arm64', 'BE')).toBeUndefined();
     expect(hostSeccompFilter('x64')).toEqual(encode(filterProgram('x86_64')));
   });
 });
