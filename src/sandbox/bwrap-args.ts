@@ -19,7 +19,9 @@
  * Everything else (other sessions' folders, the rest of the mount parent, the state folder, home
  * folders, the worker's environment) is absent. The processes get their own PID, IPC, UTS and
  * cgroup namespaces, no capabilities (so nothing can remount a read-only folder), a new terminal
- * session, and die with the worker.
+ * session, and die with the worker. They always get a user namespace of their own (a root worker's
+ * too), in which bubblewrap refuses nested ones where it can (`--disable-userns`); the seccomp
+ * filter (`seccomp/filter.ts`) is handed over by whoever spawns bubblewrap, as a descriptor.
  */
 export interface SandboxView {
   /** System folders, read-only; an entry with `symlinkTo` is recreated as that symlink (merged `/usr`). */
@@ -35,8 +37,10 @@ export interface SandboxView {
   /** Paths to mask, with what they are on the host; only those inside a bound path are masked. */
   hide: ReadonlyArray<{ path: string; kind: 'dir' | 'file' }>;
   network: 'host' | 'none';
-  /** Create a user namespace (bubblewrap needs one when the worker is not root). */
+  /** Create a user namespace (the worker gives every sandbox one, a root worker's too). */
   userNamespace: boolean;
+  /** Refuse user namespaces inside the sandbox (`--disable-userns`, bubblewrap 0.8; needs `userNamespace`). */
+  disableNestedUserNamespaces?: boolean;
   /** The whole environment of the sandbox's first process. */
   env: Readonly<Record<string, string>>;
   /** The program and its arguments. */
@@ -70,6 +74,7 @@ export function maskedPaths(view: SandboxView): Array<{ path: string; kind: 'dir
 export function bwrapArgs(view: SandboxView): string[] {
   const args = ['--die-with-parent', '--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
   if (view.userNamespace) args.push('--unshare-user');
+  if (view.userNamespace && view.disableNestedUserNamespaces === true) args.push('--disable-userns');
   if (view.network === 'none') args.push('--unshare-net');
   args.push('--cap-drop', 'ALL', '--clearenv');
   for (const [name, value] of Object.entries(view.env)) args.push('--setenv', name, value);

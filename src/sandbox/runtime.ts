@@ -6,18 +6,34 @@ import * as path from 'node:path';
 import { coerceError, SandboxUnavailableError } from '../errors.js';
 import type { Logger } from '../internal/logger.js';
 import { bwrapArgs } from './bwrap-args.js';
+import { bwrapFeatures, feedSeccomp, seccompArgs } from './bwrap-features.js';
 import { hostLayout, type HostLayout } from './host-layout.js';
 import type { ResolvedSandboxOptions } from './options.js';
+import { hostSeccompFilter } from './seccomp/filter.js';
 import { sandboxEnvironment } from './tool-env.js';
+
+/**
+ * How the sandbox holds the kernel back, decided with the probe: a user namespace always (for a
+ * root worker too, so that its agents' uid 0 has no capability over the host), nested user
+ * namespaces refused where bubblewrap can (`--disable-userns`, bubblewrap 0.8), and the seccomp
+ * filter of `seccomp/filter.ts` on the architectures it is built for.
+ */
+export interface SandboxKernelHardening {
+  userNamespace: boolean;
+  /** bubblewrap refuses user namespaces inside the sandbox (the filter refuses them in any case). */
+  disableUserns: boolean;
+  /** The encoded seccomp filter bubblewrap installs; `undefined` on an architecture without one. */
+  seccomp: Buffer | undefined;
+}
 
 /** What a worker runs its sessions' tools in, decided once when it starts. */
 export type SandboxRuntime =
-  | { kind: 'bwrap'; bwrap: string; layout: HostLayout; options: ResolvedSandboxOptions; userNamespace: boolean }
+  | ({ kind: 'bwrap'; bwrap: string; layout: HostLayout; options: ResolvedSandboxOptions } & SandboxKernelHardening)
   | { kind: 'none'; chosen: boolean; problem?: string };
 
 /** Whether a sandbox can start on this host, and if not, why and how to fix it. */
 export type SandboxProbe =
-  | { ok: true; bwrap: string; layout: HostLayout; userNamespace: boolean }
+  | ({ ok: true; bwrap: string; layout: HostLayout } & SandboxKernelHardening)
   | { ok: false; reason: SandboxUnavailableError['reason']; problem: string; fix: string };
 
 /** How to install bubblewrap, per distribution. */
@@ -27,7 +43,8 @@ export const BWRAP_INSTALL_FIX =
 const USERNS_FIX =
   'allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ also ' +
   'kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap); in a container, run it with a ' +
-  'seccomp profile that allows clone(CLONE_NEWUSER) and unshare, or put the sandbox around the container instead';
+  'seccomp profile that allows clone(CLONE_NEWUSER) and unshare, or put the sandbox around the container instead; ' +
+  'a worker running as root needs the same (a user namespace, user.max_user_namespaces above 0), no other capability';
 
 const PROBE_TIMEOUT_MS = 15_000;
 
@@ -73,7 +90,11 @@ async function runProbe(platform: string, bwrapPath: string | undefined): Promis
     const err = coerceError(e);
     return { ok: false, reason: 'host_entry_missing', problem: err.message, fix: 'build the package (npm run build)' };
   }
-  const userNamespace = process.getuid?.() !== 0;
+  const hardening: SandboxKernelHardening = {
+    userNamespace: true,
+    disableUserns: (await bwrapFeatures(bwrap)).disableUserns,
+    seccomp: hostSeccompFilter(),
+  };
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-sandbox-probe-'));
   try {
     const args = bwrapArgs({
@@ -84,12 +105,13 @@ async function runProbe(platform: string, bwrapPath: string | undefined): Promis
       readWrite: [],
       hide: [],
       network: 'host',
-      userNamespace,
+      userNamespace: hardening.userNamespace,
+      disableNestedUserNamespaces: hardening.disableUserns,
       env: sandboxEnvironment(process.env, [], dir),
       command: [layout.node, '-e', 'process.exit(0)'],
     });
-    const run = await runBounded(bwrap, args, PROBE_TIMEOUT_MS);
-    if (run.ok) return { ok: true, bwrap, layout, userNamespace };
+    const run = await runBounded(bwrap, args, PROBE_TIMEOUT_MS, hardening.seccomp);
+    if (run.ok) return { ok: true, bwrap, layout, ...hardening };
     return { ok: false, reason: 'probe_failed', problem: `a probe sandbox did not start (${run.problem})`, fix: USERNS_FIX };
   } finally {
     await fsp.rm(dir, { recursive: true, force: true });
@@ -110,7 +132,20 @@ export async function resolveSandbox(
   const probe = await probeSandbox({ bwrapPath: options.bwrapPath, ...(ctx.platform !== undefined ? { platform: ctx.platform } : {}) });
   if (probe.ok) {
     ctx.log.info({ bwrap: probe.bwrap, network: options.network }, 'each session runs its tools in a bubblewrap sandbox');
-    return { kind: 'bwrap', bwrap: probe.bwrap, layout: probe.layout, options, userNamespace: probe.userNamespace };
+    if (probe.seccomp === undefined) {
+      ctx.log.warn(
+        { arch: process.arch },
+        `sandboxes run without a seccomp filter: none is built for ${process.arch} (x64 and arm64 only); io_uring, keyctl, ptrace and the mount API stay open to the agent`,
+      );
+    }
+    if (!probe.disableUserns) {
+      ctx.log.warn(
+        { bwrap: probe.bwrap },
+        `${probe.bwrap} has no --disable-userns (bubblewrap before 0.8): only the seccomp filter keeps the agent from nested user namespaces; upgrade bubblewrap`,
+      );
+    }
+    const { userNamespace, disableUserns, seccomp } = probe;
+    return { kind: 'bwrap', bwrap: probe.bwrap, layout: probe.layout, options, userNamespace, disableUserns, seccomp };
   }
   if (options.mode === 'bwrap') {
     throw new SandboxUnavailableError(probe.reason, `sandbox: 'bwrap' cannot start a sandbox: ${probe.problem}. Fix: ${probe.fix}`);
@@ -145,9 +180,17 @@ function isExecutable(p: string): boolean {
   }
 }
 
-function runBounded(cmd: string, args: string[], timeoutMs: number): Promise<{ ok: true } | { ok: false; problem: string }> {
+function runBounded(
+  cmd: string,
+  args: string[],
+  timeoutMs: number,
+  seccomp: Buffer | undefined,
+): Promise<{ ok: true } | { ok: false; problem: string }> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env: {} });
+    // fd 3 carries the seccomp filter, so the probe starts under it as every session does.
+    const withFilter = seccomp === undefined ? args : [...seccompArgs(3), ...args];
+    const child = spawn(cmd, withFilter, { stdio: ['ignore', 'ignore', 'pipe', seccomp === undefined ? 'ignore' : 'pipe'], env: {} });
+    if (seccomp !== undefined) feedSeccomp(child.stdio[3] as NodeJS.WritableStream | null, seccomp);
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-1_000)));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);

@@ -101,12 +101,14 @@ export class SessionSandbox {
       hide: hideKinds([...spec.hide, ...options.hidePaths]),
       network: options.network,
       userNamespace: this.#runtime.userNamespace,
+      disableNestedUserNamespaces: this.#runtime.disableUserns,
       env: sandboxEnvironment(process.env, options.env, spec.workdir),
       command: [layout.node, layout.hostEntry],
     };
     this.#host = new ToolHostProcess({
       bwrap: this.#runtime.bwrap,
       args: bwrapArgs(view),
+      seccomp: this.#runtime.seccomp,
       init: {
         t: 'init',
         workdir: spec.workdir,

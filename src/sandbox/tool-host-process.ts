@@ -2,6 +2,7 @@ import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import * as fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../internal/logger.js';
+import { feedSeccomp, seccompArgs } from './bwrap-features.js';
 import { encodeLine, LineDecoder, type HostInit, type ToolContent, type WorkerMessage } from './protocol.js';
 
 /** How a call in the sandbox ended. `failed`: the host could not answer it (it died, hung or broke the protocol). */
@@ -46,12 +47,17 @@ export class ToolHostProcess {
   #closing = false;
   #ready: Promise<string | undefined>;
 
-  constructor(spec: { bwrap: string; args: string[]; init: HostInit; log: Logger }) {
+  /** `seccomp`: the encoded filter bubblewrap installs in the sandbox (none when undefined). */
+  constructor(spec: { bwrap: string; args: string[]; init: HostInit; log: Logger; seccomp?: Buffer | undefined }) {
     this.#log = spec.log;
     // fd 3 is bubblewrap's --info-fd: it reports the host-side pid of the sandbox's init.
+    // fd 4 (with a filter) carries the seccomp filter; bubblewrap closes it once read.
     // bubblewrap's own processes (the sandbox's init among them, whose /proc entry the agent can
     // read) start with an empty environment: the worker's never enters the sandbox, not even there.
-    this.#child = spawnClosingInherited(spec.bwrap, ['--info-fd', '3', ...spec.args], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {} });
+    const filter = spec.seccomp === undefined ? [] : seccompArgs(4);
+    const stdio: 'pipe'[] = Array.from({ length: spec.seccomp === undefined ? 4 : 5 }, () => 'pipe');
+    this.#child = spawnClosingInherited(spec.bwrap, ['--info-fd', '3', ...filter, ...spec.args], { stdio, env: {} });
+    if (spec.seccomp !== undefined) feedSeccomp(this.#child.stdio[4] as NodeJS.WritableStream | null, spec.seccomp);
     this.#exited = new Promise((resolve) => this.#child.once('close', () => resolve()));
     let info = '';
     const infoStream = this.#child.stdio[3] as NodeJS.ReadableStream | null;

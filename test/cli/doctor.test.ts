@@ -11,6 +11,8 @@ import {
   apiFix,
   checkBash,
   checkSandbox,
+  checkSeccomp,
+  checkUserNamespace,
   checkClock,
   checkEnv,
   checkMountParent,
@@ -18,6 +20,7 @@ import {
   checkPosix,
   runChecks,
   type DoctorProbes,
+  type SandboxKernelCheckInput,
 } from '../../src/cli/doctor/checks.js';
 import { doctorCommand } from '../../src/cli/doctor/command.js';
 import { EXIT } from '../../src/cli/exit-codes.js';
@@ -41,6 +44,17 @@ function runDoctor(command: Command, argv: string[], io: CliIo): Promise<number>
   return runCli(['doctor', ...argv], io, [command]);
 }
 
+/** A probe sandbox with its own user namespace, nested ones refused, the filter installed. */
+const hardened: SandboxKernelCheckInput = {
+  ran: true,
+  arch: 'x64',
+  filterBuilt: true,
+  seccompMode: 2,
+  uidMap: '0 0 1',
+  ownUserNamespace: true,
+  disableUserns: true,
+};
+
 const healthy: DoctorProbes = {
   platform: () => 'linux',
   nodeVersion: () => 'v22.11.0',
@@ -51,6 +65,7 @@ const healthy: DoctorProbes = {
   api: async () => ({ ok: true, latencyMs: 12, serverDate: new Date(1_700_000_000_000).toUTCString() }),
   nowMs: () => 1_700_000_000_000,
   sandbox: async () => ({ ok: true, bwrap: '/usr/bin/bwrap' }),
+  sandboxKernel: async () => hardened,
 };
 
 describe('single checks', () => {
@@ -95,6 +110,46 @@ describe('single checks', () => {
         }),
       status: 'warn',
       fixIncludes: 'Allow unprivileged user namespaces',
+    },
+    {
+      description: 'a sandbox with its own user namespace and --disable-userns passes',
+      result: () => checkUserNamespace(hardened),
+      status: 'pass',
+    },
+    {
+      description: 'a bubblewrap without --disable-userns warns and names the upgrade',
+      result: () => checkUserNamespace({ ...hardened, disableUserns: false }),
+      status: 'warn',
+      fixIncludes: 'bubblewrap to 0.8',
+    },
+    {
+      description: "a sandbox in the worker's user namespace warns",
+      result: () => checkUserNamespace({ ...hardened, ownUserNamespace: false, uidMap: '0 0 4294967295' }),
+      status: 'warn',
+      fixIncludes: 'max_user_namespaces',
+    },
+    {
+      description: 'no probe sandbox skips the user namespace row',
+      result: () => checkUserNamespace({ ran: false, problem: 'no bwrap' }),
+      status: 'skip',
+    },
+    { description: 'Seccomp: 2 inside passes', result: () => checkSeccomp(hardened), status: 'pass' },
+    {
+      description: 'Seccomp: 0 inside warns',
+      result: () => checkSeccomp({ ...hardened, seccompMode: 0 }),
+      status: 'warn',
+      fixIncludes: 'CONFIG_SECCOMP_FILTER',
+    },
+    {
+      description: 'an architecture without a filter warns',
+      result: () => checkSeccomp({ ...hardened, arch: 'ppc64', filterBuilt: false, seccompMode: 0 }),
+      status: 'warn',
+      fixIncludes: 'x86_64 or aarch64',
+    },
+    {
+      description: 'no probe sandbox skips the filter row',
+      result: () => checkSeccomp({ ran: false, problem: 'no bwrap' }),
+      status: 'skip',
     },
     { description: 'Node 18 fails', result: () => checkNode('v18.20.0'), status: 'fail', fixIncludes: 'Node 22' },
     { description: 'Node 20 warns about the glob tool', result: () => checkNode('v20.19.0'), status: 'warn', fixIncludes: 'glob' },
@@ -152,6 +207,8 @@ describe('runChecks', () => {
       'case_sensitive',
       'bash',
       'sandbox',
+      'user_namespace',
+      'seccomp',
       'node',
       'env',
       'api',
@@ -211,7 +268,7 @@ describe('the doctor command', () => {
     expect(code).toBe(EXIT.OK);
     const parsed = JSON.parse(io.out) as { ok: boolean; checks: Array<{ id: string }> };
     expect(parsed.ok).toBe(true);
-    expect(parsed.checks).toHaveLength(10);
+    expect(parsed.checks).toHaveLength(12);
   });
 
   it('passes its host checks for real in a writable temp folder', async () => {
@@ -233,6 +290,11 @@ describe('the doctor command', () => {
       detail: '--offline (not set: ANTHROPIC_ENVIRONMENT_ID, ANTHROPIC_ENVIRONMENT_KEY)',
     });
     expect(['pass', 'warn']).toContain(status['case_sensitive']);
+    // Where a sandbox starts (this Linux host), its user namespace and filter are seen from inside.
+    if (status['sandbox'] === 'pass' && ['x64', 'arm64'].includes(process.arch)) {
+      expect(status).toMatchObject({ user_namespace: 'pass', seccomp: 'pass' });
+      expect(checks.find((c) => c.id === 'seccomp')).toMatchObject({ detail: expect.stringContaining('Seccomp: 2') });
+    }
     // The probes clean up after themselves.
     expect(await fs.readdir(dir)).toEqual([]);
   });

@@ -60,8 +60,18 @@ describe('bwrapArgs', () => {
   it.each([
     { what: "network 'none' unshares the network", view: { network: 'none' as const }, has: '--unshare-net' },
     { what: 'a non-root worker gets a user namespace', view: { userNamespace: true }, has: '--unshare-user' },
+    {
+      what: 'nested user namespaces are refused in the user namespace',
+      view: { userNamespace: true, disableNestedUserNamespaces: true },
+      has: '--disable-userns',
+    },
   ])('$what', ({ view, has }) => {
     expect(bwrapArgs({ ...base, ...view })).toContain(has);
+  });
+
+  it('asks for --disable-userns only with a user namespace, which bubblewrap requires for it', () => {
+    expect(bwrapArgs({ ...base, userNamespace: false, disableNestedUserNamespaces: true })).not.toContain('--disable-userns');
+    expect(bwrapArgs({ ...base, userNamespace: true })).not.toContain('--disable-userns');
   });
 
   it('starts the command in the workdir, after the options', () => {

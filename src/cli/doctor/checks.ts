@@ -43,7 +43,22 @@ export interface DoctorProbes {
   nowMs(): number;
   /** Whether a per-session bubblewrap sandbox starts here: found, and a probe sandbox ran. */
   sandbox(): Promise<SandboxCheckInput>;
+  /** What a probe sandbox saw of the kernel from inside: its seccomp mode, its user namespace. */
+  sandboxKernel(): Promise<SandboxKernelCheckInput>;
 }
+
+/** What the kernel probe found, for {@link checkUserNamespace} and {@link checkSeccomp}. */
+export type SandboxKernelCheckInput =
+  | { ran: false; problem: string }
+  | {
+      ran: true;
+      arch: string;
+      filterBuilt: boolean;
+      seccompMode: number | undefined;
+      uidMap: string;
+      ownUserNamespace: boolean;
+      disableUserns: boolean;
+    };
 
 /** What the sandbox probe found, for {@link checkSandbox}. */
 export type SandboxCheckInput =
@@ -73,6 +88,8 @@ export async function runChecks(probes: DoctorProbes, input: DoctorInput): Promi
   results.push(await checkCaseSensitivity(probes, input.mountParent, parentState));
   results.push(checkBash(await probes.isExecutable('/bin/bash')));
   results.push(checkSandbox(await probes.sandbox()));
+  const kernel = await probes.sandboxKernel();
+  results.push(checkUserNamespace(kernel), checkSeccomp(kernel));
   results.push(checkNode(probes.nodeVersion()));
   results.push(checkEnv(input));
   const api = await checkApi(probes, input);
@@ -170,6 +187,64 @@ export function checkSandbox(probe: SandboxCheckInput): CheckResult {
     detail: `bubblewrap ${found}: ${probe.problem}; sessions' tools would run in the worker process`,
     fix: `${probe.fix.charAt(0).toUpperCase()}${probe.fix.slice(1)}.`,
   };
+}
+
+/**
+ * The sandbox's user namespace: every sandbox gets one (a root worker's too, so its agents' uid 0
+ * holds no capability over the host), and nested ones are refused: by bubblewrap 0.8's
+ * `--disable-userns`, and by the seccomp filter. Without the former, the filter alone holds.
+ */
+export function checkUserNamespace(probe: SandboxKernelCheckInput): CheckResult {
+  const base = { id: 'user_namespace', title: 'sandbox user namespace, nested ones refused' };
+  if (!probe.ran) return { ...base, status: 'skip', detail: `no probe sandbox: ${probe.problem}`, fix: '' };
+  if (!probe.ownUserNamespace) {
+    return {
+      ...base,
+      status: 'warn',
+      detail: `the probe sandbox shares the worker's user namespace (uid map ${probe.uidMap})`,
+      fix: 'Allow user namespaces (user.max_user_namespaces above 0; in a container, a seccomp profile that allows them).',
+    };
+  }
+  const filter = probe.seccompMode === 2;
+  if (!probe.disableUserns) {
+    return {
+      ...base,
+      status: 'warn',
+      detail:
+        `own user namespace (uid map ${probe.uidMap}); bubblewrap has no --disable-userns (before 0.8), so ` +
+        (filter ? 'only the seccomp filter refuses nested user namespaces' : 'nothing refuses nested user namespaces'),
+      fix: 'Upgrade bubblewrap to 0.8 or later (Debian 12, Ubuntu 24.04, Fedora 38 and later ship it).',
+    };
+  }
+  return {
+    ...base,
+    status: 'pass',
+    detail: `own user namespace (uid map ${probe.uidMap}); nested ones refused by bubblewrap (--disable-userns)${filter ? ' and the seccomp filter' : ''}`,
+    fix: '',
+  };
+}
+
+/** The sandbox's seccomp filter, seen from inside a probe sandbox (`Seccomp: 2` in /proc/self/status). */
+export function checkSeccomp(probe: SandboxKernelCheckInput): CheckResult {
+  const base = { id: 'seccomp', title: 'sandbox seccomp filter' };
+  if (!probe.ran) return { ...base, status: 'skip', detail: `no probe sandbox: ${probe.problem}`, fix: '' };
+  if (!probe.filterBuilt) {
+    return {
+      ...base,
+      status: 'warn',
+      detail: `no filter is built for ${probe.arch} (x64 and arm64 only): io_uring, keyctl, ptrace and the mount API stay open to agents`,
+      fix: 'Run the worker on x86_64 or aarch64 for the filter, or only run trusted agents on this host.',
+    };
+  }
+  if (probe.seccompMode !== 2) {
+    return {
+      ...base,
+      status: 'warn',
+      detail: `the probe sandbox runs without a filter (Seccomp: ${probe.seccompMode ?? 'unreadable'})`,
+      fix: 'Use a kernel built with CONFIG_SECCOMP_FILTER.',
+    };
+  }
+  return { ...base, status: 'pass', detail: `applied in a probe sandbox (Seccomp: 2, ${probe.arch})`, fix: '' };
 }
 
 export function checkNode(version: string): CheckResult {

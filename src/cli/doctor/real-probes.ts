@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { statusOf } from '../../api/classify.js';
+import { probeSandboxKernel } from '../../sandbox/kernel-probe.js';
 import { probeSandbox } from '../../sandbox/runtime.js';
 import { headersOption } from '../custom-headers.js';
 import type { DirState, DoctorProbes } from './checks.js';
@@ -47,6 +48,7 @@ export const realProbes: DoctorProbes = {
     const probe = await probeSandbox();
     return probe.ok ? { ok: true, bwrap: probe.bwrap } : { ok: false, reason: probe.reason, problem: probe.problem, fix: probe.fix };
   },
+  sandboxKernel: () => probeSandboxKernel(),
 };
 
 async function noFollow(): Promise<{ ok: boolean; detail: string }> {
