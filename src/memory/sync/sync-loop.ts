@@ -77,6 +77,8 @@ export type SyncWrapper = (phase: SyncPhase, run: () => Promise<SyncReport>) => 
  *   last tool call of a turn reaches the store within one interval;
  * - `beforeToolCall` runs a due sync first (or waits for the running one), so the agent does not
  *   read a memory already known to be stale;
+ * - `sessionIdle` (the turn ended) uploads the changed files at once, push-only, bounded by
+ *   `finalFlushMs`; it does not move the next sync;
  * - a sync reconciles all stores in parallel; one failed file or store never fails the pass, it is
  *   counted in `errors` and retried next sync; `syncNow` rejects only when its own signal aborts;
  * - a store whose marker is missing or altered is skipped with a warning; a folder wiped
@@ -149,6 +151,16 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       log: this.#log,
       closed: () => this.#closed(),
       run: (phase, signal) => wrapSync(phase, () => this.#syncAll(phase, signal)),
+      pushBoundMs: finalFlushMs,
+      push: async (signal) => {
+        try {
+          return await wrapSync('flush', () => this.#syncAll('flush', signal));
+        } finally {
+          // What such a push scanned is stale by the end of the session: only the finish's own
+          // flush may hand its scan to the check for unsaved files.
+          for (const pass of this.#passes) pass.takeSettledScan();
+        }
+      },
     });
   }
 
@@ -163,6 +175,14 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
 
   afterToolCall(): void {
     this.#scheduler.afterToolCall();
+  }
+
+  /**
+   * The session went idle (the agent's turn ended): the files changed since the last sync go up
+   * now, in a push-only pass bounded by `finalFlushMs`, instead of with the next sync. Never throws.
+   */
+  sessionIdle(): void {
+    this.#scheduler.sessionIdle();
   }
 
   /**
