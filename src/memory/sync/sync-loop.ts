@@ -79,6 +79,8 @@ export type SyncWrapper = (phase: SyncPhase, run: () => Promise<SyncReport>) => 
  *   read a memory already known to be stale;
  * - `sessionIdle` (the turn ended) uploads the changed files at once, push-only, bounded by
  *   `finalFlushMs`; it does not move the next sync;
+ * - after `callStopped` (a tool call was stopped or timed out), the files the next scan finds
+ *   missing are put back from the store while they stay missing, never deleted there;
  * - a sync reconciles all stores in parallel; one failed file or store never fails the pass, it is
  *   counted in `errors` and retried next sync; `syncNow` rejects only when its own signal aborts;
  * - a store whose marker is missing or altered is skipped with a warning; a folder wiped
@@ -175,6 +177,16 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
 
   afterToolCall(): void {
     this.#scheduler.afterToolCall();
+  }
+
+  /**
+   * A tool call was stopped or timed out (call it before that call's {@link afterToolCall}): it may
+   * have moved memory files away half-way, so every file of a store the next scan finds missing is
+   * put back from the store while it stays missing, never deleted there. Never throws.
+   */
+  callStopped(): void {
+    const atMs = this.#clock.now();
+    for (const pass of this.#passes) pass.callStopped(atMs);
   }
 
   /**
