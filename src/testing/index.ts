@@ -8,6 +8,7 @@ export type {
   CreateSessionOptions,
   CreateSkillOptions,
   SessionSkillOptions,
+  SessionSubagentOptions,
   SkillHandle,
   SessionResourceOptions,
   SessionOutcome,
@@ -22,6 +23,7 @@ export type { EmulatorEvents, EnvironmentType } from './emulator/state.js';
 export type { MemoryObject, MemoryPrefixObject, MemoryStoreObject, MemoryWrite } from './emulator/model/memory-store.js';
 export type { SessionEvent, SessionStatus, ToolResultRecord, MemoryAccess, AgentSkillReference } from './emulator/model/session.js';
 export type { SkillFiles, SkillVersionObject } from './emulator/model/skill.js';
+export type { MultiagentListing } from './emulator/model/multiagent.js';
 export type { WorkState, HeartbeatObject, WorkObject } from './emulator/model/work-queue.js';
 export type { ApiErrorType } from './emulator/errors.js';
 export {

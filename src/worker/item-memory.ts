@@ -88,6 +88,15 @@ export class ItemMemory {
     return this.#loop;
   }
 
+  /** The session went idle (the agent's turn ended): its changed memory files go up now. Never throws. */
+  sessionIdle(): void {
+    try {
+      this.#loop?.sessionIdle?.();
+    } catch (e) {
+      this.#log.warn({ error: errorSummary(coerceError(e)) }, 'memory push on idle could not start; the next sync uploads the changes');
+    }
+  }
+
   /** Take every mount path of the session's stores, waiting while another session holds one. */
   async lockPaths(signal: AbortSignal): Promise<void> {
     const { settings, session, workId } = this.#o;

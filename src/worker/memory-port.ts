@@ -44,6 +44,8 @@ export interface MounterView extends EventEmitter<MemoryEventMap> {
 
 export interface SyncLoopView extends EventEmitter<MemoryEventMap>, ToolCallHooks {
   finish(opts: { clean: boolean; signal?: AbortSignal }): Promise<FinishReport>;
+  /** The session went idle (the agent's turn ended): push changed files now. Optional; never throws. */
+  sessionIdle?(): void;
 }
 
 export interface MemoryPort {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { setupSkills, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { ConfigError, coerceError } from '../errors.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
+import { agentMayHaveSkills } from './agent-skills.js';
 
 /** Runs under way per session tool folder in one worker: the count each folder's runs share. */
 export type SessionFolderCounts = Map<string, number>;
@@ -22,7 +23,7 @@ export class ToolFolder {
   readonly #counts: SessionFolderCounts | undefined;
   readonly #own: boolean;
   #cleanupSkills: () => Promise<void> = async () => {};
-  /** The session has skills, so `skills/` is the worker's to write and clean. */
+  /** The session's agent or one of its subagents has skills, so `skills/` is the worker's to write and clean. */
   #hasSkills = false;
   #left = false;
 
@@ -88,7 +89,8 @@ export class ToolFolder {
    * session) may have left a symlink at `skills`: followed, it would make the worker delete and
    * write wherever it points (another tenant's store among them). Whatever is at `skills` and is
    * not a plain folder is first moved aside, under a name that says so, and the setup then makes
-   * a plain one.
+   * a plain one. The guard runs whenever the setup may write there: the agent's own skills, and
+   * its subagents' (a multi-agent session's), which some SDK versions download too.
    */
   async setUpSkills(
     context: AgentToolContext,
@@ -96,7 +98,7 @@ export class ToolFolder {
     setUp: (context: AgentToolContext) => Promise<() => Promise<void>> = setupSkills,
   ): Promise<void> {
     try {
-      this.#hasSkills = (context.session?.agent?.skills?.length ?? 0) > 0;
+      this.#hasSkills = agentMayHaveSkills(context.session?.agent);
       if (this.#hasSkills) await plainFolderOrMovedAside(path.join(this.path, 'skills'), log, "before the session's skills were set up");
       this.#cleanupSkills = await setUp(context);
     } catch (e) {

@@ -2,10 +2,12 @@ import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib
 import { abortReason, onAbort } from '../internal/abort.js';
 import type { Logger } from '../internal/logger.js';
 
-/** The part of the sync loop a tool call triggers. Both are "never throw". */
+/** The part of the sync loop a tool call triggers. All are "never throw". */
 export interface ToolCallHooks {
   beforeToolCall(): Promise<void>;
   afterToolCall(): void;
+  /** The call was stopped or timed out (called before its `afterToolCall`): it may have moved files away half-way. */
+  callStopped?(): void;
 }
 
 type ToolOutput = Awaited<ReturnType<BetaRunnableTool['run']>>;
@@ -277,9 +279,15 @@ export class ToolGuard {
     const hooks = await held(this.#hooks, context?.signal ?? undefined);
     if (hooks) await hooks.beforeToolCall();
     this.#runs++;
+    let failed = false;
     try {
       return await tool.run(args, context);
+    } catch (e) {
+      failed = true;
+      throw e;
     } finally {
+      // Stopped or timed out, as the runner sees it: the call's signal aborted and it ended in an error.
+      if (failed && context?.signal?.aborted === true) hooks?.callStopped?.();
       hooks?.afterToolCall();
     }
   }

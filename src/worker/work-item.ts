@@ -36,6 +36,7 @@ import type { PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
 import { scopedClient } from './scoped-client.js';
 import { SendRetryWindow } from './send-retry-window.js';
+import { endsTurn, tappingSessionEvents } from './session-events-tap.js';
 import { stopServedWork } from './stop-work.js';
 import { ToolFolder, type SessionFolderCounts } from './tool-folder.js';
 import { type ToolCallRecord, ToolGuard } from './tool-guard.js';
@@ -423,7 +424,8 @@ async function serve(
           }, earlyWaitMs);
       try {
         const runner = new SessionToolRunner(sessionId, {
-          client: item.client,
+          // With memory, the end of each turn pushes the changed files at once.
+          client: memory ? tappingSessionEvents(item.client, (ev) => endsTurn(ev) && memory.sessionIdle()) : item.client,
           // A runner closes its tools when it ends; a replaced one ran none, and the next needs them.
           tools: mounted ? tools : tools.map((t) => closedUnless(t, replaced)),
           ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),

@@ -4,7 +4,9 @@
  * to the newest) and `…/content` a tar archive with one wrapper folder that the SDK's own
  * `setupSkills` extracts to `<workdir>/skills/<name>/`; the console key, any environment key and
  * the sessions token of a session whose agent has the skill are accepted with no beta header;
- * other tokens get 403, unknown credentials 401, unknown skills/versions 404; faults apply.
+ * other tokens get 403, unknown credentials 401, unknown skills/versions 404; faults apply. A
+ * multi-agent session lists its subagents (with their own skills) on `agent.multiagent` in the
+ * shapes the SDK types, and its token may read its subagents' skills too.
  * All through the real SDK client.
  */
 import * as fsp from 'node:fs/promises';
@@ -63,6 +65,39 @@ describe('a session with a skill', () => {
     expect(agentSkills[1]).toEqual({ skill_id: skill.skillId, type: 'custom', version: 'latest' });
     const v = await emu.client().beta.skills.versions.retrieve('latest', { skill_id: agentSkills[0]!.skill_id });
     expect(v.name).toBe('inline-one');
+  });
+});
+
+describe('a multi-agent session whose subagents carry skills', () => {
+  it('lists them on agent.multiagent in each shape the SDK types, and lets the sessions token read their skills', async () => {
+    const sub = emu.createSkill({ name: 'sub-only', files: { 'SKILL.md': 'sub' } });
+    const ref = { skill_id: sub.skillId, type: 'custom', version: sub.versionId };
+    const created = await emu.createSession({ subagents: [{ name: 'researcher', skills: [{ skillId: sub.skillId }] }] });
+    const coordinator = (await emu.client().beta.sessions.retrieve(created.sessionId)).agent;
+    expect(coordinator.skills).toEqual([]);
+    expect(coordinator.multiagent).toEqual({
+      type: 'coordinator',
+      agents: [expect.objectContaining({ type: 'agent', name: 'researcher', skills: [ref], id: expect.stringMatching(/^agent_/) })],
+    });
+    const multi = coordinator.multiagent!;
+    expect(multi.type === 'coordinator' && 'multiagent' in multi.agents[0]!).toBe(false);
+    const token = bearer(emu.sessionsToken(created.workId)!);
+    expect((await token.beta.skills.versions.retrieve(sub.versionId, { skill_id: sub.skillId })).name).toBe('sub-only');
+    await expectApiError(token.beta.skills.versions.retrieve('latest', { skill_id: skill.skillId }), 403, 'permission_error');
+
+    for (const member of ['subagents', 'workflows'] as const) {
+      const s = await emu.createSession({ multiagent: member, subagents: [{ skills: [{ skillId: sub.skillId }] }] });
+      const multiagent = (await emu.client().beta.sessions.retrieve(s.sessionId)).agent.multiagent;
+      const other = member === 'subagents' ? 'workflows' : 'subagents';
+      expect(multiagent).toMatchObject({
+        type: 'multiagent_20261001',
+        advisor: { type: 'disabled' },
+        [member]: { type: 'enabled', inline_agents: { type: 'disabled' }, predefined_agents: [{ name: 'subagent 1', skills: [ref] }] },
+        [other]: { type: 'disabled' },
+      });
+      const t = bearer(emu.sessionsToken(s.workId)!);
+      expect((await t.beta.skills.versions.retrieve('latest', { skill_id: sub.skillId })).id).toBe(sub.versionId);
+    }
   });
 });
 

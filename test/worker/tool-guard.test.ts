@@ -1,6 +1,7 @@
 // Pins the tool guard: a tool runs at most once per tool_use id (a replay gets the recorded result
 // or error back), concurrent calls for one id share one run, calls without an id always run, and
-// each real run is bracketed by the sync hooks (before awaited first, after called once).
+// each real run is bracketed by the sync hooks (before awaited first, after called once), and a run
+// whose signal aborted and that ended in an error is reported stopped to the hooks before its end.
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -255,5 +256,55 @@ describe('ToolCallRecord, kept until posted and bounded in bytes', () => {
     expect(calls() - before).toBe(0);
     await other.wrap(tool).run({}, ctx('tu_0'));
     expect(calls() - before).toBe(1);
+  });
+});
+
+describe('a call that was stopped or timed out', () => {
+  /** Hooks recording their calls in order. */
+  function recordingHooks(): { hooks: { beforeToolCall(): Promise<void>; afterToolCall(): void; callStopped(): void }; log: string[] } {
+    const log: string[] = [];
+    return {
+      log,
+      hooks: {
+        beforeToolCall: async () => void log.push('before'),
+        afterToolCall: () => void log.push('after'),
+        callStopped: () => void log.push('stopped'),
+      },
+    };
+  }
+  const withSignal = (id: string, signal: AbortSignal) => ({ ...(ctx(id) as object), signal }) as never;
+
+  const rows: Array<{ description: string; aborted: boolean; throws: boolean; expected: string[] }> = [
+    {
+      description: 'its signal aborted and it ended in an error: the hooks hear it stopped, before the end',
+      aborted: true,
+      throws: true,
+      expected: ['before', 'stopped', 'after'],
+    },
+    {
+      description: 'its signal aborted but it returned a result: not stopped (it finished its work)',
+      aborted: true,
+      throws: false,
+      expected: ['before', 'after'],
+    },
+    { description: 'it failed on its own (no abort): not stopped', aborted: false, throws: true, expected: ['before', 'after'] },
+  ];
+  it.each(rows)('$description', async ({ aborted, throws, expected }) => {
+    const { hooks, log } = recordingHooks();
+    const ctrl = new AbortController();
+    const tool = {
+      name: 'bash',
+      input_schema: { type: 'object' },
+      run: async () => {
+        if (aborted) ctrl.abort();
+        if (throws) throw new Error('killed');
+        return 'done';
+      },
+    } as unknown as BetaRunnableTool;
+    const wrapped = new ToolGuard({ logger, hooks }).wrap(tool);
+    const outcome = wrapped.run({}, withSignal('tu_1', ctrl.signal));
+    if (throws) await expect(outcome).rejects.toThrow('killed');
+    else await expect(outcome).resolves.toBe('done');
+    expect(log).toEqual(expected);
   });
 });

@@ -74,7 +74,7 @@ describe('OpenTelemetry spans of a work item', () => {
         // Past the 5 s interval: the next tool call runs a sync first (one upload, one pull).
         { sleepMs: 5_300 },
         { tool: 'read', input: { file_path: path.join(prefsDir, 'tone.md') } },
-        { tool: 'write', input: { file_path: path.join(prefsDir, 'last.md'), content: 'saved by the final sync' } },
+        { tool: 'write', input: { file_path: path.join(prefsDir, 'last.md'), content: 'saved at the end of the turn' } },
       ],
     });
     const worker = h.worker({ client: tracedClient({ tracerProvider: kit.provider }) });
@@ -152,7 +152,7 @@ describe('OpenTelemetry spans of a work item', () => {
     ]);
     for (const tool of toolSpans) expect(allNodes(tool).filter((n) => n.name.startsWith('anthropic.memory_stores.'))).toEqual([]);
 
-    // Finish: the final sync saves the last write, the flush has nothing left, no cut-off.
+    // Finish: the flush has nothing left, no cut-off.
     const finish = only(top, 'memory.finish');
     expect(finish.attributes).toMatchObject({
       'memory.finish.clean': true,
@@ -160,10 +160,17 @@ describe('OpenTelemetry spans of a work item', () => {
       'memory.flush.pending_uploads': 0,
       'memory.folders.removed': 2,
     });
-    expect(only(finish.children, 'memory.final_sync').attributes).toMatchObject({ 'memory.sync.phase': 'final', 'memory.sync.uploads': 1 });
+    // The last write goes up once: with the push when the session goes idle after its turn, or with
+    // the final sync when the session terminated first (the script terminates right after the idle).
+    const finalSync = only(finish.children, 'memory.final_sync');
+    const idlePushes = named(top, 'memory.flush');
+    expect(idlePushes.length).toBeLessThanOrEqual(1);
+    const savedBy = [finalSync, ...idlePushes].filter((s) => s.attributes['memory.sync.uploads'] === 1);
+    expect(savedBy).toHaveLength(1);
+    expect(finalSync.attributes).toMatchObject({ 'memory.sync.phase': 'final' });
     expect(only(finish.children, 'memory.flush').attributes).toMatchObject({ 'memory.sync.phase': 'flush', 'memory.sync.uploads': 0 });
-    // The final sync's requests nest under the finish span.
-    expect(allNodes(finish).some((n) => n.name === 'anthropic.memory_stores.memories.create')).toBe(true);
+    // The upload's request nests under the span that made it.
+    expect(allNodes(savedBy[0]!).some((n) => n.name === 'anthropic.memory_stores.memories.create')).toBe(true);
     // Our spans carry this library's scope.
     expect(mount.span.instrumentationScope.name).toBe('managed-agents-worker');
   }, 60_000);

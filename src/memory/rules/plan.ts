@@ -31,6 +31,7 @@ import { assertNever } from '../../internal/assert-never.js';
 import { checkRelPath } from './paths.js';
 import type { BaselineEntry, MemoryDeleteMode, StoreSyncState } from './types.js';
 import { pathEntry } from './path-record.js';
+import { isMarkedForRestore } from './restore-rule.js';
 
 /**
  * Local view of one path, produced by the local scan. Unchanged files are not read: the stat
@@ -123,6 +124,8 @@ export type PullReason =
   | 'conflict'
   /** The local file was deleted, but the store changed meanwhile: the store's version comes back. */
   | 'restore'
+  /** A tool call that was stopped or timed out may have moved the file away: the store's version is put back. */
+  | 'put-back'
   /** The whole folder was wiped: everything is downloaded again instead of deleted remotely. */
   | 'redownload';
 
@@ -347,7 +350,8 @@ interface DeleteCandidate {
  * - only R changed: pull. Only L changed: upload (update with precondition, or create). Both
  *   changed: the store wins (conflict pull);
  * - L deleted, R unchanged: remote delete once a later sync (or the final one) confirms it, per
- *   deletion mode, capped per sync; L deleted, R changed: restore;
+ *   deletion mode, capped per sync; L deleted, R changed: restore; L missing since a tool call was
+ *   stopped or timed out (marked, see `restore-rule.ts`): put back, never deleted;
  * - R deleted, L unchanged: delete the local file; R deleted, L edited: re-create (writable) or
  *   delete the local file (read-only);
  * - read-only store: never upload, never delete remotely; a local edit or deletion is reported
@@ -478,6 +482,9 @@ export function planSync(input: PlanInput): SyncPlan {
         if (wiped) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'redownload' };
         // Deleted locally but changed in the store meanwhile: the store wins, the file comes back.
         if (rr.sha !== bb.sha || rr.id !== bb.id) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'restore' };
+        // Missing since a tool call was stopped or timed out, which may have moved it away: put
+        // back, never deleted (whatever the deletion mode).
+        if (isMarkedForRestore(state, path)) return { kind: 'pull', path, id: rr.id, sha: rr.sha, why: 'put-back' };
         // A deletion already reported as not synced (read-only, log_only, disabled) stays as is.
         if (f.refusedFingerprint === DELETED_FINGERPRINT) return { kind: 'noop', path };
         // Read-only: never delete remotely; report once and leave the file missing.

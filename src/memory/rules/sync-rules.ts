@@ -10,6 +10,7 @@ import type { RemoteEntry } from './plan.js';
 import { isPathConflictReason } from './path-conflict.js';
 import type { StoreSyncState } from './types.js';
 import { setPathKey, pathEntry } from './path-record.js';
+import { isMarkedForRestore } from './restore-rule.js';
 
 /** The listing as the planner sees it. */
 export interface RemoteView<M> {
@@ -208,17 +209,18 @@ export function skipFix(kind: SkippedEntry['kind'], where: string): string {
 
 /**
  * The deletions a clean end hands to the next session of the store: every baseline file found gone
- * (`gone`) and not refused. A folder emptied whole (every baseline file gone, at least two) is a
+ * (`gone`), not refused and not marked to be put back. A folder emptied whole (every baseline file gone, at least two) is a
  * wipe, never a mass deletion: nothing is carried then.
  */
 export function carriedDeletes(
-  state: Pick<StoreSyncState, 'baseline' | 'refused'>,
+  state: Pick<StoreSyncState, 'baseline' | 'refused' | 'restore'>,
   gone: ReadonlySet<string>,
 ): Record<string, { id: string; sha: string }> {
   const carried: Record<string, { id: string; sha: string }> = {};
   const baseline = Object.entries(state.baseline);
   for (const [rel, base] of baseline) {
-    if (Object.hasOwn(state.refused, rel) || !gone.has(rel)) continue;
+    // A file a stopped call may have moved away was never deleted by the agent: never carried.
+    if (Object.hasOwn(state.refused, rel) || !gone.has(rel) || isMarkedForRestore(state, rel)) continue;
     setPathKey(carried, rel, { id: base.id, sha: base.sha });
   }
   const wiped = baseline.length > 1 && Object.keys(carried).length === baseline.length;

@@ -138,6 +138,12 @@ export function parseSyncState(text: string): StoreSyncState {
       if (typeof sha !== 'string') fail(`blockedPulls.${path}`, 'a string');
     }
   }
+  if (value.restore !== undefined) {
+    if (!isRecord(value.restore)) fail('restore', 'an object');
+    for (const [path, mark] of Object.entries(value.restore as Record<string, unknown>)) {
+      if (!isRecord(mark) || typeof mark.sinceMs !== 'number') fail(`restore.${path}`, '{ sinceMs: number }');
+    }
+  }
   return value as unknown as StoreSyncState;
 }
 
@@ -169,26 +175,41 @@ function withEntry<T>(record: Record<string, T>, key: string, value: T): Record<
   return next;
 }
 
-/** The path now holds the same bytes on both sides: new baseline, nothing pending, sent or refused. */
+/** The path now holds the same bytes on both sides: new baseline, nothing pending, sent, refused or to put back. */
 function settled(state: StoreSyncState, path: string, entry: BaselineEntry): StoreSyncState {
-  return {
-    ...state,
-    baseline: withEntry(state.baseline, path, entry),
-    pendingDeletes: without(state.pendingDeletes, path),
-    sentShas: without(state.sentShas, path),
-    refused: without(state.refused, path),
-  };
+  return withoutRestoreMark(
+    {
+      ...state,
+      baseline: withEntry(state.baseline, path, entry),
+      pendingDeletes: without(state.pendingDeletes, path),
+      sentShas: without(state.sentShas, path),
+      refused: without(state.refused, path),
+    },
+    path,
+  );
 }
 
 /** The path is gone on both sides: drop every trace of it. */
 function dropped(state: StoreSyncState, path: string): StoreSyncState {
-  return {
-    ...state,
-    baseline: without(state.baseline, path),
-    pendingDeletes: without(state.pendingDeletes, path),
-    sentShas: without(state.sentShas, path),
-    refused: without(state.refused, path),
-  };
+  return withoutRestoreMark(
+    {
+      ...state,
+      baseline: without(state.baseline, path),
+      pendingDeletes: without(state.pendingDeletes, path),
+      sentShas: without(state.sentShas, path),
+      refused: without(state.refused, path),
+    },
+    path,
+  );
+}
+
+/** The state without a mark to put `path` back (the record dropped once empty). */
+function withoutRestoreMark(state: StoreSyncState, path: string): StoreSyncState {
+  if (state.restore === undefined || !Object.hasOwn(state.restore, path)) return state;
+  const restore = without(state.restore, path);
+  if (Object.keys(restore).length > 0) return { ...state, restore };
+  const { restore: _dropped, ...rest } = state;
+  return rest;
 }
 
 function rememberSent(state: StoreSyncState, path: string, sha: string): StoreSyncState {

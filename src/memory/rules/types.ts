@@ -47,6 +47,18 @@ export interface StoreSyncState {
    * goes, a symlink), by path → listed sha: each version is reported once. Absent when none.
    */
   blockedPulls?: Record<string, string>;
+  /**
+   * Files a stopped or timed-out tool call may have moved away (see `rules/restore-rule.ts`), by
+   * path: while such a file is missing it is put back from the store, never deleted there. Absent
+   * when none.
+   */
+  restore?: Record<string, RestoreMark>;
+}
+
+/** A file missing right after a tool call was stopped or timed out. */
+export interface RestoreMark {
+  /** Monotonic ms (this process's clock) of the scan that found it missing. */
+  sinceMs: number;
 }
 
 /** A file seen missing locally whose remote delete waits for confirmation. */

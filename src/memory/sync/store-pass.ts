@@ -27,6 +27,7 @@ import type { MountedStore } from './mounted.js';
 import { isRemoteWrite, planSync, type LocalEntry, type SyncPhase } from '../rules/plan.js';
 import { RemoteStore, type RemoteMemory } from '../remote/remote-store.js';
 import { applyOutcomes, completeGeneration } from '../rules/sync-state.js';
+import { restoreMarksAfterScan } from '../rules/restore-rule.js';
 import { hasLocalChanges, releaseResolvedPathConflicts, remoteView, skipFix, warnsSkip } from '../rules/sync-rules.js';
 import type { MemoryDeleteMode, MemoryEventMap, StoreSyncState, SyncReport } from '../rules/types.js';
 
@@ -60,6 +61,8 @@ export class StorePass {
   #markerWarned: string | undefined;
   #notSaved: string[] = [];
   #settledScan: LocalScan | undefined;
+  /** When the latest tool call was stopped or timed out, until a scan has looked at its effect. */
+  #stoppedAtMs: number | undefined;
 
   constructor(store: MountedStore, client: Anthropic, ctx: StorePassContext, requestTimeoutMs: number | undefined) {
     this.store = store;
@@ -91,6 +94,15 @@ export class StorePass {
     return scan;
   }
 
+  /**
+   * A tool call was stopped or timed out at `atMs` (monotonic): the next scan that starts after it
+   * marks every file of the store the folder lacks, to be put back rather than deleted (the rules:
+   * `rules/restore-rule.ts`).
+   */
+  callStopped(atMs: number): void {
+    this.#stoppedAtMs = Math.max(this.#stoppedAtMs ?? atMs, atMs);
+  }
+
   async run(phase: SyncPhase, signal: AbortSignal, stamp: string): Promise<SyncReport> {
     const ctx = this.#ctx;
     const started = ctx.clock.now();
@@ -117,6 +129,7 @@ export class StorePass {
       // In the final sync, new files go up while the scan runs, as soon as the listing shows
       // nothing they could clash with.
       const early = listing !== undefined && phase === 'final' ? this.#earlyUploads(listing, phase, signal, stamp) : undefined;
+      const scanStartedMs = ctx.clock.now();
       const scan = await scanLocal(this.store.dir, this.store.cache, {
         exclude: new Set(Object.keys(this.#state.shadowed)),
         ...(early !== undefined
@@ -134,6 +147,7 @@ export class StorePass {
         'local scan done',
       );
       this.#warnSkipped(scan);
+      this.#markMovedAway(scan, scanStartedMs);
       if (phase === 'flush' && !hasLocalChanges(this.#state, scan.entries)) {
         // Kept without the bytes it read: nothing is uploaded from it.
         this.#settledScan = { ...scan, contents: new Map() };
@@ -257,6 +271,36 @@ export class StorePass {
       })
       .catch(() => {});
     return early;
+  }
+
+  /** Apply the marks of the files a stopped call may have moved away, as the scan found the folder. */
+  #markMovedAway(scan: LocalScan, scanStartedMs: number): void {
+    if (this.#stoppedAtMs === undefined && this.#state.restore === undefined) return;
+    const reserved = new Set(scan.reserved);
+    const skipped = new Set(scan.skipped.map((s) => s.rel));
+    const marks = restoreMarksAfterScan({
+      state: this.#state,
+      seen: (rel) => scan.entries.has(rel) || scan.stats.has(rel) || reserved.has(rel) || isUnderSkipped(rel, skipped),
+      stoppedAtMs: this.#stoppedAtMs,
+      scanStartedMs,
+    });
+    // A later stop (while this scan ran) waits for the next scan.
+    if (marks.stopApplied && this.#stoppedAtMs !== undefined && this.#stoppedAtMs <= scanStartedMs) this.#stoppedAtMs = undefined;
+    const before = this.#state.restore;
+    if (marks.restore === before) return;
+    const added = Object.keys(marks.restore ?? {}).filter((rel) => before === undefined || !Object.hasOwn(before, rel));
+    if (added.length > 0) {
+      this.store.log.warn(
+        { paths: added.slice(0, 20), count: added.length },
+        `${added.length} memory file(s) missing after a tool call was stopped or timed out; they are put back from the store, not deleted`,
+      );
+    }
+    if (marks.restore === undefined) {
+      const { restore: _ended, ...rest } = this.#state;
+      this.#state = rest;
+    } else {
+      this.#state = { ...this.#state, restore: marks.restore };
+    }
   }
 
   /** Observe the folder and its marker, then act on the pure verdict (re-create, skip, go on). */

@@ -77,6 +77,10 @@ export type SyncWrapper = (phase: SyncPhase, run: () => Promise<SyncReport>) => 
  *   last tool call of a turn reaches the store within one interval;
  * - `beforeToolCall` runs a due sync first (or waits for the running one), so the agent does not
  *   read a memory already known to be stale;
+ * - `sessionIdle` (the turn ended) uploads the changed files at once, push-only, bounded by
+ *   `finalFlushMs`; it does not move the next sync;
+ * - after `callStopped` (a tool call was stopped or timed out), the files the next scan finds
+ *   missing are put back from the store while they stay missing, never deleted there;
  * - a sync reconciles all stores in parallel; one failed file or store never fails the pass, it is
  *   counted in `errors` and retried next sync; `syncNow` rejects only when its own signal aborts;
  * - a store whose marker is missing or altered is skipped with a warning; a folder wiped
@@ -149,6 +153,16 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
       log: this.#log,
       closed: () => this.#closed(),
       run: (phase, signal) => wrapSync(phase, () => this.#syncAll(phase, signal)),
+      pushBoundMs: finalFlushMs,
+      push: async (signal) => {
+        try {
+          return await wrapSync('flush', () => this.#syncAll('flush', signal));
+        } finally {
+          // What such a push scanned is stale by the end of the session: only the finish's own
+          // flush may hand its scan to the check for unsaved files.
+          for (const pass of this.#passes) pass.takeSettledScan();
+        }
+      },
     });
   }
 
@@ -163,6 +177,24 @@ export class SyncLoop extends EventEmitter<MemoryEventMap> {
 
   afterToolCall(): void {
     this.#scheduler.afterToolCall();
+  }
+
+  /**
+   * A tool call was stopped or timed out (call it before that call's {@link afterToolCall}): it may
+   * have moved memory files away half-way, so every file of a store the next scan finds missing is
+   * put back from the store while it stays missing, never deleted there. Never throws.
+   */
+  callStopped(): void {
+    const atMs = this.#clock.now();
+    for (const pass of this.#passes) pass.callStopped(atMs);
+  }
+
+  /**
+   * The session went idle (the agent's turn ended): the files changed since the last sync go up
+   * now, in a push-only pass bounded by `finalFlushMs`, instead of with the next sync. Never throws.
+   */
+  sessionIdle(): void {
+    this.#scheduler.sessionIdle();
   }
 
   /**

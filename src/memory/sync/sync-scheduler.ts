@@ -3,6 +3,7 @@ import { coerceError } from '../../errors.js';
 import { combineSignals } from '../../internal/abort.js';
 import type { Clock } from '../../internal/clock.js';
 import { errorSummary, type Logger } from '../../internal/logger.js';
+import { idlePushDecision } from '../rules/idle-push-rule.js';
 import { emptyReport } from '../rules/sync-report.js';
 import type { SyncPhase } from '../rules/plan.js';
 import type { SyncReport } from '../rules/types.js';
@@ -16,6 +17,10 @@ export interface SyncSchedulerOptions {
   closed: () => boolean;
   /** One sync pass over every store. */
   run: (phase: SyncPhase, signal: AbortSignal) => Promise<SyncReport>;
+  /** Bound of the push when the session goes idle, in ms (the flush bound). */
+  pushBoundMs: number;
+  /** The push-only pass when the session goes idle. Default: `run('flush', signal)`. */
+  push?: (signal: AbortSignal) => Promise<SyncReport>;
 }
 
 /**
@@ -28,6 +33,10 @@ export interface SyncSchedulerOptions {
  * - `beforeToolCall` runs a due sync first (or waits for the running one), so the agent does not
  *   read a memory already known to be stale; its failure never stops the tool call;
  * - a sync that starts covers every tool call made so far: it cancels the armed trailing one;
+ * - `sessionIdle` (the agent's turn ended) pushes the changed files at once, as the rules of
+ *   `idlePushDecision` say, in a push-only pass bounded by `pushBoundMs`; the push is not a sync
+ *   for the interval: it neither starts the interval over nor cancels the trailing sync, which
+ *   still pulls and deletes in its time;
  * - every interval reads the injected monotonic clock.
  */
 export class SyncScheduler {
@@ -38,6 +47,8 @@ export class SyncScheduler {
   #trailing: NodeJS.Timeout | undefined;
   /** Tool calls between `beforeToolCall` and `afterToolCall`; the trailing sync never lands inside one. */
   #toolCallsInFlight = 0;
+  /** A push waits for the running sync to end. */
+  #pushQueued = false;
 
   constructor(opts: SyncSchedulerOptions) {
     this.#opts = opts;
@@ -90,18 +101,61 @@ export class SyncScheduler {
   }
 
   /**
+   * The session went idle: push the files changed since the last sync now (or once the running
+   * sync ends), bounded by `pushBoundMs`. Never throws; a failed push is logged, and the files it
+   * did not upload go up with the next sync.
+   */
+  sessionIdle(): void {
+    const decision = idlePushDecision({
+      closed: this.#opts.closed(),
+      toolCallsInFlight: this.#toolCallsInFlight,
+      syncRunning: this.#running !== undefined,
+      pushQueued: this.#pushQueued,
+    });
+    switch (decision) {
+      case 'none':
+        return;
+      case 'push-after-running':
+        this.#pushQueued = true;
+        void this.#running!.catch(() => {}).finally(() => {
+          this.#pushQueued = false;
+          this.sessionIdle();
+        });
+        return;
+      case 'push-now': {
+        const bound = combineSignals([], this.#opts.pushBoundMs);
+        const push = this.#opts.push ?? ((signal: AbortSignal) => this.#opts.run('flush', signal));
+        this.#opts.log.debug({ bound_ms: this.#opts.pushBoundMs }, 'session idle; pushing the changed memory files now');
+        void this.#launch(push, bound.signal)
+          .catch((err: unknown) => {
+            this.#opts.log.warn({ error: errorSummary(coerceError(err)) }, 'memory push on idle failed; the next sync uploads the changes');
+          })
+          .finally(() => bound.dispose());
+        return;
+      }
+      default:
+        return decision satisfies never;
+    }
+  }
+
+  /**
    * Start a sync of `phase` now, whether closed or not (the finish runs its last passes through
    * it). Rejects with the reason when `signal` aborted.
    */
   start(signal?: AbortSignal, phase: SyncPhase = 'sync'): Promise<SyncReport> {
+    this.#lastSyncAt = this.#opts.clock.now();
+    this.cancelTrailing();
+    return this.#launch((combined) => this.#opts.run(phase, combined), signal);
+  }
+
+  /** Run `pass` as the one running sync; rejects with the reason when `signal` aborted. */
+  #launch(pass: (signal: AbortSignal) => Promise<SyncReport>, signal?: AbortSignal): Promise<SyncReport> {
     const ctrl = new AbortController();
     const combined = combineSignals([signal, ctrl.signal]);
     // Every request in flight listens on this one signal.
     setMaxListeners(10_000, combined.signal);
     this.#runningCtrl = ctrl;
-    this.#lastSyncAt = this.#opts.clock.now();
-    this.cancelTrailing();
-    const run = this.#opts.run(phase, combined.signal).finally(() => {
+    const run = pass(combined.signal).finally(() => {
       combined.dispose();
       if (this.#running === run) {
         this.#running = undefined;

@@ -3,6 +3,7 @@ import Anthropic, { type ClientOptions } from '@anthropic-ai/sdk';
 import { ConfigError } from '../../errors.js';
 import { Faults } from './faults.js';
 import { DEFAULT_MEMORY_LIMITS, type MemoryObject, type MemoryStoreObject, type MemoryWrite } from './model/memory-store.js';
+import { multiagentSnapshot, type MultiagentListing } from './model/multiagent.js';
 import type { AgentSkillReference, MemoryAccess, SessionEvent, SessionStatus, ToolResultRecord } from './model/session.js';
 import type { SkillFiles, SkillVersionObject } from './model/skill.js';
 import { encodeWorkSecret, type WorkItem, type WorkState } from './model/work-queue.js';
@@ -71,6 +72,14 @@ export interface CreateSkillOptions {
  */
 export type SessionSkillOptions = { skillId: string; version?: string } | CreateSkillOptions;
 
+/** One subagent of a multi-agent session's agent (see {@link CreateSessionOptions.subagents}). */
+export interface SessionSubagentOptions {
+  /** Default `subagent <n>` (1-based). */
+  name?: string;
+  /** The subagent's own skills, as {@link CreateSessionOptions.skills}. Default none. */
+  skills?: SessionSkillOptions[];
+}
+
 /** What {@link Emulator.createSkill} returns. */
 export interface SkillHandle {
   skillId: string;
@@ -84,6 +93,13 @@ export interface CreateSessionOptions {
   resources?: SessionResourceOptions[];
   /** Skills on the session's agent (`agent.skills[]`). Default none (`[]`). */
   skills?: SessionSkillOptions[];
+  /**
+   * Subagents of the session's agent, each with its own skills: the agent becomes a multi-agent
+   * one (`agent.multiagent`, listed as `multiagent` says). Default none (`multiagent: null`).
+   */
+  subagents?: SessionSubagentOptions[];
+  /** How `agent.multiagent` lists `subagents`. Default `'coordinator'`. */
+  multiagent?: MultiagentListing;
   /** What the agent does once a worker opens the event stream. Default `[]`. */
   script?: ScriptStep<Emulator>[];
   /** `false`: the work item carries no `secret` (so no sessions token). Default `true`. */
@@ -307,19 +323,16 @@ export class Emulator {
       ...('mountPath' in r && r.mountPath !== undefined ? { mountPath: r.mountPath } : {}),
       ...(r.instructions !== undefined ? { instructions: r.instructions } : {}),
     }));
-    const skills: AgentSkillReference[] = (opts.skills ?? []).map((s) => {
-      if ('files' in s) {
-        const created = this.createSkill(s);
-        return { skill_id: created.skillId, type: s.type ?? 'custom', version: created.versionId };
-      }
-      const skill = this.#state.skill(s.skillId);
-      if (s.version === 'latest') return { skill_id: skill.id, type: skill.type, version: 'latest' };
-      return skill.reference(s.version ?? 'latest');
-    });
+    const skills = this.#skillReferences(opts.skills ?? []);
+    const subagents = (opts.subagents ?? []).map((s, i) => ({
+      name: s.name ?? `subagent ${i + 1}`,
+      skills: this.#skillReferences(s.skills ?? []),
+    }));
     const { session, work } = this.#state.createSession({
       environmentId: opts.environmentId ?? this.environmentId,
       attachments,
       skills,
+      ...(opts.subagents !== undefined ? { multiagent: multiagentSnapshot(opts.multiagent ?? 'coordinator', subagents) } : {}),
       ...(opts.agentName !== undefined ? { agentName: opts.agentName } : {}),
       ...(opts.metadata !== undefined ? { metadata: opts.metadata } : {}),
       ...(opts.title !== undefined ? { title: opts.title } : {}),
@@ -508,6 +521,19 @@ export class Emulator {
       await this.#server.close();
     })();
     return this.#closed;
+  }
+
+  /** The `skills[]` entries of an agent: skills created here are resolved to their versions. */
+  #skillReferences(list: SessionSkillOptions[]): AgentSkillReference[] {
+    return list.map((s) => {
+      if ('files' in s) {
+        const created = this.createSkill(s);
+        return { skill_id: created.skillId, type: s.type ?? 'custom', version: created.versionId };
+      }
+      const skill = this.#state.skill(s.skillId);
+      if (s.version === 'latest') return { skill_id: skill.id, type: skill.type, version: 'latest' };
+      return skill.reference(s.version ?? 'latest');
+    });
   }
 
   #work(workIdOrSessionId: string): WorkItem {

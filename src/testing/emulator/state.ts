@@ -182,6 +182,8 @@ export class EmulatorState {
     agentName?: string;
     /** The resolved agent's `skills[]` (concrete versions). Default none. */
     skills?: AgentSkillReference[];
+    /** The resolved agent's `multiagent` (its subagents). Default `null`. */
+    multiagent?: Record<string, unknown>;
     metadata?: Record<string, string>;
     title?: string | null;
     secret?: boolean;
@@ -214,7 +216,10 @@ export class EmulatorState {
     const session = new Session({
       environmentId: env.id,
       resources,
-      agent: agentSnapshot(init.agentId ?? newId('agent'), init.agentName ?? 'emulator agent', init.skills ?? []),
+      agent: {
+        ...agentSnapshot(init.agentId ?? newId('agent'), init.agentName ?? 'emulator agent', init.skills ?? []),
+        ...(init.multiagent !== undefined ? { multiagent: init.multiagent } : {}),
+      },
       ...(init.metadata !== undefined ? { metadata: init.metadata } : {}),
       ...(init.title !== undefined ? { title: init.title } : {}),
       keepAliveMs: this.opts.keepAliveMs,

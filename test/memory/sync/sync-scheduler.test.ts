@@ -1,7 +1,9 @@
 // Pins when syncs run, on a driven clock and fake timers with a stand-in pass (no store, no
 // folder): a due sync runs before a tool call, the end of a call starts one at once when due or
 // arms one trailing sync otherwise, the trailing sync never lands inside a tool call, at most one
-// sync runs at a time, and nothing starts once the loop is closed.
+// sync runs at a time, and nothing starts once the loop is closed. When the session goes idle, a
+// push-only pass starts at once (after the running sync), bounded by the flush bound, without
+// moving the interval or dropping the trailing sync.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { emptyReport } from '../../../src/memory/rules/sync-report.js';
 import type { SyncPhase } from '../../../src/memory/rules/plan.js';
@@ -10,6 +12,7 @@ import type { SyncReport } from '../../../src/memory/rules/types.js';
 import { captureLogger, manualClock } from '../int-helpers.js';
 
 const INTERVAL_MS = 15_000;
+const PUSH_BOUND_MS = 30_000;
 
 interface Rig {
   scheduler: SyncScheduler;
@@ -25,7 +28,7 @@ interface Rig {
   closed: { value: boolean };
 }
 
-function rig(opts: { hold?: boolean } = {}): Rig {
+function rig(opts: { hold?: boolean; onSignal?: (signal: AbortSignal) => void } = {}): Rig {
   const clock = manualClock();
   const started: SyncPhase[] = [];
   const closed = { value: false };
@@ -37,7 +40,9 @@ function rig(opts: { hold?: boolean } = {}): Rig {
     intervalMs: INTERVAL_MS,
     log: captureLogger().logger,
     closed: () => closed.value,
-    run: async (phase): Promise<SyncReport> => {
+    pushBoundMs: PUSH_BOUND_MS,
+    run: async (phase, signal): Promise<SyncReport> => {
+      opts.onSignal?.(signal);
       started.push(phase);
       running++;
       peak = Math.max(peak, running);
@@ -168,5 +173,62 @@ describe('the finish', () => {
     r.clock.advance(INTERVAL_MS);
     await vi.advanceTimersByTimeAsync(INTERVAL_MS);
     expect(r.started).toEqual(['final']);
+  });
+});
+
+describe('when the session goes idle', () => {
+  it('pushes at once, push-only, without starting the interval over or dropping the trailing sync', async () => {
+    const r = rig();
+    await r.scheduler.beforeToolCall();
+    r.scheduler.afterToolCall(); // arms the trailing sync
+    r.clock.advance(1_000);
+    r.scheduler.sessionIdle();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(r.started).toEqual(['flush']);
+    // The trailing sync still comes when the interval (counted from the download) has passed.
+    r.clock.advance(INTERVAL_MS - 1_000);
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS);
+    expect(r.started).toEqual(['flush', 'sync']);
+  });
+
+  it('pushes once the running sync ends, and one push covers several idles meanwhile', async () => {
+    const r = rig({ hold: true });
+    const syncing = r.scheduler.syncNow();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(r.started).toEqual(['sync']);
+    r.scheduler.sessionIdle();
+    r.scheduler.sessionIdle();
+    r.release();
+    await syncing;
+    await vi.advanceTimersByTimeAsync(0);
+    expect(r.started).toEqual(['sync', 'flush']);
+    r.release();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(r.started).toEqual(['sync', 'flush']);
+    expect(r.peak()).toBe(1);
+  });
+
+  it('does nothing while a tool call runs, or once closed', async () => {
+    const r = rig();
+    await r.scheduler.beforeToolCall();
+    r.scheduler.sessionIdle();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(r.started).toEqual([]);
+    r.scheduler.afterToolCall();
+    r.closed.value = true;
+    r.scheduler.sessionIdle();
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS);
+    expect(r.started).toEqual([]);
+  });
+
+  it('bounds the push by the flush bound: its signal aborts when the bound passes', async () => {
+    const signals: AbortSignal[] = [];
+    const r = rig({ hold: true, onSignal: (s) => signals.push(s) });
+    r.scheduler.sessionIdle();
+    await vi.advanceTimersByTimeAsync(PUSH_BOUND_MS - 1);
+    expect(signals[0]!.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(signals[0]!.aborted).toBe(true);
+    r.release();
   });
 });

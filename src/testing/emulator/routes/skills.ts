@@ -1,11 +1,12 @@
 import { requireSkillAccess } from '../auth.js';
+import { agentSkillIds as skillIdsOfAgent } from '../model/multiagent.js';
 import type { Route, RouteContext } from '../router.js';
 
-/** Skill ids on the resolved agent of a session (none for an unknown session). */
+/** Skill ids on the resolved agent of a session and on its subagents (none for an unknown session). */
 function agentSkillIds(ctx: RouteContext): (sessionId: string) => string[] {
   return (sessionId) => {
-    const skills = (ctx.state.sessions.get(sessionId)?.agent['skills'] ?? []) as Array<{ skill_id: string }>;
-    return skills.map((s) => s.skill_id);
+    const agent = ctx.state.sessions.get(sessionId)?.agent;
+    return agent ? skillIdsOfAgent(agent) : [];
   };
 }
 
