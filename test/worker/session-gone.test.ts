@@ -1,10 +1,10 @@
-// Pins a session that is gone while it runs: deleted (`DELETE /v1/sessions/:id`, whose
-// `session.deleted` event ends the runner), or answering 404 on every read of it after a dropped
-// stream. The store outlives the session, so its memory still gets the final sync (the agent's last
-// edit and its delete both reach the store) and the item is stopped. SDK 1.16's runner throws the
+// Pins a session that is gone while it runs: answering 404 on every read of it after a dropped
+// stream, or deleted (`DELETE /v1/sessions/:id`, whose `session.deleted` event ends the runner).
+// The store outlives the session, so its memory still gets the final sync (the agent's last edit and
+// its delete both reach the store) and the item is stopped. SDK 1.16's runner throws the
 // 404 refusal, and the outcome then says why (`reason: 'session_gone'`); 1.14 and 1.15 end quietly
 // on it, with the same memory and stop.
-import Anthropic from '@anthropic-ai/sdk';
+import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -31,11 +31,17 @@ describe('a session that is gone (404) while it runs', () => {
     const { emu } = h;
     const store = await emu.createMemoryStore({ name: 'notes', memories: { '/plan.md': 'old plan', '/stale.md': 'to delete' } });
     const dir = path.join(h.mountRoot, 'notes');
+    let answered: string[] = [];
     const { sessionId, workId } = await emu.createSession({
       resources: [{ memoryStoreId: store.id }],
       script: [
         { tool: 'bash', input: { command: `printf 'new plan' > ${dir}/plan.md && rm ${dir}/stale.md && echo edited` } },
-        { console: () => goAway(sessionId) },
+        {
+          console: async () => {
+            answered = emu.session(sessionId).toolResults.map((r) => r.text.trim());
+            await goAway(sessionId);
+          },
+        },
       ],
       end: 'idle',
     });
@@ -46,19 +52,24 @@ describe('a session that is gone (404) while it runs', () => {
     await waitFor(() => ended.length > 0, 30_000, 'the session to end');
     await worker.close();
     await running;
-    expect(emu.session(sessionId).toolResults.map((r) => r.text.trim())).toEqual(['edited']);
+    expect(answered).toEqual(['edited']);
     return { ...ended[0]!, storeId: store.id, workId };
   }
 
-  it("deleted mid-run: the agent's last edit and delete reach the store, and the item is stopped", async () => {
-    const consoleClient = new Anthropic({ apiKey: 'sk-ant-api-operator-key', baseURL: h.emu.baseURL, logLevel: 'off' });
+  // The emulator's store refuses the token of a deleted session (its attachment went with it), so
+  // here the final sync is refused: the edit is kept as an unsaved copy, never dropped silently.
+  it("deleted mid-run: the final sync runs, the agent's edit is kept (the store refuses a deleted session's token), the item is stopped", async () => {
+    const consoleClient = h.emu.client();
     const { outcome, flush, storeId, workId } = await serveUntilGone(async (sessionId) => {
       await consoleClient.beta.sessions.delete(sessionId);
     });
 
     expect(outcome.status).toBe('completed');
     expect(flush?.final).toBeDefined();
-    expect(h.emu.memories(storeId)).toEqual({ '/plan.md': 'new plan' });
+    const copies = flush?.unsavedCopies ?? [];
+    expect(copies.map((c) => path.basename(c))).toEqual(['plan.md']);
+    expect(await fsp.readFile(copies[0]!, 'utf8')).toBe('new plan');
+    expect(h.emu.memories(storeId)).toEqual({ '/plan.md': 'old plan', '/stale.md': 'to delete' });
     expect(stopRequests(h, workId).map((r) => r.body)).toEqual([{ force: true }]);
   });
 
