@@ -10,7 +10,7 @@
 import type { EventEmitter } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
-import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
+import { SessionToolRunner, type SessionToolRunnerOptions } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import { betaAgentToolset20260401, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { context } from '@opentelemetry/api';
@@ -465,10 +465,7 @@ async function serve(
           client: item.postClient,
           // A runner closes its tools when it ends; a replaced one ran none, and the next needs them.
           tools: mounted ? tools : tools.map((t) => closedUnless(t, replaced)),
-          ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),
-          // Read by SDK 1.16 and later; earlier runners run one call at a time whatever it says.
-          ...(opts.maxConcurrentCalls !== 1 ? { maxConcurrentCalls: opts.maxConcurrentCalls } : {}),
-          ...(opts.requestOptions !== undefined ? { requestOptions: opts.requestOptions } : {}),
+          ...runnerTuning(opts),
           signal: runnerCtrl.signal,
         });
         unlinkHooks = item.runnerHooks.attach(runner, { abandon: abandon.signal });
@@ -506,6 +503,21 @@ async function serve(
     await sandbox?.close();
     unlink();
   }
+}
+
+/**
+ * The worker options a session's runner takes, as the official worker passes them: each only when
+ * it differs from the runner's own default. `maxConcurrentCalls` is read by SDK 1.16 and later;
+ * earlier runners run one call at a time whatever it says.
+ */
+export function runnerTuning(
+  opts: Pick<ResolvedWorkerOptions, 'maxIdleMs' | 'maxConcurrentCalls' | 'requestOptions'>,
+): Pick<SessionToolRunnerOptions, 'maxIdleMs' | 'requestOptions'> & { maxConcurrentCalls?: number | null } {
+  return {
+    ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),
+    ...(opts.maxConcurrentCalls !== 1 ? { maxConcurrentCalls: opts.maxConcurrentCalls } : {}),
+    ...(opts.requestOptions !== undefined ? { requestOptions: opts.requestOptions } : {}),
+  };
 }
 
 /** `tool`, whose `close` does nothing when `skip()` says so at the time it is called. */
