@@ -1,11 +1,11 @@
 /**
  * One claimed work item, from its claim to its outcome, read top-down: acquire (credential, scoped
  * client, lease) → claim (the first heartbeat; nothing else runs before it) → prepare (session,
- * tool folder, skills, memory) → serve (the session's tool
- * calls) → decide how it ended → tear down (tool folder, memory, lease, force-stop unless the lease
- * was lost) → report. The tear-down runs whatever happened before it, so an acknowledged item
- * always ends stopped or left to its new owner. How it ends is decided by the pure rules of
- * `item-end.ts`; docs/design.md ("How a work item runs and ends") says why.
+ * tool folder, skills, memory) → serve (the session's tool calls) → decide how it ended → tear down
+ * (tool folder, memory, lease, force-stop unless the lease was lost or never ours) → report. The
+ * tear-down runs whatever happened before it, so an acknowledged item always ends stopped or left
+ * to its new owner. How it ends is decided by the pure rules of `item-end.ts`; docs/design.md ("How
+ * a work item runs and ends") says why.
  */
 import type { EventEmitter } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
@@ -537,8 +537,8 @@ function closedUnless(tool: BetaRunnableTool, skip: () => boolean): BetaRunnable
  * Run whatever happened before; never throws. In order: count the run out of its tool folder (the
  * last run of the session out cleans its skills and folder); end the memory (`finalSync` first on
  * a clean end), which releases the mount paths; stop listening to the caller; stop heartbeating;
- * then force-stop the item, unless the lease was lost: someone else may hold it now. Returns the
- * memory's finish report, if it made one.
+ * then force-stop the item, unless the lease was lost (or its first beat refused): someone else may
+ * hold it now. Returns the memory's finish report, if it made one.
  */
 async function tearDown(
   work: ClaimedWork,
