@@ -26,6 +26,19 @@ export function parseMemorySyncInterval(raw: string): number | 'off' {
   return n;
 }
 
+/**
+ * `--max-concurrent-calls`: an integer of at least 1, or `unlimited` (no limit, `null`). `unlimited`
+ * stays a string here because commander replaces a parsed `null` with `''`.
+ */
+export function parseMaxConcurrentCalls(raw: string): number | 'unlimited' {
+  if (raw === 'unlimited') return 'unlimited';
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(n) || n < 1) {
+    throw new InvalidArgumentError('expected an integer of at least 1, or "unlimited" for no limit.');
+  }
+  return n;
+}
+
 /** `--environment-id` and `--base-url`, for every command that talks to the API. */
 export function addApiFlags(cmd: CommanderCommand): void {
   cmd
@@ -67,6 +80,12 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
       new Option('--max-idle <ms>', `stop a session idle this long after its turn ended (default ${WORKER_DEFAULTS.maxIdleMs})`).argParser(
         intArg(0, WORKER_DEFAULTS.maxIdleMaxMs),
       ),
+    )
+    .addOption(
+      new Option(
+        '--max-concurrent-calls <n>',
+        'tool calls of one session run at once, from different session threads (default 1; "unlimited"; SDK 1.16 and later)',
+      ).argParser(parseMaxConcurrentCalls),
     )
     .addOption(
       new Option(
@@ -181,6 +200,8 @@ export function workerOptionsFromFlags(flags: OptionValues, io: Pick<CommandIo, 
   if (flags['memoryDeleteAfter'] !== undefined) opts.memoryDeleteAfterMs = flags['memoryDeleteAfter'] as number;
   if (flags['memoryBufferBytes'] !== undefined) opts.memoryBufferBytes = flags['memoryBufferBytes'] as number;
   if (flags['maxIdle'] !== undefined) opts.maxIdleMs = flags['maxIdle'] as number;
+  const calls = flags['maxConcurrentCalls'] as number | 'unlimited' | undefined;
+  if (calls !== undefined) opts.maxConcurrentCalls = calls === 'unlimited' ? null : calls;
   if (flags['finalFlush'] !== undefined) opts.finalFlushMs = flags['finalFlush'] as number;
   if (flags['stateDir'] !== undefined) opts.stateDir = flags['stateDir'] as string;
   if (flags['memoryCacheBytes'] !== undefined) opts.memoryCacheBytes = flags['memoryCacheBytes'] as number;

@@ -60,6 +60,9 @@ function env(name: string): string | undefined {
  *   sessions at once; it polls only while a slot is free.
  * - `handleItem()` serves one item something else claimed (webhook, launcher); as the official
  *   worker's, it rejects when the item failed and resolves otherwise.
+ * - Every item is claimed by its first heartbeat before its session is read, anything is
+ *   downloaded or any tool runs; a 412 or another permanent refusal of that beat leaves the item
+ *   unserved and not stopped (it is someone else's).
  * - `close()` stops claiming, ends every running session (final sync, bounded flush, folders
  *   removed, item stopped) and resolves when all have; aborting `options.signal` does the same.
  * - One bad item never stops the worker; only a permanent poll failure (bad key, unknown

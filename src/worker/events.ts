@@ -9,6 +9,11 @@ export interface ItemOutcome {
   sessionId: string | undefined;
   status: ItemStatus;
   error?: Error;
+  /**
+   * Why a `completed` session ended otherwise than by its own end: `session_gone` when the API
+   * refused to read it with a 404 (the session was deleted; its memory still got the final sync).
+   */
+  reason?: 'session_gone';
   durationMs: number;
 }
 

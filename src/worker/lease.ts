@@ -18,7 +18,8 @@ export const HEARTBEAT_RETRY_FLOOR_MS = 250;
 /**
  * Why heartbeating ended. The first reason recorded wins.
  * - `done`: the session is over and the worker let go of the lease itself.
- * - `server_stop`: the server answered `stopping`/`stopped` or `lease_extended: false`.
+ * - `server_stop`: the server answered `stopping`/`stopped`, or did not extend the lease (any
+ *   `lease_extended` but `true`).
  * - `lease_lost`: 412: the lease belongs to someone else now.
  * - `rejected`: a permanent 4xx other than 412 (401, 404, …).
  * - `assumed_lost`: no successful beat within the TTL.
@@ -55,10 +56,13 @@ export function heartbeatIntervalMs(ttlMs: number, floorMs = HEARTBEAT_INTERVAL_
 /**
  * Keeps one work item's lease alive while its session is served.
  *
- * Rules: the first beat sends `NO_HEARTBEAT` and every later beat echoes the previous answer's
- * `last_heartbeat` exactly; beats come every `max(1 s, min(ttl/2, 30 s))`; each beat is cut off
+ * Rules: the first beat sends `NO_HEARTBEAT` and claims the item: {@link Lease.claimed} settles with
+ * its verdict, and nothing of the item may run before it says `true`; a first beat refused for good
+ * (412 or any other permanent 4xx) means the item was never ours, so it must not be stopped
+ * ({@link Lease.lost}). Every later beat echoes the previous answer's `last_heartbeat` exactly; beats come every `max(1 s, min(ttl/2, 30 s))`; each beat is cut off
  * after the current interval so a hung request cannot outlive the lease; a 412 means lost (the
- * item must not be stopped); a stop verdict or `lease_extended: false` ends the session; a
+ * item must not be stopped); a stop verdict (`stopping`/`stopped`) or a lease not extended (`lease_extended` anything but
+ * `true`, as the SDK reads it) ends the session; a
  * permanent 4xx ends it as rejected; once a whole TTL has passed since the last successful beat
  * (monotonic clock) the lease is assumed lost — at that moment, by a deadline timer re-armed on
  * each success, not at the next failed beat, since the server may already have handed the item
@@ -84,6 +88,15 @@ export class Lease {
   #beats = 0;
   #serverState: string | undefined;
   #rejection: unknown;
+  /** The first beat was refused for good: the item was never this worker's. */
+  #claimRefused = false;
+  #settleClaim: (claimed: boolean) => void = () => {};
+  /**
+   * Settles once, with the first beat's verdict: `true` when it succeeded and the server extended
+   * the lease (the item is ours, and may be served); `false` when the lease ended first (a 412, a
+   * refusal, a stop verdict, no success within the TTL, or {@link release}).
+   */
+  readonly claimed: Promise<boolean> = new Promise((resolve) => (this.#settleClaim = resolve));
 
   constructor(opts: LeaseOptions) {
     this.#api = opts.api;
@@ -107,9 +120,17 @@ export class Lease {
     return this.#reason;
   }
 
-  /** True once the item belongs to the queue or another worker: it must not be stopped. */
+  /**
+   * True once the item belongs to the queue or another worker, or never was ours (its first beat
+   * was refused for good): it must not be stopped.
+   */
   get lost(): boolean {
-    return this.#reason === 'lease_lost' || this.#reason === 'assumed_lost';
+    return this.#reason === 'lease_lost' || this.#reason === 'assumed_lost' || this.#claimRefused;
+  }
+
+  /** The first beat was refused for good (a permanent 4xx other than 412): the item was never ours. */
+  get claimRefused(): boolean {
+    return this.#claimRefused;
   }
 
   /** Successful beats so far. */
@@ -147,6 +168,7 @@ export class Lease {
   /** Record why the lease ended (first reason wins) and stop heartbeating. */
   #end(reason: LeaseEndReason): void {
     this.#reason ??= reason;
+    this.#settleClaim(false);
     this.#cancelDeadline?.();
     this.#cancelDeadline = undefined;
     this.#ctrl.abort(new Error(`lease ended: ${this.#reason}`));
@@ -220,9 +242,11 @@ export class Lease {
       if (resp.state === 'stopping' || resp.state === 'stopped') {
         this.#log.info({ state: resp.state }, 'server asked to stop the work item; ending the session');
         this.#end('server_stop');
-      } else if (resp.lease_extended === false) {
-        this.#log.warn('server did not extend the lease; ending the session');
+      } else if (resp.lease_extended !== true) {
+        this.#log.info({ state: resp.state, lease_extended: resp.lease_extended }, 'server did not extend the lease; ending the session');
         this.#end('server_stop');
+      } else {
+        this.#settleClaim(true);
       }
       return true;
     } catch (e) {
@@ -233,7 +257,12 @@ export class Lease {
         return false;
       }
       if (classifyFailure(e) === 'fatal') {
-        this.#log.error({ error: errorSummary(e) }, 'heartbeat rejected for good; ending the session');
+        if (this.#beats === 0) {
+          this.#claimRefused = true;
+          this.#log.error({ error: errorSummary(e) }, 'first heartbeat refused for good; the item is not ours: not served, not stopped');
+        } else {
+          this.#log.error({ error: errorSummary(e) }, 'heartbeat rejected for good; ending the session');
+        }
         this.#rejection = e;
         this.#end('rejected');
         return false;

@@ -88,6 +88,13 @@ export interface EnvironmentWorkerOptions {
   maxFileBytes?: number | null;
   /** Milliseconds a session may stay idle after its turn ended before the runner stops. Default: the SDK runner's 60 000. */
   maxIdleMs?: number;
+  /**
+   * How many tool calls of one session may run at once, passed to the SDK's session runner: calls of
+   * different session threads run concurrently, those of one thread always one at a time. An integer
+   * of at least 1; `null`: no limit. Default 1. Read by the runner of SDK 1.16 and later; the runner
+   * of SDK 1.14 and 1.15 ignores it and runs one call at a time.
+   */
+  maxConcurrentCalls?: number | null;
   /** Milliseconds between memory syncs (at most one per interval). Default 15 000, minimum 5 000; `null` turns memory off. */
   memorySyncIntervalMs?: number | null;
   /** What a local deletion does on the server: `enabled` (default), `log_only`, `disabled`. */
@@ -168,6 +175,8 @@ export interface ResolvedWorkerOptions {
   sandbox: ResolvedSandboxOptions;
   maxFileBytes: number | null | undefined;
   maxIdleMs: number | undefined;
+  /** At least 1, or null for no limit. */
+  maxConcurrentCalls: number | null;
   memorySyncIntervalMs: number | null;
   memorySyncDeletions: MemoryDeleteMode;
   workerId: string | undefined;
@@ -204,6 +213,7 @@ const schema = z
     sandbox: sandboxOptionSchema.optional(),
     maxFileBytes: z.number().int().positive().nullable().optional(),
     maxIdleMs: z.number().int().optional(),
+    maxConcurrentCalls: z.number().int().min(1).nullable().optional(),
     ...memoryOptionFields,
     workerId: nonEmpty.optional(),
     signal: z.custom<AbortSignal>(looksLikeSignal).optional(),
@@ -227,6 +237,7 @@ const EXPECTED: Record<string, string> = {
   sandbox: SANDBOX_OPTION_EXPECTED,
   maxFileBytes: 'a positive integer or null',
   maxIdleMs: 'an integer number of milliseconds',
+  maxConcurrentCalls: 'an integer of at least 1, or null for no limit',
   ...MEMORY_OPTION_EXPECTED,
   workerId: 'a non-empty string',
   signal: 'an AbortSignal',
@@ -321,6 +332,7 @@ export function resolveWorkerOptions(input: unknown): ResolvedWorkerOptions {
     sandbox,
     maxFileBytes: o.maxFileBytes,
     maxIdleMs: o.maxIdleMs,
+    maxConcurrentCalls: o.maxConcurrentCalls === undefined ? 1 : o.maxConcurrentCalls,
     memorySyncIntervalMs: o.memorySyncIntervalMs === undefined ? MEMORY_SYNC_INTERVAL_DEFAULT_MS : o.memorySyncIntervalMs,
     memorySyncDeletions: o.memorySyncDeletions ?? WORKER_DEFAULTS.memorySyncDeletions,
     workerId: o.workerId,

@@ -1,21 +1,22 @@
 /**
  * One claimed work item, from its claim to its outcome, read top-down: acquire (credential, scoped
- * client, lease) → prepare (session, tool folder, skills, memory) → serve (the session's tool
- * calls) → decide how it ended → tear down (tool folder, memory, lease, force-stop unless the lease
- * was lost) → report. The tear-down runs whatever happened before it, so an acknowledged item
- * always ends stopped or left to its new owner. How it ends is decided by the pure rules of
- * `item-end.ts`; docs/design.md ("How a work item runs and ends") says why.
+ * client, lease) → claim (the first heartbeat; nothing else runs before it) → prepare (session,
+ * tool folder, skills, memory) → serve (the session's tool calls) → decide how it ended → tear down
+ * (tool folder, memory, lease, force-stop unless the lease was lost or never ours) → report. The
+ * tear-down runs whatever happened before it, so an acknowledged item always ends stopped or left
+ * to its new owner. How it ends is decided by the pure rules of `item-end.ts`; docs/design.md ("How
+ * a work item runs and ends") says why.
  */
 import type { EventEmitter } from 'node:events';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
-import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
+import { SessionToolRunner, type SessionToolRunnerOptions } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import { betaAgentToolset20260401, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { context } from '@opentelemetry/api';
-import { isApiError, toRemoteApiError } from '../api/classify.js';
+import { isApiError, statusOf, toRemoteApiError } from '../api/classify.js';
 import { coerceError, MemoryUnavailableError, MissingInputError, WorkerError } from '../errors.js';
-import { linkAbort } from '../internal/abort.js';
+import { linkAbort, onAbort } from '../internal/abort.js';
 import { monotonicClock, type TimerClock } from '../internal/clock.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
@@ -34,8 +35,8 @@ import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import type { PathLocks } from './path-locks.js';
 import type { ClaimedWork } from './poller.js';
+import { RunnerHooks } from './runner-hooks.js';
 import { scopedClient } from './scoped-client.js';
-import { SendRetryWindow } from './send-retry-window.js';
 import { endsTurn, tappingSessionEvents } from './session-events-tap.js';
 import { stopServedWork } from './stop-work.js';
 import { ToolFolder, type SessionFolderCounts } from './tool-folder.js';
@@ -104,9 +105,13 @@ async function workItem(deps: WorkItemDeps, run: WorkItemRun, spans: MemorySpans
   let memory: ItemMemory | undefined;
   let phases: PhasesResult = 'ran';
   let error: Error | undefined;
-  const step = new ItemStep(work.id, `retrieving session ${report.sessionId ?? '(none)'}`);
+  let sessionGone = false;
+  const step = new ItemStep(work.id, 'claiming it with its first heartbeat');
   try {
-    const session = await sessionToServe(work, item, log);
+    // The first heartbeat claims the item: no read, download or tool runs before the server says it is ours.
+    const session = (await claimed(item))
+      ? (step.enter(`retrieving session ${report.sessionId ?? '(none)'}`), await sessionToServe(work, item, log))
+      : 'aborted';
     if (typeof session === 'string') {
       phases = session;
     } else {
@@ -118,7 +123,7 @@ async function workItem(deps: WorkItemDeps, run: WorkItemRun, spans: MemorySpans
       if (memoryOn) memory = itemMemory(deps, item, report, spans, session, intervalMs);
       else if (stores.length > 0) warnMemoryOff(log, session.id, stores);
       const toolContext = await prepare(work.id, session, folder, item, opts, log);
-      await serve(deps, item, report, step, session.id, toolContext, memory, () => clock.now() - run.claimedAt);
+      sessionGone = (await serve(deps, item, report, step, session.id, toolContext, memory, () => clock.now() - run.claimedAt)) === 'gone';
     }
   } catch (e) {
     error = step.failure(e);
@@ -134,7 +139,22 @@ async function workItem(deps: WorkItemDeps, run: WorkItemRun, spans: MemorySpans
     leaseRejection: item.lease.rejection,
   });
   const flush = await tearDown(work, item, report, folder, memory, end.memoryEnd === 'final_sync');
-  return report.ended(end.status, end.error, flush);
+  return report.ended(end.status, end.error, flush, sessionGone && end.status === 'completed' ? 'session_gone' : undefined);
+}
+
+/**
+ * The verdict of the item's first heartbeat: true once the server extended the lease; false when
+ * the lease ended first (lost, refused, stopped) or the item was aborted meanwhile.
+ */
+async function claimed(item: Acquired): Promise<boolean> {
+  const signal = item.control.signal;
+  let detach = (): void => {};
+  const aborted = new Promise<false>((resolve) => (detach = onAbort(signal, () => resolve(false))));
+  try {
+    return await Promise.race([item.lease.claimed, aborted]);
+  } finally {
+    detach();
+  }
 }
 
 // ── Acquire ───────────────────────────────────────────────────────────────────────────────────────
@@ -153,7 +173,8 @@ interface Acquired {
   control: ItemControl;
   /** Heartbeating already. */
   lease: Lease;
-  retryWindow: SendRetryWindow;
+  /** Links each SDK runner of the item to the lease (send retry window, abandoned posts). */
+  runnerHooks: RunnerHooks;
 }
 
 /**
@@ -194,7 +215,8 @@ function acquire(
   }
   const requestOptions: ItemRequestOptions = opts.requestOptions ?? {};
   const control = new ItemControl(signal);
-  const retryWindow = new SendRetryWindow();
+  // The TTL is read only when a runner exists, long after the lease.
+  const runnerHooks = new RunnerHooks(() => lease.ttlMs);
   const lease = new Lease({
     api: {
       heartbeat: (workId, params, options) =>
@@ -204,11 +226,11 @@ function acquire(
     environmentId: work.environmentId,
     logger: log,
     clock,
-    onTtl: (ttlMs) => retryWindow.set(ttlMs),
+    onTtl: (ttlMs) => runnerHooks.ttlChanged(ttlMs),
   });
   control.watch(lease, work.id);
   lease.start();
-  return { client, sessionsToken: secret.sessionsToken, requestOptions, control, lease, retryWindow };
+  return { client, sessionsToken: secret.sessionsToken, requestOptions, control, lease, runnerHooks };
 }
 
 // ── Prepare ───────────────────────────────────────────────────────────────────────────────────────
@@ -326,8 +348,9 @@ function warnMemoryOff(log: Logger, sessionId: string, stores: ReturnType<typeof
 
 /**
  * How long a runner started before the mount may hold its calls for it. The SDK's runner times a
- * call from its dispatch (two minutes), so a call held longer would fail; past this wait the runner
- * is dropped (it has posted nothing) and a new one starts once the stores are mounted.
+ * call from its dispatch (two minutes up to SDK 1.15), so a call held longer would fail; past this
+ * wait the runner is dropped with its posts abandoned (a call it held never ran and stays
+ * unanswered) and a new one starts once the stores are mounted, which runs that call.
  */
 export const EARLY_RUNNER_WAIT_MS = 60_000;
 
@@ -341,9 +364,14 @@ class MountOutlastedRunner extends Error {}
  * caller's, the agent toolset in the session's sandbox, or the agent toolset in this process) run
  * behind a guard that brackets each call with the memory sync loop and answers a replayed call
  * from the record. A `tools` factory is called once the stores are mounted (it may read their
- * folders from its context), so its runner starts then. A failed mount stops the runner before any
- * call started, and is the item's error. Every process the agent started in the sandbox ends
- * before this returns, so the final sync reads folders nothing writes to any more.
+ * folders from its context), so its runner starts then. Every process the agent started in the
+ * sandbox ends before this returns, so the final sync reads folders nothing writes to any more.
+ *
+ * No call is answered that did not run: a runner stopped before the mount is done (the mount
+ * failed, the mount outlasted it, the item ended) has its posts abandoned first (see
+ * {@link RunnerHooks}), so a call it held stays unanswered. A failed mount stops the runner at
+ * once and is the item's error. Returns `gone` when the API refused to read the session with a 404
+ * (it was deleted): the session's end, not a failure, so its memory still gets the final sync.
  */
 async function serve(
   deps: WorkItemDeps,
@@ -354,7 +382,7 @@ async function serve(
   toolContext: AgentToolContext,
   memory: ItemMemory | undefined,
   readyMs: () => number,
-): Promise<void> {
+): Promise<'ended' | 'gone'> {
   const opts = deps.options;
   const { log } = report;
   const earlyWaitMs = deps.earlyRunnerWaitMs ?? EARLY_RUNNER_WAIT_MS;
@@ -412,27 +440,34 @@ async function serve(
       ...(deps.toolRecord ? { outcomes: deps.toolRecord.forSession(sessionId) } : {}),
     });
     const tools = guard.wrapAll(deps.wrapTools ? deps.wrapTools(own) : own);
+    let gone = false;
     for (;;) {
       const runnerCtrl = new AbortController();
-      const unlinkRunner = linkAbort(serving.signal, runnerCtrl);
+      const abandon = new AbortController();
+      // Posts are abandoned before the runner learns it stops: its answer to a held call is built after.
+      const stopRunner = (reason: unknown): void => {
+        if (!mounted || item.lease.lost) abandon.abort();
+        runnerCtrl.abort(reason);
+      };
+      const unlinkRunner = onAbort(serving.signal, () => stopRunner(serving.signal.reason));
       // Dropped (and to be replaced) because the mount outlasted it, not because the item ends.
       const replaced = (): boolean => runnerCtrl.signal.reason instanceof MountOutlastedRunner && !serving.signal.aborted;
       const outlasted = mounted
         ? undefined
         : setTimeout(() => {
-            if (!mounted) runnerCtrl.abort(new MountOutlastedRunner());
+            if (!mounted) stopRunner(new MountOutlastedRunner());
           }, earlyWaitMs);
+      let unlinkHooks = (): void => {};
       try {
         const runner = new SessionToolRunner(sessionId, {
           // With memory, the end of each turn pushes the changed files at once.
           client: memory ? tappingSessionEvents(item.client, (ev) => endsTurn(ev) && memory.sessionIdle()) : item.client,
           // A runner closes its tools when it ends; a replaced one ran none, and the next needs them.
           tools: mounted ? tools : tools.map((t) => closedUnless(t, replaced)),
-          ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),
-          ...(opts.requestOptions !== undefined ? { requestOptions: opts.requestOptions } : {}),
+          ...runnerTuning(opts),
           signal: runnerCtrl.signal,
         });
-        item.retryWindow.attach(runner);
+        unlinkHooks = item.runnerHooks.attach(runner, { abandon: abandon.signal });
         for await (const call of runner) {
           if (call.posted) guard.posted(call.toolUseId);
           log.debug({ tool: call.name, tool_use_id: call.toolUseId, is_error: call.isError, posted: call.posted }, 'tool call done');
@@ -441,24 +476,47 @@ async function serve(
         if (mountError !== undefined) throw mountError;
         // The runner failed while the stores were mounting: say so, not "mounting".
         if (!mounted) step.enter(`running the tool calls of session ${sessionId}`);
-        throw e;
+        // SDK 1.16 throws the API's permanent refusal to read the session (earlier runners end quietly).
+        if (statusOf(e) !== 404 || serving.signal.aborted) throw e;
+        gone = true;
+        log.warn(
+          { error: errorSummary(e) },
+          'the session is gone (404 on reading it); its memory gets the final sync and the work item is stopped',
+        );
       } finally {
         clearTimeout(outlasted);
+        unlinkHooks();
         unlinkRunner();
       }
-      if (!replaced()) break;
+      if (gone || !replaced()) break;
       log.info({ waited_ms: earlyWaitMs }, 'the mount outlasted the early runner; a new runner starts once the stores are mounted');
       await ready;
     }
     // The session ended before its stores were mounted: the mount still ends (or fails) first.
     await ready;
     if (guard.replays > 0) log.info({ replays: guard.replays }, 'replayed tool calls answered from the record');
+    return gone ? 'gone' : 'ended';
   } finally {
     serving.abort();
     await ready.catch(() => {});
     await sandbox?.close();
     unlink();
   }
+}
+
+/**
+ * The worker options a session's runner takes, as the official worker passes them: each only when
+ * it differs from the runner's own default. `maxConcurrentCalls` is read by SDK 1.16 and later;
+ * earlier runners run one call at a time whatever it says.
+ */
+export function runnerTuning(
+  opts: Pick<ResolvedWorkerOptions, 'maxIdleMs' | 'maxConcurrentCalls' | 'requestOptions'>,
+): Pick<SessionToolRunnerOptions, 'maxIdleMs' | 'requestOptions'> & { maxConcurrentCalls?: number | null } {
+  return {
+    ...(opts.maxIdleMs !== undefined ? { maxIdleMs: opts.maxIdleMs } : {}),
+    ...(opts.maxConcurrentCalls !== 1 ? { maxConcurrentCalls: opts.maxConcurrentCalls } : {}),
+    ...(opts.requestOptions !== undefined ? { requestOptions: opts.requestOptions } : {}),
+  };
 }
 
 /** `tool`, whose `close` does nothing when `skip()` says so at the time it is called. */
@@ -478,8 +536,8 @@ function closedUnless(tool: BetaRunnableTool, skip: () => boolean): BetaRunnable
  * Run whatever happened before; never throws. In order: count the run out of its tool folder (the
  * last run of the session out cleans its skills and folder); end the memory (`finalSync` first on
  * a clean end), which releases the mount paths; stop listening to the caller; stop heartbeating;
- * then force-stop the item, unless the lease was lost: someone else may hold it now. Returns the
- * memory's finish report, if it made one.
+ * then force-stop the item, unless the lease was lost (or its first beat refused): someone else may
+ * hold it now. Returns the memory's finish report, if it made one.
  */
 async function tearDown(
   work: ClaimedWork,
@@ -494,7 +552,9 @@ async function tearDown(
   const flush = await memory?.finish(finalSync);
   item.control.dispose();
   await lease.release();
-  if (lease.lost) {
+  if (lease.claimRefused) {
+    report.log.warn('the first heartbeat was refused; the work item is not ours, so it is not stopped');
+  } else if (lease.lost) {
     report.leaseLost(lease.reason as 'lease_lost' | 'assumed_lost');
   } else if (await stopServedWork(item.client, { workId: work.id, environmentId: work.environmentId }, item.requestOptions, report.log)) {
     report.emit('workStopped', { workId: work.id });
@@ -555,8 +615,8 @@ class ItemReport {
   }
 
   /** The item ran its course (tear-down included): count it, log it, and close its session's events. */
-  ended(status: ItemStatus, error: Error | undefined, flush: FinishReport | undefined): ItemOutcome {
-    const outcome = this.#outcome(status, error);
+  ended(status: ItemStatus, error: Error | undefined, flush: FinishReport | undefined, reason?: ItemOutcome['reason']): ItemOutcome {
+    const outcome = { ...this.#outcome(status, error), ...(reason ? { reason } : {}) };
     if (status === 'failed') {
       this.#metrics.add('itemsFailed');
       this.log.error({ error: errorSummary(error) }, 'work item failed');
@@ -565,7 +625,7 @@ class ItemReport {
     } else if (status === 'completed' || status === 'skipped' || status === 'stopped_by_server') {
       this.#metrics.add('itemsCompleted');
     }
-    this.log.info({ status, duration_ms: outcome.durationMs }, 'work item done');
+    this.log.info({ status, ...(reason ? { reason } : {}), duration_ms: outcome.durationMs }, 'work item done');
     if (this.#started && this.sessionId !== undefined) {
       this.emit('sessionEnded', { workId: this.workId, sessionId: this.sessionId, outcome, ...(flush ? { flush } : {}) });
     }

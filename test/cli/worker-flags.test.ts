@@ -2,7 +2,8 @@
 // default and its flag overrides it, the key comes from a file named by --environment-key-file (the
 // key itself is never a flag), `--memory-sync-interval` takes milliseconds or `off` (memory off,
 // `null`), `--memory-sync-deletions`, `--memory-delete-after`, `--workdir`, `--max-idle`, `--final-flush`, `--state-dir`,
-// `--allowed-mount-root` (repeatable) and `--worker-id` reach the option of the same meaning, and an option not given stays unset (so
+// `--allowed-mount-root` (repeatable), `--worker-id` and `--max-concurrent-calls` (a count, or
+// `unlimited` for `null`) reach the option of the same meaning, and an option not given stays unset (so
 // the library's default applies).
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -94,6 +95,18 @@ describe('workerOptionsFromFlags', () => {
       expected: { memorySyncDeletions: 'log_only', maxIdleMs: 2000, finalFlushMs: 10000, stateDir: '/srv/state', workerId: 'w-1' },
     },
     {
+      description: 'the calls of one session run at once',
+      argv: () => ['--max-concurrent-calls', '4'],
+      env: ENV,
+      expected: { maxConcurrentCalls: 4 },
+    },
+    {
+      description: '"unlimited" calls at once (null)',
+      argv: () => ['--max-concurrent-calls', 'unlimited'],
+      env: ENV,
+      expected: { maxConcurrentCalls: null },
+    },
+    {
       description: 'the time a file must be gone before its memory is deleted',
       argv: () => ['--memory-delete-after', '0'],
       env: ENV,
@@ -153,6 +166,7 @@ describe('workerOptionsFromFlags', () => {
         memoryDeleteAfterMs: undefined,
         memoryBufferBytes: undefined,
         maxIdleMs: undefined,
+        maxConcurrentCalls: undefined,
         finalFlushMs: undefined,
         stateDir: undefined,
         workerId: undefined,
@@ -165,6 +179,10 @@ describe('workerOptionsFromFlags', () => {
     const { client, ...opts } = optionsFor(argv(), env);
     const actual: Record<string, unknown> = { ...opts, baseURL: client.baseURL };
     for (const [key, value] of Object.entries(expected)) expect(actual[key], key).toStrictEqual(value);
+  });
+
+  it.each(['0', '-1', '1.5', 'many', ''])('--max-concurrent-calls %j is refused with what it accepts', (raw) => {
+    expect(() => optionsFor(['--max-concurrent-calls', raw], ENV)).toThrow(/expected an integer of at least 1, or "unlimited"/);
   });
 
   it('without --sandbox: the default mode, with the key file hidden from every sandbox', () => {

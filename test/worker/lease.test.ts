@@ -1,7 +1,9 @@
 // Pins the lease heartbeat: NO_HEARTBEAT first then an exact echo of last_heartbeat, the interval
 // from the server TTL (max(floor, min(ttl/2, cap))), and each ending — 412 lost, stop verdicts,
-// lease_extended false, permanent 4xx rejected, no success within the TTL assumed lost, hung beats
-// cut off — with the first reason winning. Uses a plain-object heartbeat API on an injected manual
+// a lease not extended (lease_extended anything but true, as SDK 1.16 reads it), permanent 4xx
+// rejected, no success within the TTL assumed lost, hung beats cut off — with the first reason
+// winning. The first beat claims the item: `claimed` settles with its verdict, and a first beat
+// refused for good leaves an item that was never ours (not to be stopped). Uses a plain-object heartbeat API on an injected manual
 // clock: small timings first, then the deadline tests with the real default intervals.
 import { APIError, APIConnectionError } from '@anthropic-ai/sdk';
 import pino from 'pino';
@@ -101,26 +103,100 @@ describe('Lease', () => {
     { description: 'state stopping ends it as a server stop', resp: ok('a', { state: 'stopping' }) },
     { description: 'state stopped ends it as a server stop', resp: ok('a', { state: 'stopped' }) },
     { description: 'lease_extended false ends it as a server stop', resp: ok('a', { lease_extended: false }) },
+    {
+      description: 'lease_extended false on an active item ends it as a server stop',
+      resp: ok('a', { state: 'active', lease_extended: false, ttl_seconds: 30 }),
+    },
+    {
+      description: 'an answer without lease_extended ends it as a server stop, as SDK 1.16 reads it',
+      resp: { last_heartbeat: 'a', ttl_seconds: 30, state: 'active' } as unknown as Resp,
+    },
   ];
   for (const v of verdicts) {
-    it(v.description, async () => {
+    it(`${v.description} (on the first beat: not claimed)`, async () => {
       const { clock, l } = rig([v.resp], ok('x'));
       l.start();
       await clock.advance(0);
       expect(l.signal.aborted).toBe(true);
       expect(l.reason).toBe('server_stop');
       expect(l.lost).toBe(false);
+      expect(await l.claimed).toBe(false);
+    });
+    it(`${v.description} (on a later beat)`, async () => {
+      const { clock, l, sent } = rig([ok('a'), v.resp], ok('x'));
+      l.start();
+      await clock.advance(0);
+      expect(await l.claimed).toBe(true);
+      expect(l.signal.aborted).toBe(false);
+      await clock.advance(20);
+      expect(sent).toEqual([NO_HEARTBEAT, 'a']);
+      expect(l.signal.aborted).toBe(true);
+      expect(l.reason).toBe('server_stop');
+      expect(l.lost).toBe(false);
     });
   }
 
-  it('ends as rejected on a permanent 4xx other than 412', async () => {
-    const { clock, l } = rig([apiError(404)], ok('x'));
+  it('ends as rejected on a permanent 4xx other than 412 after the claim, and the item stays ours to stop', async () => {
+    const { clock, l } = rig([ok('a'), apiError(404)], ok('x'));
     l.start();
-    await clock.advance(0);
+    await clock.advance(20);
     expect(l.signal.aborted).toBe(true);
     expect(l.reason).toBe('rejected');
     expect(l.lost).toBe(false);
+    expect(l.claimRefused).toBe(false);
     expect((l.rejection as APIError).status).toBe(404);
+  });
+
+  describe('the claim (the first beat)', () => {
+    it('settles true once the first beat succeeds with the lease extended', async () => {
+      const { clock, l } = rig([{ afterMs: 5, then: ok('a') }], ok('x'));
+      l.start();
+      let verdict: boolean | undefined;
+      void l.claimed.then((v) => (verdict = v));
+      await clock.advance(4);
+      expect(verdict).toBeUndefined();
+      await clock.advance(1);
+      expect(verdict).toBe(true);
+      await l.release();
+    });
+
+    it('a 412 on the first beat: not claimed, lost (left to its new owner, never stopped)', async () => {
+      const { clock, l } = rig([apiError(412)], ok('x'));
+      l.start();
+      await clock.advance(0);
+      expect(await l.claimed).toBe(false);
+      expect(l.reason).toBe('lease_lost');
+      expect(l.lost).toBe(true);
+    });
+
+    for (const status of [401, 403, 404]) {
+      it(`a ${status} on the first beat: not claimed, refused, and counted lost so it is never stopped`, async () => {
+        const { clock, l } = rig([apiError(status)], ok('x'));
+        l.start();
+        await clock.advance(0);
+        expect(await l.claimed).toBe(false);
+        expect(l.reason).toBe('rejected');
+        expect(l.claimRefused).toBe(true);
+        expect(l.lost).toBe(true);
+        expect((l.rejection as APIError).status).toBe(status);
+      });
+    }
+
+    it('transient failures before the first success only delay the claim', async () => {
+      const { clock, l, sent } = rig([apiError(503), new APIConnectionError({ message: 'reset' }), ok('a')], ok('b'));
+      l.start();
+      await clock.advance(100);
+      expect(await l.claimed).toBe(true);
+      expect(sent.slice(0, 3)).toEqual([NO_HEARTBEAT, NO_HEARTBEAT, NO_HEARTBEAT]);
+      await l.release();
+    });
+
+    it('a lease released before the first answer settles false', async () => {
+      const { l } = rig(['hang'], ok('x'));
+      l.start();
+      await l.release();
+      expect(await l.claimed).toBe(false);
+    });
   });
 
   it('keeps going through transient failures that stay within the TTL', async () => {

@@ -32,6 +32,13 @@ describe('resolveWorkerOptions', () => {
     expect(o.memoryDeleteAfterMs).toBe(30_000);
     expect(o.pathWaitMs).toBe(60_000);
     expect(o.workdir).toBe(process.cwd());
+    expect(o.maxConcurrentCalls).toBe(1);
+  });
+
+  it('takes maxConcurrentCalls as the official worker does: a count of at least 1, or null for no limit', () => {
+    expect(resolveWorkerOptions({ client, maxConcurrentCalls: 4 }).maxConcurrentCalls).toBe(4);
+    expect(resolveWorkerOptions({ client, maxConcurrentCalls: 1 }).maxConcurrentCalls).toBe(1);
+    expect(resolveWorkerOptions({ client, maxConcurrentCalls: null }).maxConcurrentCalls).toBeNull();
   });
 
   it('runs on the monotonic clock unless a clock is injected, and keeps the injected one', () => {
@@ -93,6 +100,31 @@ describe('resolveWorkerOptions', () => {
       description: 'a client that is not an Anthropic client',
       input: { client: {} },
       line: 'client: expected an Anthropic client (new Anthropic({ ... })), got an object',
+    },
+    {
+      description: 'maxConcurrentCalls zero',
+      input: { maxConcurrentCalls: 0 },
+      line: 'maxConcurrentCalls: expected an integer of at least 1, or null for no limit, got 0',
+    },
+    {
+      description: 'a negative maxConcurrentCalls',
+      input: { maxConcurrentCalls: -2 },
+      line: 'maxConcurrentCalls: expected an integer of at least 1, or null for no limit, got -2',
+    },
+    {
+      description: 'a fractional maxConcurrentCalls',
+      input: { maxConcurrentCalls: 2.5 },
+      line: 'maxConcurrentCalls: expected an integer of at least 1, or null for no limit, got 2.5',
+    },
+    {
+      description: 'maxConcurrentCalls as a string',
+      input: { maxConcurrentCalls: '2' },
+      line: 'maxConcurrentCalls: expected an integer of at least 1, or null for no limit, got "2"',
+    },
+    {
+      description: 'an infinite maxConcurrentCalls (null means no limit)',
+      input: { maxConcurrentCalls: Infinity },
+      line: 'maxConcurrentCalls: expected an integer of at least 1, or null for no limit, got Infinity',
     },
     { description: 'a typo in an option name', input: { memorySyncInterval: 5000 }, line: 'memorySyncInterval: unknown option' },
     {

@@ -1,10 +1,11 @@
 // Pins the path wait inside one process: a session whose store path is held by another running
 // session waits with its lease kept alive (heartbeats continue), mounts once the path is free, and
-// when the wait exceeds pathWaitMs fails with an error naming the path and the other session.
+// when the wait exceeds pathWaitMs fails with an error naming the path and the other session, at
+// once and without answering the call its early runner held (the call never ran).
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EnvironmentWorker } from '../../src/worker/environment-worker.js';
-import { harness, type Harness } from './helpers.js';
+import { harness, waitFor, type Harness } from './helpers.js';
 
 describe('two sessions wanting the same mount path', () => {
   let h: Harness;
@@ -62,16 +63,26 @@ describe('two sessions wanting the same mount path', () => {
     emu.archiveSession(second.sessionId);
   });
 
-  it('fails after pathWaitMs naming the path and the session holding it', async () => {
+  it('fails after pathWaitMs naming the path and the session holding it, at once and answering no call', async () => {
     const { emu } = h;
-    const worker = h.worker({ concurrency: 2, pathWaitMs: 400 });
-    const failed: Array<{ workId: string; error: Error }> = [];
-    worker.on('workFailed', (e) => failed.push(e));
-    const { first, second, running } = await twoSessions(worker, 3_000);
+    const worker = h.worker({ concurrency: 2, pathWaitMs: 1_500 });
+    const failed: Array<{ workId: string; error: Error; at: number }> = [];
+    worker.on('workFailed', (e) => failed.push({ ...e, at: Date.now() }));
+    const claimedAt = new Map<string, number>();
+    worker.on('workClaimed', (e) => claimedAt.set(e.workId, Date.now()));
+    const { store, first, second, running } = await twoSessions(worker, 5_000);
+    // The second item's runner opened the stream and holds the agent's call while the path is busy.
+    await waitFor(() => failed.length > 0, 20_000, 'the second item to fail');
+    const waitedMs = failed[0]!.at - claimedAt.get(second.workId)!;
+    await waitFor(() => emu.workItem(second.workId).state === 'stopped', 5_000, 'the second item to be stopped');
     await emu.waitForSession(first.sessionId, { timeoutMs: 20_000 });
     await worker.close();
     await running;
 
+    expect(waitedMs).toBeGreaterThanOrEqual(1_400);
+    expect(waitedMs).toBeLessThan(1_500 + 3_000);
+    expect(emu.session(second.sessionId).toolResults).toEqual([]);
+    expect(emu.memories(store.id)).toEqual({ '/a.md': 'A' });
     expect(failed).toHaveLength(1);
     expect(failed[0]!.workId).toBe(second.workId);
     expect(failed[0]!.error.message).toContain(`${path.join(h.mountRoot, 'shared')} is in use by session ${first.sessionId}`);
