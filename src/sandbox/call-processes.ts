@@ -72,7 +72,8 @@ export class CallProcesses {
     for (let pass = 0; pass < 5; pass++) {
       let found = 0;
       for (const p of readProcesses(this.#proc)) {
-        if (!sessions.has(p.session) || sessions.has(p.pid) || call.before.has(identity(p))) continue;
+        // A zombie is dead already: signalling it again would only keep this loop going.
+        if (p.state === 'Z' || p.state === 'X' || !sessions.has(p.session) || sessions.has(p.pid) || call.before.has(identity(p))) continue;
         found += signal(p.pid);
       }
       killed += found;
@@ -85,6 +86,8 @@ export class CallProcesses {
 /** A process as `/proc/<pid>/stat` shows it. */
 export interface ProcessEntry {
   pid: number;
+  /** Its state letter (`R`, `S`, `Z` for a zombie...). */
+  state: string;
   /** Its session id (the pid of the session's leader). */
   session: number;
   /** When it started, in clock ticks after boot: with the pid, it names one process for good. */
@@ -130,7 +133,7 @@ export function parseStat(line: string): ProcessEntry | undefined {
   const session = Number(fields[6 - 3]);
   const start = Number(fields[22 - 3]);
   if (!Number.isInteger(session) || !Number.isFinite(start)) return undefined;
-  return { pid, session, start };
+  return { pid, state: fields[0] ?? '', session, start };
 }
 
 function identity(p: ProcessEntry): string {

@@ -10,55 +10,16 @@
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { resolveSandboxOption } from '../../src/sandbox/options.js';
-import { resolveSandbox } from '../../src/sandbox/runtime.js';
 import { INSTALLED_SDK_VERSION, toolsetShellPerThread } from '../../src/sandbox/sdk-bounds.js';
-import { SessionSandbox } from '../../src/sandbox/session-sandbox.js';
+import type { SessionSandbox } from '../../src/sandbox/session-sandbox.js';
+import { run, sessionSandbox, thread } from './threads.js';
 
-const log = pino({ level: 'silent' });
 const perThread = toolsetShellPerThread();
-
-export async function sessionSandbox(work: string, toolTimeoutMs?: number): Promise<SessionSandbox> {
-  const runtime = await resolveSandbox(resolveSandboxOption({ mode: 'bwrap', ...(toolTimeoutMs ? { toolTimeoutMs } : {}) }), {
-    log,
-    concurrency: 1,
-  });
-  if (runtime.kind !== 'bwrap') throw new Error('the sandbox did not start');
-  return new SessionSandbox(runtime, { workdir: work, allowedRoots: [], readOnlyRoots: [], maxFileBytes: undefined, hide: [] }, log);
-}
-
-/** A session thread as the runner names it, with the controller that ends it. */
-export function thread(name: string): { key: string; end: AbortController } {
-  return { key: `sesn_test/${name}`, end: new AbortController() };
-}
-
-/** Run a tool as the 1.16 runner does: a signal of its own and the thread context. */
-export async function run(
-  sandbox: SessionSandbox,
-  tool: string,
-  input: object,
-  on?: { key: string; end: AbortController },
-  signal: AbortSignal = new AbortController().signal,
-): Promise<{ ok: boolean; text: string }> {
-  const t = sandbox.tools().find((x) => x.name === tool)!;
-  const context = {
-    toolUse: { type: 'tool_use', id: 'toolu_test', name: tool, input },
-    signal,
-    ...(on ? { _sessionThread: { key: on.key, signal: on.end.signal } } : {}),
-  };
-  try {
-    const out = await t.run(input, context as never);
-    return { ok: true, text: typeof out === 'string' ? out : JSON.stringify(out) };
-  } catch (e) {
-    return { ok: false, text: (e as Error).message };
-  }
-}
 
 /** A bash line that prints how many processes in the sandbox run `sleep <n>`. */
 const count = (n: number): string =>
-  `for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep ${n} ' || :`;
+  `for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done 2>/dev/null | grep -c '^sleep ${n} ' || :`;
 
 describe(`session threads in the sandbox (SDK ${INSTALLED_SDK_VERSION}: ${perThread ? 'a shell per thread' : 'one shell'})`, () => {
   let work: string;
