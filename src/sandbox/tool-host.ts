@@ -4,6 +4,10 @@
  * stdout (see `protocol.ts`). It holds no credential and loads nothing but Node and the SDK, so
  * the sandbox needs no other package. It ends when its stdin closes (the worker went away).
  *
+ * Calls run concurrently, each with the thread context of its session thread, and each process
+ * the toolset starts is put down to the call it started in, so that a call that runs too long
+ * can be stopped without the rest of the session (see `call-processes.ts`).
+ *
  * Built as CommonJS so it can start lean: one host starts per session, and the SDK's toolset
  * reaches the SDK's root barrel (the whole API client, about 300 modules) through one import that
  * uses only `AnthropicError`. That import is answered with the SDK's own error module, which
