@@ -127,6 +127,26 @@ describe(`session threads in the sandbox (SDK ${INSTALLED_SDK_VERSION}: ${perThr
     expect(sandbox.hostsStarted).toBe(1);
   });
 
+  it("a call the runner aborts answers at once; the host and the other thread's shell stay", async () => {
+    sandbox = await sessionSandbox(work);
+    const [a, b] = [thread('a'), thread('b')];
+    expect((await run(sandbox, 'bash', { command: 'export MARK=b; echo set' }, b)).text).toBe('set');
+    const stop = new AbortController();
+    const started = Date.now();
+    const pending = run(sandbox, 'bash', { command: 'sleep 1401; echo never' }, a, stop.signal);
+    await new Promise((r) => setTimeout(r, 500));
+    stop.abort();
+    const stopped = await pending;
+    expect(stopped.ok).toBe(false);
+    expect(stopped.text).not.toContain('never');
+    expect(stopped.text).not.toContain('could not run this call');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // 1.14 ends its one shell on an abort, and B's export with it.
+    const seen = await run(sandbox, 'bash', { command: `echo "mark=$MARK"; ${count(1401)}` }, b);
+    expect(seen).toEqual({ ok: true, text: perThread ? 'mark=b\n0' : 'mark=\n0' });
+    expect(sandbox.hostsStarted).toBe(1);
+  });
+
   // Before 1.16 there is no other thread's call to leave alone: the one shell runs B's after A's.
   it.runIf(perThread)('a timed-out call in one thread leaves a running call of another thread alone (1.16)', async () => {
     sandbox = await sessionSandbox(work, 3_000);
