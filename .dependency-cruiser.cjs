@@ -89,10 +89,21 @@ module.exports = {
       name: 'sandbox-tool-host-loads-only-the-sdk',
       comment:
         'The tool host runs inside the sandbox, where only Node and the SDK are visible: at run time it imports ' +
-        'node:* modules and @anthropic-ai/sdk only (types from protocol.ts are erased).',
+        'node:* modules, @anthropic-ai/sdk and call-processes.ts only (types from protocol.ts are erased; ' +
+        'call-processes.ts is bundled into it and imports node:* modules only).',
       severity: 'error',
       from: { path: '^src/sandbox/tool-host\\.ts$' },
-      to: { pathNot: ['(^|/)node_modules/@anthropic-ai/sdk/'], dependencyTypesNot: ['core', 'type-only'] },
+      to: {
+        pathNot: ['(^|/)node_modules/@anthropic-ai/sdk/', '^src/sandbox/call-processes\\.ts$'],
+        dependencyTypesNot: ['core', 'type-only'],
+      },
+    },
+    {
+      name: 'sandbox-call-processes-node-only',
+      comment: 'call-processes.ts is bundled into the tool host, which sees only Node and the SDK: it imports node:* modules only.',
+      severity: 'error',
+      from: { path: '^src/sandbox/call-processes\\.ts$' },
+      to: { dependencyTypesNot: ['core'] },
     },
     {
       name: 'zod-v3-outside-the-test-kit',

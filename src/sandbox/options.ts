@@ -1,4 +1,5 @@
 import { z } from 'zod/v3';
+import { runnerToolTimeoutMs } from './sdk-bounds.js';
 
 /**
  * How a session's tools are isolated.
@@ -30,9 +31,9 @@ export interface SandboxSettings {
    */
   hidePaths?: string[];
   /**
-   * Milliseconds one tool call may take in the sandbox before its tool host is killed and the call
-   * answers with an error (the next call starts a new host). Default 120 000, the SDK runner's own
-   * per-tool bound; 1 000..3 600 000.
+   * Milliseconds one tool call may take in the sandbox before the processes it started are killed
+   * and it answers with an error (the session's shells, background jobs and `/tmp` stay). Default:
+   * the installed SDK runner's own per-call bound (325 000 from 1.16, 120 000 before); 1 000..3 600 000.
    */
   toolTimeoutMs?: number;
   /** The bubblewrap executable. Default: `bwrap` found on `PATH`. */
@@ -54,7 +55,8 @@ export interface ResolvedSandboxOptions {
   bwrapPath: string | undefined;
 }
 
-export const SANDBOX_TOOL_TIMEOUT_DEFAULT_MS = 120_000;
+/** The default of `toolTimeoutMs`: the installed SDK runner's own per-call bound. */
+export const SANDBOX_TOOL_TIMEOUT_DEFAULT_MS = runnerToolTimeoutMs();
 const TOOL_TIMEOUT_MIN_MS = 1_000;
 const TOOL_TIMEOUT_MAX_MS = 3_600_000;
 

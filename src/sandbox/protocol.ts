@@ -3,8 +3,12 @@ import { z } from 'zod/v3';
 /**
  * The pipe between the worker and a session's tool host: one JSON object per line, each way.
  *
- * worker -> host: `init` (once, first), then `call` and `cancel`.
+ * worker -> host: `init` (once, first), then `call`, `cancel`, `timeout` and `thread-end`.
  * host -> worker: `ready` (after `init`), then one `result` per `call`.
+ *
+ * A call carries the key of its session thread when the runner named one; the host runs calls
+ * concurrently and hands the toolset one thread context (key and signal) per key, which
+ * `thread-end` aborts.
  *
  * The host runs the agent's code beside it, so everything it sends is untrusted: the worker checks
  * each line against {@link hostMessageSchema} and bounds its length; anything else ends the host.
@@ -17,6 +21,8 @@ export interface HostInit {
   allowedRoots: string[];
   readOnlyRoots: string[];
   maxFileBytes: number | null | undefined;
+  /** Whether the toolset keeps a bash shell per session thread (else one shell serves every call). */
+  shellPerThread?: boolean;
 }
 
 export interface HostCall {
@@ -24,14 +30,29 @@ export interface HostCall {
   id: number;
   tool: string;
   input: unknown;
+  /** The session thread's key, as the runner's thread context names it. */
+  thread?: string;
 }
 
+/** The runner aborted the call: abort its signal (then kill what it started, if it does not stop). */
 export interface HostCancel {
   t: 'cancel';
   id: number;
 }
 
-export type WorkerMessage = HostInit | HostCall | HostCancel;
+/** The call ran past the sandbox's per-call bound: kill what it started (then abort it, if it does not stop). */
+export interface HostTimeout {
+  t: 'timeout';
+  id: number;
+}
+
+/** The thread's signal aborted (the thread ended): abort the thread context the tools hold. */
+export interface HostThreadEnd {
+  t: 'thread-end';
+  thread: string;
+}
+
+export type WorkerMessage = HostInit | HostCall | HostCancel | HostTimeout | HostThreadEnd;
 
 const blocks = z.array(z.object({ type: z.string() }).passthrough());
 const content = z.union([z.string(), blocks]);

@@ -5,8 +5,9 @@ import type { Logger } from '../internal/logger.js';
 import { bwrapArgs, type SandboxView } from './bwrap-args.js';
 import { hideKinds } from './host-layout.js';
 import type { SandboxRuntime } from './runtime.js';
+import { toolsetShellPerThread } from './sdk-bounds.js';
 import { sandboxEnvironment } from './tool-env.js';
-import { ToolHostProcess } from './tool-host-process.js';
+import { ToolHostProcess, type CallThread } from './tool-host-process.js';
 
 /** What one session's sandbox is built around: its folders, as the tools' context names them. */
 export interface SessionSandboxSpec {
@@ -24,8 +25,10 @@ export interface SessionSandboxSpec {
  * The agent toolset of one session, run in a bubblewrap sandbox of its own. The worker hands the
  * SDK runner {@link tools}: the toolset's own definitions (names, descriptions, input schemas,
  * built from the SDK and never run here) whose `run` sends the call to the session's tool host.
- * The host starts with the session and again after any failure, so a host that died, hung past the
- * tool timeout or wrote garbage costs that one call an error result and the next call gets a
+ * Calls run concurrently, each with the session thread the runner names, so the toolset keeps its
+ * shell per thread in the sandbox too. A call past the tool timeout loses only the processes it
+ * started. The host starts with the session and again after any failure, so a host that died, did
+ * not stop a call or wrote garbage costs that call an error result and the next call gets a
  * fresh one. {@link close} ends the sandbox and everything the agent started in it.
  */
 export class SessionSandbox {
@@ -79,9 +82,20 @@ export class SessionSandbox {
   async #run(tool: string, input: unknown, context: BetaToolRunContext | undefined): Promise<string | ToolResultBlocks> {
     if (this.#closed) throw new ToolError(`${tool}: the session's sandbox is closed`);
     const host = this.#current();
-    const result = await host.call(tool, input, { timeoutMs: this.#runtime.options.toolTimeoutMs, signal: context?.signal });
+    const result = await host.call(tool, input, {
+      timeoutMs: this.#runtime.options.toolTimeoutMs,
+      signal: context?.signal,
+      thread: threadOf(context),
+    });
     if (result.kind === 'failed') {
       throw new ToolError(`${tool}: the sandbox could not run this call (${result.message}); the next call starts a new sandbox`);
+    }
+    if (result.kind === 'timedOut') {
+      const said = typeof result.content === 'string' ? result.content : JSON.stringify(result.content);
+      throw new ToolError(
+        `${tool}: the call was still running after ${result.timeoutMs} ms, so the processes it started were killed. ` +
+          `What it had printed:\n${said}`,
+      );
     }
     if (result.isError) throw new ToolError(result.content as ToolResultBlocks | string);
     return result.content as ToolResultBlocks | string;
@@ -115,11 +129,23 @@ export class SessionSandbox {
         allowedRoots: [...spec.allowedRoots],
         readOnlyRoots: [...spec.readOnlyRoots],
         maxFileBytes: spec.maxFileBytes,
+        shellPerThread: toolsetShellPerThread(),
       },
       log: this.#log,
     });
     return this.#host;
   }
+}
+
+/**
+ * The session thread of a call, from the run context the SDK runner passes (a private member,
+ * present from SDK 1.16; `test/sandbox/sdk-bounds.test.ts` fails where the installed SDK's runner
+ * and toolset disagree with `sdk-bounds.ts` about it). Anything malformed is no thread.
+ */
+function threadOf(context: BetaToolRunContext | undefined): CallThread | undefined {
+  const thread = (context as { _sessionThread?: unknown } | undefined)?._sessionThread as Partial<CallThread> | undefined;
+  if (typeof thread?.key !== 'string' || !(thread.signal instanceof AbortSignal)) return undefined;
+  return { key: thread.key, signal: thread.signal };
 }
 
 type ToolResultBlocks = Exclude<Awaited<ReturnType<BetaRunnableTool['run']>>, string>;

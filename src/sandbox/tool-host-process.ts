@@ -5,13 +5,30 @@ import type { Logger } from '../internal/logger.js';
 import { feedSeccomp, seccompArgs } from './bwrap-features.js';
 import { encodeLine, LineDecoder, type HostInit, type ToolContent, type WorkerMessage } from './protocol.js';
 
-/** How a call in the sandbox ended. `failed`: the host could not answer it (it died, hung or broke the protocol). */
-export type HostCallResult = { kind: 'answered'; isError: boolean; content: ToolContent } | { kind: 'failed'; message: string };
+/**
+ * How a call in the sandbox ended. `timedOut`: it ran past its bound, the processes it started
+ * were killed and it answered with what it had (the host lives on). `failed`: the host could not
+ * answer it (it died, hung or broke the protocol).
+ */
+export type HostCallResult =
+  | { kind: 'answered'; isError: boolean; content: ToolContent }
+  | { kind: 'timedOut'; timeoutMs: number; content: ToolContent }
+  | { kind: 'failed'; message: string };
+
+/** The session thread a call belongs to, as the runner's thread context names it. */
+export interface CallThread {
+  key: string;
+  /** Aborted when the thread ended. */
+  signal: AbortSignal;
+}
 
 /** Milliseconds a host may take to start (namespaces, Node, the SDK toolset) before it is given up. */
 export const HOST_START_TIMEOUT_MS = 20_000;
-/** Milliseconds a cancelled call may take to answer before its host is killed. */
-const CANCEL_GRACE_MS = 2_000;
+/**
+ * Milliseconds a cancelled or timed-out call may take to answer before its host is killed: the
+ * host stops it in two steps a second apart (see tool-host.ts), each of which ends it normally.
+ */
+const STOP_GRACE_MS = 5_000;
 /** Milliseconds a closed host has to end by itself before it is killed. */
 const CLOSE_GRACE_MS = 1_000;
 /** Milliseconds to wait for the sandbox to be gone after the kill. */
@@ -38,6 +55,8 @@ export class ToolHostProcess {
   readonly #log: Logger;
   readonly #decoder = new LineDecoder();
   readonly #pending = new Map<number, Pending>();
+  /** The threads whose end the host is told of, by key, with the signal that tells it. */
+  readonly #threads = new Map<string, AbortSignal>();
   readonly #exited: Promise<void>;
   #nextId = 1;
   #failure: string | undefined;
@@ -110,32 +129,62 @@ export class ToolHostProcess {
   }
 
   /**
-   * Run one tool call in the sandbox. A call still running after `timeoutMs`, or `CANCEL_GRACE_MS`
-   * after `signal` aborted, kills the host; so do a dead host and a malformed answer.
+   * Run one tool call in the sandbox; calls run concurrently. After `timeoutMs` the host kills the
+   * processes the call started and it answers `timedOut`; when `signal` aborts the host aborts the
+   * call. A call that still has not answered `STOP_GRACE_MS` after either kills the host, as do a
+   * dead host and a malformed answer. `thread`: the call's session thread, whose end the host is
+   * told of.
    */
-  async call(tool: string, input: unknown, opts: { timeoutMs: number; signal?: AbortSignal | null | undefined }): Promise<HostCallResult> {
+  async call(
+    tool: string,
+    input: unknown,
+    opts: { timeoutMs: number; signal?: AbortSignal | null | undefined; thread?: CallThread | undefined },
+  ): Promise<HostCallResult> {
     const problem = await this.#ready;
     if (problem !== undefined) return { kind: 'failed', message: problem };
     const id = this.#nextId++;
     return new Promise<HostCallResult>((resolve) => {
       let grace: NodeJS.Timeout | undefined;
-      const timer = setTimeout(() => this.#fail(`the tool call was still running after ${opts.timeoutMs} ms`), opts.timeoutMs);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        this.#send({ t: 'timeout', id });
+        grace ??= setTimeout(
+          () => this.#fail(`the tool call was still running after ${opts.timeoutMs} ms and did not stop`),
+          STOP_GRACE_MS,
+        );
+      }, opts.timeoutMs);
       const onAbort = (): void => {
         this.#send({ t: 'cancel', id });
-        grace ??= setTimeout(() => this.#fail('the tool call did not stop when cancelled'), CANCEL_GRACE_MS);
+        grace ??= setTimeout(() => this.#fail('the tool call did not stop when cancelled'), STOP_GRACE_MS);
       };
       this.#pending.set(id, {
         resolve: (result) => {
           clearTimeout(timer);
           if (grace) clearTimeout(grace);
           opts.signal?.removeEventListener('abort', onAbort);
-          resolve(result);
+          resolve(
+            timedOut && result.kind === 'answered' ? { kind: 'timedOut', timeoutMs: opts.timeoutMs, content: result.content } : result,
+          );
         },
       });
       if (opts.signal?.aborted) onAbort();
       else opts.signal?.addEventListener('abort', onAbort, { once: true });
-      this.#send({ t: 'call', id, tool, input });
+      this.#send({ t: 'call', id, tool, input, ...(opts.thread !== undefined ? { thread: opts.thread.key } : {}) });
+      if (opts.thread !== undefined) this.#watchThread(opts.thread);
     });
+  }
+
+  /** Tell the host when the thread ends (once per thread and signal). */
+  #watchThread(thread: CallThread): void {
+    if (this.#threads.get(thread.key) === thread.signal) return;
+    this.#threads.set(thread.key, thread.signal);
+    const ended = (): void => {
+      if (this.#threads.get(thread.key) === thread.signal) this.#threads.delete(thread.key);
+      this.#send({ t: 'thread-end', thread: thread.key });
+    };
+    if (thread.signal.aborted) ended();
+    else thread.signal.addEventListener('abort', ended, { once: true });
   }
 
   /** Kill the sandbox and wait (bounded) until every process in it is gone. Idempotent. */

@@ -4,16 +4,23 @@
  * stdout (see `protocol.ts`). It holds no credential and loads nothing but Node and the SDK, so
  * the sandbox needs no other package. It ends when its stdin closes (the worker went away).
  *
+ * Calls run concurrently, each with the thread context of its session thread, and each process
+ * the toolset starts is put down to the call it started in, so that a call that runs too long
+ * can be stopped without the rest of the session (see `call-processes.ts`).
+ *
  * Built as CommonJS so it can start lean: one host starts per session, and the SDK's toolset
  * reaches the SDK's root barrel (the whole API client, about 300 modules) through one import that
  * uses only `AnthropicError`. That import is answered with the SDK's own error module, which
  * defines that same class; any other name read from it loads the real barrel, so the toolset runs
  * exactly as written, on a tenth of the modules.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import { CallProcesses } from './call-processes.js';
 import type { HostCall, HostInit, HostMessage, ToolContent, WorkerMessage } from './protocol.js';
 
 type Loader = (request: string, parent: { filename?: string | null } | undefined, isMain: boolean) => unknown;
@@ -22,13 +29,23 @@ const load = ModuleClass._load;
 const barrelImporter = `${path.sep}helpers${path.sep}beta${path.sep}json-schema.js`;
 ModuleClass._load = function leanLoad(request, parent, isMain) {
   if ((request === '../../index.js' || request === '../../index') && parent?.filename?.endsWith(barrelImporter)) {
-    const errors = load('../../core/error.js', parent, false) as Record<PropertyKey, unknown>;
-    if (typeof errors['AnthropicError'] === 'function') {
+    const errors = leanErrors(parent);
+    if (errors !== undefined) {
       return new Proxy(errors, { get: (t, k) => (k in t ? t[k] : (load(request, parent, isMain) as Record<PropertyKey, unknown>)[k]) });
     }
   }
   return load(request, parent, isMain);
 };
+
+/** The SDK's error module, when it is where this loader expects it and defines `AnthropicError`; else the barrel loads as written. */
+function leanErrors(parent: { filename?: string | null }): Record<PropertyKey, unknown> | undefined {
+  try {
+    const errors = load('../../core/error.js', parent, false) as Record<PropertyKey, unknown>;
+    return typeof errors['AnthropicError'] === 'function' ? errors : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 const sdk = createRequire(__filename);
 const { betaAgentToolset20260401 } = sdk(
@@ -38,14 +55,47 @@ const { runRunnableTool } = sdk(
   '@anthropic-ai/sdk/lib/tools/BetaRunnableTool',
 ) as typeof import('@anthropic-ai/sdk/lib/tools/BetaRunnableTool');
 
+/** Milliseconds between the first step of stopping a call and the second (see {@link stop}). */
+const ESCALATE_AFTER_MS = 1_000;
+/** Milliseconds between two kills of what a timed-out call starts while it has not answered. */
+const KILL_AGAIN_MS = 50;
+
+interface RunningCall {
+  ctrl: AbortController;
+  escalation?: NodeJS.Timeout;
+  killAgain?: NodeJS.Timeout;
+}
+
 let tools: Map<string, BetaRunnableTool> | undefined;
-const running = new Map<number, AbortController>();
+let shellPerThread = false;
+const running = new Map<number, RunningCall>();
+/** One thread context signal per session thread key, aborted when the worker says the thread ended. */
+const threads = new Map<string, AbortController>();
+const processes = new CallProcesses();
+/** The call whose code is running, for the processes it starts. */
+const currentCall = new AsyncLocalStorage<number>();
+
+// Each process the toolset starts is put down to the call it started in, so that a call that runs
+// too long can be stopped alone (see call-processes.ts).
+const childProcesses = createRequire(__filename)('node:child_process') as typeof import('node:child_process');
+const spawnProcess = childProcesses.spawn;
+childProcesses.spawn = function spawnForCall(this: unknown, ...args: unknown[]): ChildProcess {
+  const child = (spawnProcess as (...a: unknown[]) => ChildProcess).apply(this, args);
+  const callId = currentCall.getStore();
+  if (callId !== undefined && child.pid !== undefined) {
+    const options = (Array.isArray(args[1]) ? args[2] : args[1]) as { detached?: boolean } | undefined;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    processes.started(callId, child.pid, options?.detached === true, exited);
+  }
+  return child;
+} as typeof childProcesses.spawn;
 
 function send(message: HostMessage): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);
 }
 
 function init(message: HostInit): void {
+  shellPerThread = message.shellPerThread === true;
   const list = betaAgentToolset20260401({
     workdir: message.workdir,
     allowedRoots: message.allowedRoots,
@@ -56,6 +106,12 @@ function init(message: HostInit): void {
   send({ t: 'ready', tools: [...tools.keys()] });
 }
 
+function threadSignal(key: string): AbortSignal {
+  let ctrl = threads.get(key);
+  if (ctrl === undefined) threads.set(key, (ctrl = new AbortController()));
+  return ctrl.signal;
+}
+
 async function call(message: HostCall): Promise<void> {
   const tool = tools?.get(message.tool);
   if (!tool) {
@@ -63,20 +119,54 @@ async function call(message: HostCall): Promise<void> {
     return;
   }
   const ctrl = new AbortController();
-  running.set(message.id, ctrl);
-  // The toolset reads only the signal; the call's own event stays with the worker.
+  const entry: RunningCall = { ctrl };
+  running.set(message.id, entry);
+  processes.begin(message.id, shellPerThread ? (message.thread ?? '') : '');
+  // The toolset reads the signal and the thread context; the call's own event stays with the worker.
   const toolUse = { type: 'tool_use', id: `sandbox-${message.id}`, name: message.tool, input: message.input };
-  const context = { toolUse, toolUseBlock: toolUse, signal: ctrl.signal } as unknown as BetaToolRunContext;
+  const thread = message.thread === undefined ? {} : { _sessionThread: { key: message.thread, signal: threadSignal(message.thread) } };
+  const context = { toolUse, toolUseBlock: toolUse, signal: ctrl.signal, ...thread } as unknown as BetaToolRunContext;
   try {
-    const outcome = await runRunnableTool(tool, message.input, context);
+    const outcome = await currentCall.run(message.id, () => runRunnableTool(tool, message.input, context));
     send({ t: 'result', id: message.id, isError: outcome.isError, content: outcome.content as ToolContent });
   } finally {
+    clearTimeout(entry.escalation);
+    clearInterval(entry.killAgain);
     running.delete(message.id);
+    processes.end(message.id);
   }
 }
 
+/**
+ * Stop a running call in two steps, the second only if it still runs {@link ESCALATE_AFTER_MS}
+ * later. Cancelled (the runner aborted it): abort its signal, as the runner asked, then kill the
+ * processes it started. Timed out (past the sandbox's bound): kill the processes it started, and
+ * any it starts later, until it answers, so its shell (exports, working folder, earlier background
+ * jobs) lives on and the call answers with what it printed, the rest of its command line going on
+ * as after a failed command; then abort its signal (the toolset ends that shell). The worker kills
+ * the whole sandbox only when neither step brings an answer.
+ */
+function stop(id: number, how: 'cancel' | 'timeout'): void {
+  const entry = running.get(id);
+  if (entry === undefined || entry.escalation !== undefined) return;
+  const kill = (): void => void processes.kill(id);
+  const first = how === 'cancel' ? () => entry.ctrl.abort() : kill;
+  const second = how === 'cancel' ? kill : () => entry.ctrl.abort();
+  first();
+  if (how === 'timeout') entry.killAgain = setInterval(kill, KILL_AGAIN_MS);
+  entry.escalation = setTimeout(() => {
+    if (running.get(id) === entry) second();
+  }, ESCALATE_AFTER_MS);
+}
+
+function endThread(key: string): void {
+  threads.get(key)?.abort();
+  threads.delete(key);
+}
+
 function shutDown(): void {
-  for (const ctrl of running.values()) ctrl.abort();
+  for (const entry of running.values()) entry.ctrl.abort();
+  for (const ctrl of threads.values()) ctrl.abort();
   for (const tool of tools?.values() ?? []) {
     try {
       void tool.close?.();
@@ -97,6 +187,7 @@ lines.on('line', (line) => {
   }
   if (message.t === 'init' && tools === undefined) init(message);
   else if (message.t === 'call') void call(message);
-  else if (message.t === 'cancel') running.get(message.id)?.abort();
+  else if (message.t === 'cancel' || message.t === 'timeout') stop(message.id, message.t);
+  else if (message.t === 'thread-end') endThread(message.thread);
 });
 lines.on('close', shutDown);
