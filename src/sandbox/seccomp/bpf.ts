@@ -8,6 +8,8 @@
  * (the width of jt/jf); a target further away is refused here, never silently wrapped.
  */
 
+import { InternalError } from '../../errors.js';
+
 /** One instruction as the kernel reads it. */
 export interface BpfInstruction {
   code: number;
@@ -63,17 +65,18 @@ export function assemble(steps: readonly BpfStep[]): BpfInstruction[] {
       count++;
       continue;
     }
-    if (s.name === 'next' || at.has(s.name)) throw new Error(`BPF label ${s.name} is reserved or defined twice`);
+    if (s.name === 'next' || at.has(s.name)) throw new InternalError(`BPF label ${s.name} is reserved or defined twice`);
     at.set(s.name, count);
   }
-  if (count > BPF_MAX_INSTRUCTIONS) throw new Error(`BPF program of ${count} instructions exceeds ${BPF_MAX_INSTRUCTIONS}`);
+  if (count > BPF_MAX_INSTRUCTIONS) throw new InternalError(`BPF program of ${count} instructions exceeds ${BPF_MAX_INSTRUCTIONS}`);
   const out: BpfInstruction[] = [];
   const offset = (target: BpfTarget, max: number): number => {
     if (target === 'next') return 0;
     const to = at.get(target);
-    if (to === undefined) throw new Error(`BPF label ${target} is not defined`);
+    if (to === undefined) throw new InternalError(`BPF label ${target} is not defined`);
     const distance = to - (out.length + 1);
-    if (distance < 0 || distance > max) throw new Error(`BPF jump from ${out.length} to ${target} (${distance}) is out of range 0..${max}`);
+    if (distance < 0 || distance > max)
+      throw new InternalError(`BPF jump from ${out.length} to ${target} (${distance}) is out of range 0..${max}`);
     return distance;
   };
   for (const s of steps) {
@@ -110,7 +113,7 @@ export function encode(program: readonly BpfInstruction[]): Buffer {
 
 /** The instructions of an encoded program (for tests and inspection). */
 export function decode(buf: Buffer): BpfInstruction[] {
-  if (buf.length % 8 !== 0) throw new Error(`a BPF program is a multiple of 8 bytes, got ${buf.length}`);
+  if (buf.length % 8 !== 0) throw new InternalError(`a BPF program is a multiple of 8 bytes, got ${buf.length}`);
   const out: BpfInstruction[] = [];
   for (let i = 0; i < buf.length; i += 8) {
     out.push({ code: buf.readUInt16LE(i), jt: buf.readUInt8(i + 2), jf: buf.readUInt8(i + 3), k: buf.readUInt32LE(i + 4) });
