@@ -1,5 +1,6 @@
 /** Shared helpers of the emulator's own tests. */
 import { APIError } from '@anthropic-ai/sdk';
+import { VERSION as SDK_VERSION } from '@anthropic-ai/sdk/version';
 import { expect } from 'vitest';
 
 /** Await `p`, expecting the SDK to throw an APIError with this status and `error.type`. */
@@ -20,4 +21,15 @@ export async function expectApiError(p: Promise<unknown>, status: number, type?:
 /** The `error` object of an APIError's body. */
 export function errorBody(err: APIError): Record<string, unknown> {
   return ((err.error as { error?: Record<string, unknown> } | undefined)?.error ?? {}) as Record<string, unknown>;
+}
+
+/**
+ * Whether the installed @anthropic-ai/sdk is `version` or newer, for tests of a behaviour that
+ * changed between the ends of the peer range (each branch asserts its own version's behaviour).
+ */
+export function sdkAtLeast(version: string): boolean {
+  const parts = (v: string): number[] => v.split(/[.-]/).slice(0, 3).map(Number);
+  const [a, b] = [parts(SDK_VERSION), parts(version)];
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i]! > b[i]!;
+  return true;
 }
