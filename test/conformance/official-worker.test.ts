@@ -262,4 +262,30 @@ describe('the official SDK EnvironmentWorker against the emulator', () => {
     const stops = emu.requests.filter((r) => r.route === 'POST /v1/environments/:id/work/:workId/stop');
     expect(stops.map((r) => [r.credential, r.body, r.status])).toEqual([['sessions_token', { force: true }, 200]]);
   });
+
+  it('ends the item when the session is archived, which adds no event to its history', async () => {
+    const { sessionId, workId } = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo hi' } }], end: 'idle' });
+    const client = new Anthropic({ apiKey: 'not-used-by-the-worker', baseURL: emu.baseURL, logLevel: 'off' });
+    const worker = new EnvironmentWorker({
+      client,
+      environmentId: emu.environmentId,
+      environmentKey: emu.environmentKey,
+      workdir: join(tmp, 'work'),
+    });
+    const stop = new AbortController();
+    const running = worker.run(stop.signal);
+    try {
+      await waitFor(() => emu.session(sessionId).toolResults.length === 1, 20_000, 'the bash result');
+      const archivedAt = Date.now();
+      emu.archiveSession(sessionId);
+      await waitFor(() => emu.workItem(workId).state === 'stopped', 20_000, 'the worker to stop the item');
+      // Well before the runner's 60 s idle bound: the worker read the archive, not a timeout.
+      expect(Date.now() - archivedAt).toBeLessThan(15_000);
+    } finally {
+      stop.abort();
+      await running.catch(() => undefined);
+    }
+    expect(emu.events(sessionId).map((e) => e.type)).not.toContain('session.status_terminated');
+    expect(emu.session(sessionId).toolResults.map((r) => r.text)).toEqual([expect.stringContaining('hi')]);
+  });
 });
