@@ -4,11 +4,12 @@
  */
 import { VERSION } from '@anthropic-ai/sdk/version';
 
-const [major = 0, minor = 0] = VERSION.split('.').map(Number);
-
-/** True when the installed SDK is `1.<minor>` or later. */
-export function sdkAtLeast(wantMinor: number): boolean {
-  return major > 1 || (major === 1 && minor >= wantMinor);
-}
-
 export const SDK_VERSION = VERSION;
+
+/** True when the installed SDK is `version` (`major.minor.patch`) or later. */
+export function sdkAtLeast(version: string): boolean {
+  const parts = (v: string): number[] => v.split(/[.-]/).slice(0, 3).map(Number);
+  const [a, b] = [parts(SDK_VERSION), parts(version)];
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i]! > b[i]!;
+  return true;
+}

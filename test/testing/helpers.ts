@@ -21,3 +21,5 @@ export async function expectApiError(p: Promise<unknown>, status: number, type?:
 export function errorBody(err: APIError): Record<string, unknown> {
   return ((err.error as { error?: Record<string, unknown> } | undefined)?.error ?? {}) as Record<string, unknown>;
 }
+
+export { sdkAtLeast } from '../sdk-version.js';

@@ -14,7 +14,7 @@ import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableT
 import { SessionToolRunner } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/testing/index.js';
-import { expectApiError } from './helpers.js';
+import { expectApiError, sdkAtLeast } from './helpers.js';
 
 let emu: Emulator;
 let tmp: string;
@@ -120,12 +120,29 @@ describe('the session object', () => {
     );
   });
 
-  it('archive sets archived_at, terminates the session and emits session.status_terminated', async () => {
+  it('archive sets archived_at and terminates the session without an event in its history (only the status shows it)', async () => {
     const { sessionId } = await emu.createSession();
+    emu.emitEvent(sessionId, { type: 'agent.message', content: [{ type: 'text', text: 'before' }] });
+    const terminated: string[] = [];
+    emu.on('sessionTerminated', ({ sessionId: id }) => terminated.push(id));
     const archived = await emu.client().beta.sessions.archive(sessionId);
     expect(archived.status).toBe('terminated');
     expect(archived.archived_at).not.toBeNull();
-    expect(emu.events(sessionId).map((e) => e.type)).toEqual(['session.status_terminated']);
+    expect((await emu.client().beta.sessions.retrieve(sessionId)).status).toBe('terminated');
+    expect(emu.events(sessionId).map((e) => e.type)).toEqual(['agent.message']);
+    expect(terminated).toEqual([sessionId]);
+  });
+
+  it('ends the open event streams cleanly on archive, with no frame', async () => {
+    const { sessionId } = await emu.createSession();
+    const res = await fetch(`${emu.baseURL}/v1/sessions/${sessionId}/events/stream`, {
+      headers: { authorization: `Bearer ${emu.apiKey}` },
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    emu.archiveSession(sessionId);
+    const text = await res.text(); // resolves only once the server ended the body
+    expect(text).not.toContain('event:');
+    expect(emu.session(sessionId).openStreams).toBe(0);
   });
 });
 
@@ -176,7 +193,7 @@ describe('events', () => {
     expect(t1).toContain(': keep-alive\n\n');
   });
 
-  it('sends session.status_terminated at once on a stream opened after the session terminated', async () => {
+  it('sends session.status_terminated at once on a stream opened after the session was archived, with an id', async () => {
     const { sessionId } = await emu.createSession();
     emu.archiveSession(sessionId);
     const res = await fetch(`${emu.baseURL}/v1/sessions/${sessionId}/events/stream`, {
@@ -184,6 +201,9 @@ describe('events', () => {
     });
     const text = await readStream(res, (t) => t.includes('terminated'));
     expect(text).toMatch(/^event: session\.status_terminated\ndata: /);
+    const data = JSON.parse(text.split('data: ')[1]!.split('\n')[0]!) as { id: string; processed_at: string };
+    expect(data.id).toMatch(/^sevt_/);
+    expect(typeof data.processed_at).toBe('string');
   });
 });
 
@@ -284,7 +304,10 @@ describe('the scripted agent with the SDK SessionToolRunner', () => {
     expect(streams.length).toBeGreaterThanOrEqual(2);
   });
 
-  it('lets a refused result post plus a stream drop make the SDK runner run the call again (what at-most-once wrappers guard)', async () => {
+  // SDK behaviour that changed in 1.16: a refused result is answered with an error result in its
+  // place; 1.14 and 1.15 post nothing, and after a stream drop they run the call again (what
+  // at-most-once wrappers guard).
+  it('after a refused result post and a stream drop: one error result (SDK 1.16+) or a second run of the call (1.14, 1.15)', async () => {
     const { sessionId, workId } = await emu.createSession({ script: [{ tool: 'echo', input: { text: 'once?' } }] });
     emu.faults.add({ route: /^POST \/v1\/sessions\/[^/]+\/events$/, status: 400, times: 1, dropStream: true });
     const calls: string[] = [];
@@ -292,8 +315,15 @@ describe('the scripted agent with the SDK SessionToolRunner', () => {
     for await (const _ of runner) {
       // drive to the end
     }
-    expect(calls).toEqual(['once?', 'once?']);
-    expect(emu.session(sessionId).toolResults).toHaveLength(1);
+    const results = emu.session(sessionId).toolResults;
+    expect(results).toHaveLength(1);
+    if (sdkAtLeast('1.16.0')) {
+      expect(calls).toEqual(['once?']);
+      expect(results[0]).toMatchObject({ isError: true, text: expect.stringContaining('refused the result') });
+    } else {
+      expect(calls).toEqual(['once?', 'once?']);
+      expect(results[0]).toMatchObject({ isError: false, text: 'echo: once?' });
+    }
   });
 
   it('with end { idleMs } stays idle (end_turn) that long before terminating', async () => {

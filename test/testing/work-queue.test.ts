@@ -27,6 +27,8 @@ function decodeSecret(secret: string): unknown {
 
 describe('poll', () => {
   it('answers null right away without block_ms, and after about block_ms with it', async () => {
+    // The client's first request also sets up its connection: not part of what is timed.
+    expect(await env.beta.environments.work.poll(emu.environmentId)).toBeNull();
     let t = Date.now();
     expect(await env.beta.environments.work.poll(emu.environmentId)).toBeNull();
     // Well under the 400 ms wait below, with room for a loaded machine.
@@ -215,7 +217,7 @@ describe('stop', () => {
     expect(after).toMatchObject({ state: 'stopped', lease_extended: false });
   });
 
-  it('keeps a stopping item stopping while its holder beats (lease_extended: true holds), and stopped once the beats stop', async () => {
+  it('answers the beats of a stopping item with lease_extended: false (the SDK 1.16 shutdown signal), extends no lease, and stops the item once its lease lapsed', async () => {
     const { workId } = await emu.createSession();
     await env.beta.environments.work.poll(emu.environmentId);
     await env.beta.environments.work.ack(workId, { environment_id: emu.environmentId });
@@ -224,19 +226,21 @@ describe('stop', () => {
       await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: 'NO_HEARTBEAT' })
     ).last_heartbeat;
     emu.stopWork(workId);
-    // Beat at half the 1 s TTL for 1.5 s while another worker polls.
+    // Beats within the 1 s lease say stop and leave the item stopping; no other worker gets it.
+    const beat = await token.beta.environments.work.heartbeat(workId, { environment_id: emu.environmentId, expected_last_heartbeat: last });
+    expect(beat).toMatchObject({ state: 'stopping', lease_extended: false, last_heartbeat: last });
+    expect(await env.beta.environments.work.poll(emu.environmentId)).toBeNull();
+    expect(emu.workItem(workId).state).toBe('stopping');
+    // A holder that keeps beating does not keep the lease: once it lapses, a poll completes the stop.
     for (let i = 0; i < 3; i++) {
-      await new Promise((r) => setTimeout(r, 500));
-      const beat = await token.beta.environments.work.heartbeat(workId, {
+      await new Promise((r) => setTimeout(r, 400));
+      const again = await token.beta.environments.work.heartbeat(workId, {
         environment_id: emu.environmentId,
         expected_last_heartbeat: last,
       });
-      expect(beat).toMatchObject({ state: 'stopping', lease_extended: true });
-      last = beat.last_heartbeat;
-      expect(await env.beta.environments.work.poll(emu.environmentId)).toBeNull();
-      expect(emu.workItem(workId).state).toBe('stopping');
+      expect(again.lease_extended).toBe(false);
+      last = again.last_heartbeat;
     }
-    await new Promise((r) => setTimeout(r, 1_100));
     expect(await env.beta.environments.work.poll(emu.environmentId)).toBeNull();
     expect(emu.workItem(workId).state).toBe('stopped');
   });

@@ -16,7 +16,7 @@ import { sdkAtLeast } from '../sdk-version.js';
 import { harness, type Harness } from './helpers.js';
 
 /** Whether the installed runner answers a refused result with an error result instead of replaying the call. */
-const ANSWERS_REFUSED_RESULTS = sdkAtLeast(16);
+const ANSWERS_REFUSED_RESULTS = sdkAtLeast('1.16.0');
 
 const RESULT_POST = /^POST \/v1\/sessions\/[^/]+\/events$/;
 const HEARTBEAT = /\/heartbeat$/;

@@ -9,7 +9,7 @@
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { setupSkills, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
-import { VERSION } from '@anthropic-ai/sdk/version';
+import { sdkAtLeast } from '../sdk-version.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Emulator, MultiagentListing } from '../../src/testing/index.js';
 import { exists, harness, type Harness } from './helpers.js';
@@ -50,8 +50,7 @@ describe("a subagent's skills, with a symlink planted at skills/ (no sandbox, on
   ];
 
   it("the probe agrees with the SDK releases: subagents' skills are downloaded from 1.16 on", () => {
-    const [major, minor] = VERSION.split('.').map(Number) as [number, number];
-    expect(downloads).toBe(major > 1 || minor >= 16);
+    expect(downloads).toBe(sdkAtLeast('1.16.0'));
   });
 
   it.each(listings)('$description: the link is moved aside, the folder it points to is intact', async ({ multiagent }) => {

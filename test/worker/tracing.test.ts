@@ -106,7 +106,7 @@ describe('OpenTelemetry spans of a work item', () => {
     // The SDK's own spans are children of the work span.
     const top = work.children;
     // The worker reads the session once; from SDK 1.16 the runner reads it too, under the same span.
-    expect(named(top, 'anthropic.sessions.retrieve')).toHaveLength(sdkAtLeast(16) ? 2 : 1);
+    expect(named(top, 'anthropic.sessions.retrieve')).toHaveLength(sdkAtLeast('1.16.0') ? 2 : 1);
     expect(named(top, 'anthropic.environments.work.heartbeat').length).toBeGreaterThan(0);
     expect(named(top, 'anthropic.environments.work.stop')).toHaveLength(1);
     const toolSpans = inItem.filter((n) => n.attributes['gen_ai.tool.name'] !== undefined);

@@ -4,7 +4,7 @@ import { ConfigError } from '../../errors.js';
 import { Faults } from './faults.js';
 import { DEFAULT_MEMORY_LIMITS, type MemoryObject, type MemoryStoreObject, type MemoryWrite } from './model/memory-store.js';
 import { multiagentSnapshot, type MultiagentListing } from './model/multiagent.js';
-import type { AgentSkillReference, MemoryAccess, SessionEvent, SessionStatus, ToolResultRecord } from './model/session.js';
+import type { AgentSkillReference, MemoryAccess, SessionEvent, SessionStatus, ThreadStatus, ToolResultRecord } from './model/session.js';
 import type { SkillFiles, SkillVersionObject } from './model/skill.js';
 import { encodeWorkSecret, type WorkItem, type WorkState } from './model/work-queue.js';
 import { Router } from './router.js';
@@ -25,7 +25,7 @@ export interface EmulatorOptions {
   mountRoot?: string;
   /** Delay added before every answer, in ms. Default 0. */
   latencyMs?: number;
-  /** Lease TTL the heartbeat reports, in seconds. Default 90 (tests use e.g. 2). */
+  /** Lease TTL the heartbeat reports, in seconds. Default 300, the API's default that the SDK assumes (tests use e.g. 2). */
   leaseTtlSeconds?: number;
   /** Server default for redelivering un-acked polled items, in ms. Default 5000. */
   reclaimOlderThanMs?: number;
@@ -135,6 +135,8 @@ export interface SessionSnapshot {
   scriptProgress: string;
   /** Open event streams right now. */
   openStreams: number;
+  /** Each session thread that sent a status event, by `session_thread_id`: its newest status. */
+  threads: Record<string, ThreadStatus>;
 }
 
 /** A read-only view of one work item. */
@@ -358,9 +360,22 @@ export class Emulator {
     player.start();
   }
 
-  /** Archive a session: status terminated, `session.status_terminated` on its streams. */
+  /**
+   * Archive a session: status terminated, `archived_at` set, and no event in its history (the API
+   * adds none); its open streams end, and a stream opened later sends `session.status_terminated`.
+   */
   archiveSession(sessionId: string): void {
     this.#state.archiveSession(this.#state.session(sessionId));
+  }
+
+  /**
+   * Terminate a session thread: `session.thread_status_terminated`, its scripted steps stop, and a
+   * result posted later for one of its calls is refused (400). A no-op once it is terminated.
+   */
+  terminateThread(sessionId: string, threadId: string): void {
+    const player = this.#players.get(sessionId);
+    if (!player) throw new ConfigError(`session ${sessionId} has no script (it was not created with emu.createSession)`);
+    player.terminateThread(threadId);
   }
 
   /**
@@ -419,6 +434,7 @@ export class Emulator {
       toolResults: [...s.toolResults],
       scriptProgress: s.scriptProgress,
       openStreams: s.hub.size,
+      threads: Object.fromEntries(s.threads),
     };
   }
 

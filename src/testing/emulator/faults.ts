@@ -27,6 +27,14 @@ export interface FaultRule {
   message?: string;
   /** `x-should-retry` header for `status` (default: not sent). */
   shouldRetry?: boolean;
+  /** `error.details.error_code` for `status` (the SDK picks its error class from status + code). */
+  errorCode?: string;
+  /**
+   * Answer 503 `storage_not_ready` (the SDK's `StorageNotReadyError`: the workspace is still being
+   * connected to its storage). Shorthand for `status: 503, errorCode: 'storage_not_ready'` with the
+   * API's message; `status`, `message` and `shouldRetry` given beside it win.
+   */
+  storageNotReady?: boolean;
   /** Never answer; the request stays open until the client gives up (or the emulator closes). */
   hang?: boolean;
   /** Apply the request, then destroy the socket without answering (a lost response). */
@@ -51,6 +59,13 @@ export interface FaultRule {
   stopWork?: boolean | { force?: boolean };
 }
 
+/** The answer of a `storageNotReady` rule: a workspace whose storage is not connected yet. */
+export const STORAGE_NOT_READY = {
+  status: 503,
+  errorCode: 'storage_not_ready',
+  message: "This workspace isn't ready yet: it's still being connected to its storage. Try again in a few minutes.",
+} as const;
+
 /** The handle `faults.add()` returns. */
 export interface FaultHandle {
   readonly rule: Readonly<FaultRule>;
@@ -64,7 +79,7 @@ export interface FaultHandle {
 /** The union of what the rules that fired on one request ask for. */
 export interface FaultDecision {
   latencyMs: number;
-  status?: { status: number; errorType?: string; message?: string; shouldRetry?: boolean };
+  status?: { status: number; errorType?: string; message?: string; shouldRetry?: boolean; errorCode?: string };
   hang: boolean;
   dropResponse: boolean;
   dropStream: boolean;
@@ -164,12 +179,16 @@ export class Faults {
       if (rule.times !== undefined && entry.hits >= rule.times) entry.remove();
       decision.fired = true;
       decision.latencyMs += rule.latencyMs ?? 0;
-      if (rule.status !== undefined && decision.status === undefined) {
+      if ((rule.status !== undefined || rule.storageNotReady) && decision.status === undefined) {
+        const storage = rule.storageNotReady === true ? STORAGE_NOT_READY : undefined;
+        const errorCode = rule.errorCode ?? storage?.errorCode;
+        const message = rule.message ?? storage?.message;
         decision.status = {
-          status: rule.status,
+          status: rule.status ?? storage!.status,
           ...(rule.errorType !== undefined ? { errorType: rule.errorType } : {}),
-          ...(rule.message !== undefined ? { message: rule.message } : {}),
+          ...(message !== undefined ? { message } : {}),
           ...(rule.shouldRetry !== undefined ? { shouldRetry: rule.shouldRetry } : {}),
+          ...(errorCode !== undefined ? { errorCode } : {}),
         };
       }
       decision.hang ||= rule.hang === true;

@@ -1,19 +1,26 @@
+import { ConfigError } from '../../errors.js';
+import { newId } from './ids.js';
 import type { Session, SessionEvent } from './model/session.js';
 import type { EmulatorState } from './state.js';
 
-/** One step of a scripted agent. `E` is the emulator handed to `console` steps. */
-export type ScriptStep<E = unknown> =
-  | {
-      /** Tool name the agent calls (`read`, `write`, `edit`, `bash`, `grep`, or a custom tool). */
-      tool: string;
-      input?: Record<string, unknown>;
-      /** Emit `agent.custom_tool_use` (answered by `user.custom_tool_result`) instead of `agent.tool_use`. */
-      custom?: boolean;
-      /** `evaluated_permission` on the event; `deny` calls are not waited for. Omitted: none sent. */
-      permission?: 'allow' | 'ask' | 'deny';
-      /** `session_thread_id` on the event. */
-      threadId?: string;
-    }
+/** A tool call of the scripted agent. */
+export interface ToolStep {
+  /** Tool name the agent calls (`read`, `write`, `edit`, `bash`, `grep`, or a custom tool). */
+  tool: string;
+  input?: Record<string, unknown>;
+  /** Emit `agent.custom_tool_use` (answered by `user.custom_tool_result`) instead of `agent.tool_use`. */
+  custom?: boolean;
+  /** `evaluated_permission` on the event; `deny` calls are not waited for. Omitted: none sent. */
+  permission?: 'allow' | 'ask' | 'deny';
+  /**
+   * `session_thread_id` on the event, with the session-level idle of a primary-thread call and no
+   * thread status events (use a `threads` step for threads with a lifecycle).
+   */
+  threadId?: string;
+}
+
+/** A step that runs no tool: a callback, a pause, or an agent message. */
+export type PlainStep<E = unknown> =
   | {
       /** Runs between tool calls, e.g. a Console edit: `(emu) => emu.putMemory(...)`. */
       console: (emu: E) => unknown;
@@ -22,6 +29,33 @@ export type ScriptStep<E = unknown> =
   | {
       /** Emit an `agent.message` with this text. */
       message: string;
+    };
+
+/** One child session thread of a `threads` step (a subagent of a multi-agent session). */
+export interface ThreadScript<E = unknown> {
+  /** Its `session_thread_id`. Default: a new `sthr_…` id. */
+  threadId?: string;
+  /** `agent_name` on its events. Default `subagent`. */
+  agentName?: string;
+  /** What the thread does, in order; its tool calls carry its `session_thread_id`. */
+  steps: Array<Omit<ToolStep, 'threadId'> | PlainStep<E>>;
+  /**
+   * After its last step the thread goes idle with `end_turn`, then (`'terminate'`, default) sends
+   * `session.thread_status_terminated`, or (`'idle'`) stays idle.
+   */
+  end?: 'terminate' | 'idle';
+}
+
+/** One step of a scripted agent. `E` is the emulator handed to `console` steps. */
+export type ScriptStep<E = unknown> =
+  | ToolStep
+  | PlainStep<E>
+  | {
+      /**
+       * Child threads that run at the same time, each through its own steps; the step ends once
+       * every thread has ended its steps or was terminated (`emu.terminateThread`).
+       */
+      threads: ThreadScript<E>[];
     };
 
 /**
@@ -61,8 +95,18 @@ export class ScriptPlayer<E> {
   /** Scripted calls by tool-use event id. */
   readonly #calls = new Map<
     string,
-    { name: string; input: Record<string, unknown>; resultType: string; resolve: () => void; answered: boolean }
+    {
+      name: string;
+      input: Record<string, unknown>;
+      resultType: string;
+      resolve: () => void;
+      answered: boolean;
+      threadId: string | null;
+      calledAtMs: number;
+    }
   >();
+  /** The child threads of `threads` steps, by `session_thread_id`: aborted once the thread ended. */
+  readonly #threads = new Map<string, { agentName: string; ended: AbortController }>();
   #done: Promise<void> | undefined;
 
   constructor(init: {
@@ -109,6 +153,9 @@ export class ScriptPlayer<E> {
       text: resultText(content),
       toolUseId: id,
       content,
+      threadId: call.threadId,
+      calledAtMs: call.calledAtMs,
+      answeredAtMs: Date.now(),
     });
     if (!call.answered) {
       call.answered = true;
@@ -124,20 +171,11 @@ export class ScriptPlayer<E> {
       if (session.terminated || this.#stop.aborted) return;
       const where = `step ${i + 1}/${total}`;
       if ('tool' in step) {
-        await this.#toolStep(step, where);
-      } else if ('console' in step) {
-        session.scriptProgress = `${where}: running a console step`;
-        try {
-          await step.console(this.#emu);
-        } catch (err) {
-          // The test's own console step failed: its error, as written, fails the test that waits on the session.
-          throw new Error(`script ${where} (console) of session ${session.id} threw: ${String(err)}`, { cause: err });
-        }
-      } else if ('sleepMs' in step) {
-        session.scriptProgress = `${where}: sleeping ${step.sleepMs} ms`;
-        await this.#sleep(step.sleepMs);
+        await this.#toolStep(step, where, this.#primaryLane(step.threadId));
+      } else if ('threads' in step) {
+        await this.#threadsStep(step.threads, where);
       } else {
-        session.append({ type: 'agent.message', content: [{ type: 'text', text: step.message }] });
+        await this.#plainStep(step, where, undefined);
       }
     }
     if (session.terminated || this.#stop.aborted) return;
@@ -156,7 +194,107 @@ export class ScriptPlayer<E> {
     this.#state.terminateSession(session);
   }
 
-  async #toolStep(step: Extract<ScriptStep<E>, { tool: string }>, where: string): Promise<void> {
+  /**
+   * Terminate a session thread: `session.thread_status_terminated`, and a call it still waits on is
+   * no longer waited for (a result posted for it is refused). A no-op once it is terminated.
+   */
+  terminateThread(threadId: string): void {
+    const session = this.#session;
+    const lane = this.#threads.get(threadId);
+    if (!lane && !session.threads.has(threadId) && ![...this.#calls.values()].some((c) => c.threadId === threadId)) {
+      throw new ConfigError(`session ${session.id} has no thread ${threadId}`);
+    }
+    if (session.terminated || session.threads.get(threadId) === 'terminated') return;
+    session.append({ type: 'session.thread_status_terminated', session_thread_id: threadId, agent_name: lane?.agentName ?? 'subagent' });
+    lane?.ended.abort();
+  }
+
+  async #plainStep(step: PlainStep<E>, where: string, lane: Lane | undefined): Promise<void> {
+    const session = this.#session;
+    if ('console' in step) {
+      session.scriptProgress = `${where}: running a console step`;
+      try {
+        await step.console(this.#emu);
+      } catch (err) {
+        // The test's own console step failed: its error, as written, fails the test that waits on the session.
+        throw new Error(`script ${where} (console) of session ${session.id} threw: ${String(err)}`, { cause: err });
+      }
+    } else if ('sleepMs' in step) {
+      session.scriptProgress = `${where}: sleeping ${step.sleepMs} ms`;
+      await this.#sleep(step.sleepMs, lane?.ended);
+    } else {
+      session.append({
+        type: 'agent.message',
+        content: [{ type: 'text', text: step.message }],
+        ...(lane?.threadId !== undefined ? { session_thread_id: lane.threadId } : {}),
+      });
+    }
+  }
+
+  /** The primary thread: a call makes the whole session idle with `requires_action`. */
+  #primaryLane(threadId: string | undefined): Lane {
+    const session = this.#session;
+    return {
+      threadId,
+      waitOn: (eventId) => {
+        session.status = 'idle';
+        session.append({ type: 'session.status_idle', stop_reason: { type: 'requires_action', event_ids: [eventId] }, stop_details: null });
+      },
+      resume: () => this.#setStatus('running'),
+      ended: undefined,
+    };
+  }
+
+  /** Start every thread (created, then running, in the order given) and play them all at once. */
+  async #threadsStep(threads: ThreadScript<E>[], where: string): Promise<void> {
+    const session = this.#session;
+    const lanes = threads.map((thread): Lane => {
+      const threadId = thread.threadId ?? newId('sthr');
+      if (this.#threads.has(threadId)) throw new Error(`script ${where} of session ${session.id}: thread ${threadId} is started twice`);
+      const agentName = thread.agentName ?? 'subagent';
+      const ended = new AbortController();
+      this.#threads.set(threadId, { agentName, ended });
+      const status =
+        (type: string, extra: Record<string, unknown> = {}) =>
+        (): void => {
+          session.append({ type, session_thread_id: threadId, agent_name: agentName, ...extra });
+        };
+      session.append({ type: 'session.thread_created', session_thread_id: threadId, agent_name: agentName, workflow_run_id: null });
+      status('session.thread_status_running')();
+      return {
+        threadId,
+        waitOn: (eventId) =>
+          status('session.thread_status_idle', { stop_reason: { type: 'requires_action', event_ids: [eventId] }, stop_details: null })(),
+        resume: status('session.thread_status_running'),
+        ended: ended.signal,
+      };
+    });
+    await Promise.all(threads.map((thread, i) => this.#playThread(thread, lanes[i]!, `${where}, thread ${lanes[i]!.threadId}`)));
+  }
+
+  async #playThread(thread: ThreadScript<E>, lane: Lane, where: string): Promise<void> {
+    const session = this.#session;
+    const threadId = lane.threadId!;
+    const over = (): boolean => session.terminated || this.#stop.aborted || lane.ended?.aborted === true;
+    const total = thread.steps.length;
+    for (const [i, step] of thread.steps.entries()) {
+      if (over()) return;
+      const at = `${where} step ${i + 1}/${total}`;
+      if ('tool' in step) await this.#toolStep(step, at, lane);
+      else await this.#plainStep(step, at, lane);
+    }
+    if (over()) return;
+    session.append({
+      type: 'session.thread_status_idle',
+      session_thread_id: threadId,
+      agent_name: this.#threads.get(threadId)?.agentName ?? 'subagent',
+      stop_reason: { type: 'end_turn' },
+      stop_details: null,
+    });
+    if ((thread.end ?? 'terminate') === 'terminate') this.terminateThread(threadId);
+  }
+
+  async #toolStep(step: Omit<ToolStep, 'threadId'>, where: string, lane: Lane): Promise<void> {
     const session = this.#session;
     const input = step.input ?? {};
     const type = step.custom ? 'agent.custom_tool_use' : 'agent.tool_use';
@@ -167,7 +305,7 @@ export class ScriptPlayer<E> {
       name: step.tool,
       input,
       ...(step.permission !== undefined ? { evaluated_permission: step.permission } : {}),
-      ...(step.threadId !== undefined ? { session_thread_id: step.threadId } : {}),
+      ...(lane.threadId !== undefined ? { session_thread_id: lane.threadId } : {}),
     });
     this.#calls.set(event.id, {
       name: step.tool,
@@ -175,18 +313,15 @@ export class ScriptPlayer<E> {
       resultType: step.custom ? 'user.custom_tool_result' : 'user.tool_result',
       resolve,
       answered: false,
+      threadId: lane.threadId ?? null,
+      calledAtMs: Date.now(),
     });
     if (step.permission === 'deny') return;
     session.scriptProgress = `${where}: waiting for the result of ${step.tool} (${type} ${event.id})`;
-    session.status = 'idle';
-    session.append({
-      type: 'session.status_idle',
-      stop_reason: { type: 'requires_action', event_ids: [event.id] },
-      stop_details: null,
-    });
-    await this.#until(answered);
-    if (session.terminated || this.#stop.aborted) return;
-    this.#setStatus('running');
+    lane.waitOn(event.id);
+    await this.#until(answered, lane.ended);
+    if (session.terminated || this.#stop.aborted || lane.ended?.aborted) return;
+    lane.resume();
   }
 
   #setStatus(status: 'running'): void {
@@ -195,34 +330,52 @@ export class ScriptPlayer<E> {
   }
 
   /**
-   * Resolve when `p` does, the session terminates, or the emulator closes. Both listeners are
-   * removed afterwards: the stop signal is shared by every session of the emulator.
+   * Resolve when `p` does, the session ends (terminated, archived, deleted), the emulator closes,
+   * or `lane` (a thread's end) aborts. Every listener is removed afterwards: the stop signal is
+   * shared by every session of the emulator.
    */
-  async #until(p: Promise<void>): Promise<void> {
-    let unsubscribe: () => unknown = () => undefined;
-    let onAbort: (() => void) | undefined;
+  async #until(p: Promise<void>, lane?: AbortSignal): Promise<void> {
+    const cleanup: Array<() => unknown> = [];
     const ended = new Promise<void>((resolve) => {
-      if (this.#session.terminated || this.#stop.aborted) return resolve();
-      onAbort = () => resolve();
-      this.#stop.addEventListener('abort', onAbort, { once: true });
-      unsubscribe = this.#session.onEvent((ev) => {
-        if (ev.type === 'session.status_terminated' || ev.type === 'session.deleted') resolve();
-      });
+      if (this.#session.terminated || this.#stop.aborted || lane?.aborted) return resolve();
+      const onAbort = (): void => resolve();
+      for (const signal of [this.#stop, lane]) {
+        if (!signal) continue;
+        signal.addEventListener('abort', onAbort, { once: true });
+        cleanup.push(() => signal.removeEventListener('abort', onAbort));
+      }
+      cleanup.push(this.#session.onEnd(onAbort));
+      cleanup.push(
+        this.#session.onEvent((ev) => {
+          if (ev.type === 'session.status_terminated' || ev.type === 'session.deleted') resolve();
+        }),
+      );
     });
     try {
       await Promise.race([p, ended]);
     } finally {
-      unsubscribe();
-      if (onAbort) this.#stop.removeEventListener('abort', onAbort);
+      for (const undo of cleanup) undo();
     }
   }
 
-  async #sleep(ms: number): Promise<void> {
+  async #sleep(ms: number, lane?: AbortSignal): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     try {
-      await this.#until(new Promise((resolve) => (timer = setTimeout(resolve, ms).unref())));
+      await this.#until(new Promise((resolve) => (timer = setTimeout(resolve, ms).unref())), lane);
     } finally {
       clearTimeout(timer);
     }
   }
+}
+
+/** Where a tool call is made: the primary thread, or one child thread of a `threads` step. */
+interface Lane {
+  /** `session_thread_id` of its calls; `undefined` on the primary thread. */
+  threadId: string | undefined;
+  /** Tell the worker the thread waits on this call. */
+  waitOn(eventId: string): void;
+  /** The thread runs again after the result. */
+  resume(): void;
+  /** Aborted once the thread ended; `undefined` for the primary thread. */
+  ended: AbortSignal | undefined;
 }

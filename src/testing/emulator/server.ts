@@ -251,7 +251,10 @@ function faultError(f: NonNullable<FaultDecision['status']>): ApiError {
     f.status,
     (f.errorType as ApiErrorType | undefined) ?? errorTypeForStatus(f.status),
     f.message ?? `injected fault: ${f.status}`,
-    f.shouldRetry !== undefined ? { shouldRetry: f.shouldRetry } : {},
+    {
+      ...(f.shouldRetry !== undefined ? { shouldRetry: f.shouldRetry } : {}),
+      ...(f.errorCode !== undefined ? { details: { error_code: f.errorCode } } : {}),
+    },
   );
 }
 

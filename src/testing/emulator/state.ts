@@ -47,6 +47,9 @@ export interface StateOptions {
   limits: MemoryLimits;
 }
 
+/** The lease TTL the API grants when the worker asks for none (the SDK's own assumption since 1.16). */
+export const DEFAULT_LEASE_TTL_SECONDS = 300;
+
 /** Maximum memory stores on one session (product docs). */
 export const MAX_STORES_PER_SESSION = API_LIMITS.storesPerSession;
 
@@ -74,7 +77,7 @@ export class EmulatorState {
 
   constructor(opts: Partial<StateOptions> & { mountRoot: string }) {
     this.opts = {
-      leaseTtlSeconds: 90,
+      leaseTtlSeconds: DEFAULT_LEASE_TTL_SECONDS,
       reclaimOlderThanMs: 5000,
       keepAliveMs: 15_000,
       limits: DEFAULT_MEMORY_LIMITS,
@@ -261,10 +264,11 @@ export class EmulatorState {
     return work;
   }
 
-  /** Archive: `archived_at` set, status terminated, `session.status_terminated` emitted. */
+  /** Archive: `archived_at` set, status terminated, no event in the history (only the status shows it). */
   archiveSession(session: Session): void {
-    session.archivedAt ??= isoTime();
-    this.terminateSession(session);
+    const wasTerminated = session.terminated;
+    session.archive();
+    if (!wasTerminated) this.emit('sessionTerminated', { sessionId: session.id });
   }
 
   terminateSession(session: Session): void {

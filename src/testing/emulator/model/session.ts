@@ -31,7 +31,16 @@ export interface ToolResultRecord {
   toolUseId: string;
   /** The posted `content` blocks, as sent. */
   content: unknown[];
+  /** `session_thread_id` of the call, or `null` for a call of the primary thread. */
+  threadId: string | null;
+  /** When the call's tool-use event was emitted (`Date.now()` ms). */
+  calledAtMs: number;
+  /** When this result arrived (`Date.now()` ms). */
+  answeredAtMs: number;
 }
+
+/** The newest status of a session thread, from its `session.thread_status_*` events. */
+export type ThreadStatus = 'running' | 'idle' | 'rescheduled' | 'terminated';
 
 /**
  * One session: status, attached stores, the ordered event history, the open streams, and the
@@ -57,7 +66,12 @@ export class Session {
   scriptError: Error | undefined;
   /** What the scripted agent is doing, for timeout messages. */
   scriptProgress = 'not started (no worker has opened the event stream yet)';
+  /** Each thread that sent a status event, by `session_thread_id`: its newest status. */
+  readonly threads = new Map<string, ThreadStatus>();
+  /** The thread of each call made on a thread, by tool-use event id. */
+  readonly #callThreads = new Map<string, string>();
   readonly #listeners = new Set<(event: SessionEvent) => void>();
+  readonly #endListeners = new Set<() => void>();
 
   constructor(init: {
     environmentId: string;
@@ -84,6 +98,7 @@ export class Session {
     const stored: SessionEvent = { ...event, id: newId('sevt'), processed_at: isoTime() };
     this.events.push(stored);
     this.updatedAt = stored.processed_at;
+    this.#trackThreads(stored);
     this.hub.broadcast(stored);
     for (const listener of [...this.#listeners]) listener(stored);
     return stored;
@@ -95,12 +110,65 @@ export class Session {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Call `listener` once when the session terminates, is archived or deleted; returns the unsubscribe function. */
+  onEnd(listener: () => void): () => void {
+    this.#endListeners.add(listener);
+    return () => this.#endListeners.delete(listener);
+  }
+
   /** Mark terminated, emit `session.status_terminated`, then end the open streams. */
   terminate(): void {
     if (this.terminated) return;
     this.status = 'terminated';
     this.append({ type: 'session.status_terminated' });
     this.hub.endAll();
+    this.#ended();
+  }
+
+  /**
+   * Archive: terminated, `archived_at` set, and **no event** in the history (the API adds none, so
+   * only the session's status shows it). The open streams end cleanly, so a reader reconnects and
+   * reads the status.
+   */
+  archive(): void {
+    this.archivedAt ??= isoTime();
+    if (this.terminated) return;
+    this.status = 'terminated';
+    this.updatedAt = this.archivedAt;
+    this.hub.endAll();
+    this.#ended();
+  }
+
+  /** Deleted: `session.deleted` in the history, the open streams ended. */
+  markDeleted(): void {
+    if (this.terminated) return;
+    this.status = 'terminated';
+    this.append({ type: 'session.deleted' });
+    this.hub.endAll();
+    this.#ended();
+  }
+
+  /**
+   * The terminated thread whose call `event` (a `user.tool_result` / `user.custom_tool_result`)
+   * answers, or `undefined` when the call's thread still accepts input (or the call has no thread).
+   */
+  terminatedThreadOf(event: { type: string } & Record<string, unknown>): string | undefined {
+    const callId = event.type === 'user.tool_result' ? event['tool_use_id'] : event['custom_tool_use_id'];
+    const thread = typeof callId === 'string' ? this.#callThreads.get(callId) : undefined;
+    return thread !== undefined && this.threads.get(thread) === 'terminated' ? thread : undefined;
+  }
+
+  #trackThreads(ev: SessionEvent): void {
+    const thread = ev['session_thread_id'];
+    if (typeof thread !== 'string' || thread === '') return;
+    if (ev.type === 'agent.tool_use' || ev.type === 'agent.custom_tool_use') this.#callThreads.set(ev.id, thread);
+    const status = THREAD_STATUS_OF_EVENT[ev.type];
+    if (status !== undefined) this.threads.set(thread, status);
+  }
+
+  #ended(): void {
+    for (const listener of [...this.#endListeners]) listener();
+    this.#endListeners.clear();
   }
 
   toObject(): Record<string, unknown> {
@@ -133,6 +201,13 @@ export class Session {
     };
   }
 }
+
+const THREAD_STATUS_OF_EVENT: Record<string, ThreadStatus | undefined> = {
+  'session.thread_status_running': 'running',
+  'session.thread_status_idle': 'idle',
+  'session.thread_status_rescheduled': 'rescheduled',
+  'session.thread_status_terminated': 'terminated',
+};
 
 /** One entry of the resolved agent's `skills[]`, as the SDK's `BetaManagedAgents{Custom,Anthropic}Skill`. */
 export interface AgentSkillReference {

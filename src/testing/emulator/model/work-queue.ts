@@ -221,16 +221,16 @@ export class WorkQueue {
 
   heartbeat(item: WorkItem, expected: string | undefined, desiredTtlSeconds: number | undefined): HeartbeatObject {
     if (item.state === 'stopping' || item.state === 'stopped') {
-      // The value is not compared here (API docs). A holder still beating a `stopping` item is
-      // winding it down: its lease is extended, as `lease_extended: true` says, so the item does
-      // not lapse to `stopped` under it.
-      if (item.state === 'stopping') item.leaseExpiresAtMs = Date.now() + item.leaseTtlSeconds * 1000;
+      // The value is not compared here (API docs). A stop request ends the lease: the answer says
+      // `lease_extended: false` (what the SDK reads as "shut down" since 1.16; 1.14 also reads the
+      // `state`), and the lease is not extended, so a `stopping` item nobody stops becomes
+      // `stopped` once the lease it had lapses.
       return {
         type: 'work_heartbeat',
         last_heartbeat: item.lastHeartbeat ?? '',
         ttl_seconds: item.leaseTtlSeconds,
         state: item.state,
-        lease_extended: item.state === 'stopping',
+        lease_extended: false,
       };
     }
     const expectedValue = expected ?? NO_HEARTBEAT;

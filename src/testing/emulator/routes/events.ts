@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { requireSessionAccess } from '../auth.js';
 import { invalidRequest } from '../errors.js';
+import { newId } from '../ids.js';
 import type { Route } from '../router.js';
 import { StreamHub } from '../sse.js';
 import { decodeCursor, encodeCursor, enumQuery, intQuery, parseBody } from '../validate.js';
@@ -65,6 +66,12 @@ export const eventRoutes: Route[] = [
       if (session.terminated) {
         throw invalidRequest(`session ${session.id} is terminated; it accepts no more events`);
       }
+      for (const ev of parsed.events) {
+        const thread = ev.type === 'user.tool_result' || ev.type === 'user.custom_tool_result' ? session.terminatedThreadOf(ev) : undefined;
+        if (thread !== undefined) {
+          throw invalidRequest(`session thread ${thread} of session ${session.id} is terminated; it accepts no more input`);
+        }
+      }
       const stored = parsed.events.map((ev) => session.append(ev));
       return { body: { data: stored } };
     },
@@ -77,9 +84,11 @@ export const eventRoutes: Route[] = [
       requireSessionAccess(principal, session);
       session.hub.open(res, headers);
       if (session.terminated) {
-        // A runner that missed the termination would otherwise wait forever.
+        // A runner that missed the termination would otherwise wait forever. An archived session has
+        // no such event in its history: the stream alone sends one (a runner that reads the status
+        // stops on that, one that reads only events on this).
         const last = [...session.events].reverse().find((e) => e.type === 'session.status_terminated' || e.type === 'session.deleted');
-        StreamHub.write(res, last ?? { type: 'session.status_terminated' });
+        StreamHub.write(res, last ?? { type: 'session.status_terminated', id: newId('sevt'), processed_at: session.updatedAt });
         res.end();
         return { streamed: true };
       }

@@ -116,11 +116,7 @@ export const sessionRoutes: Route[] = [
     handler({ params, principal, state }) {
       const session = state.session(params['id']!);
       requireConsole(principal, 'deleting a session');
-      if (!session.terminated) {
-        session.status = 'terminated';
-        session.append({ type: 'session.deleted' });
-        session.hub.endAll();
-      }
+      session.markDeleted();
       state.sessions.delete(session.id);
       return { body: { id: session.id, type: 'session_deleted' } };
     },
