@@ -35,6 +35,8 @@ export interface SandboxView {
   /** Paths to mask, with what they are on the host; only those inside a bound path are masked. */
   hide: ReadonlyArray<{ path: string; kind: 'dir' | 'file' }>;
   network: 'host' | 'none';
+  /** The host path of the session's egress proxy socket, bound into a sandbox of network `'none'`. */
+  egressSocket?: { host: string; sandbox: string };
   /** Create a user namespace (bubblewrap needs one when the worker is not root). */
   userNamespace: boolean;
   /** The whole environment of the sandbox's first process. */
@@ -83,6 +85,7 @@ export function bwrapArgs(view: SandboxView): string[] {
   args.push('--bind', view.workdir, view.workdir);
   for (const s of view.stores) args.push(s.readOnly ? '--ro-bind' : '--bind', s.path, s.path);
   for (const p of view.readWrite) args.push('--bind', p, p);
+  if (view.egressSocket) args.push('--ro-bind', view.egressSocket.host, view.egressSocket.sandbox);
   for (const h of maskedPaths(view)) {
     if (h.kind === 'dir') args.push('--tmpfs', h.path);
     else args.push('--ro-bind', '/dev/null', h.path);

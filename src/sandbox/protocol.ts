@@ -17,6 +17,8 @@ export interface HostInit {
   allowedRoots: string[];
   readOnlyRoots: string[];
   maxFileBytes: number | null | undefined;
+  /** Relay `127.0.0.1:port` of the sandbox's own loopback to the egress proxy's unix socket. */
+  egress?: { socket: string; port: number };
 }
 
 export interface HostCall {
