@@ -79,8 +79,11 @@ export class EgressProxy {
     this.#onRefused = opts.onRefused;
     // No request timeout: an upload through the proxy may take as long as the tool call does.
     this.#server = http.createServer({ requestTimeout: 0 });
-    this.#server.on('request', (req, res) => void this.#forward(req, res));
-    this.#server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.#tunnel(req, socket, head));
+    // A failure past the checks (a malformed header the upstream request refuses) ends that connection only.
+    this.#server.on('request', (req, res) => this.#forward(req, res).catch(() => res.destroy()));
+    this.#server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
+      this.#tunnel(req, socket, head).catch(() => socket.destroy()),
+    );
     this.#server.on('connection', (s: net.Socket) => this.#track(s));
     this.#server.on('clientError', (_e, socket: Duplex) => socket.destroy());
   }
@@ -149,7 +152,7 @@ export class EgressProxy {
       path: `${url.pathname}${url.search}`,
       headers: forwardedHeaders(req.rawHeaders),
       setHost: false,
-      agent: false,
+      // No agent: the request goes over the socket dialled to the checked address, never a pooled one.
       createConnection: () => socket as net.Socket,
     });
     upstream.on('response', (answer) => {
@@ -240,17 +243,18 @@ export function parseAuthority(authority: string): { host: string; port: number 
 }
 
 /** The headers to pass on: all but the hop-by-hop ones and those `Connection` names. */
-function forwardedHeaders(raw: readonly string[]): Record<string, string[]> {
+function forwardedHeaders(raw: readonly string[]): Record<string, string | string[]> {
   const named = new Set<string>();
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i]!.toLowerCase() === 'connection') for (const n of raw[i + 1]!.split(',')) named.add(n.trim().toLowerCase());
   }
-  const out: Record<string, string[]> = {};
+  const out: Record<string, string | string[]> = {};
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || named.has(lower)) continue;
-    (out[name] ??= []).push(raw[i + 1]!);
+    const name = raw[i]!.toLowerCase();
+    if (HOP_BY_HOP.has(name) || named.has(name)) continue;
+    const value = raw[i + 1]!;
+    const had = out[name];
+    out[name] = had === undefined ? value : Array.isArray(had) ? [...had, value] : [had, value];
   }
   return out;
 }
