@@ -10,8 +10,8 @@
  * 1. `limited`: the name must be listed (an exact name, or `*.domain` for any name under it), be
  *    a public package registry when those are allowed, or be the host of one of the agent's MCP
  *    servers when those are allowed. Refused otherwise (`host-not-allowed`), before any lookup.
- * 2. An address of the worker's host itself (any of its interfaces) is refused (`host-address`);
- *    so is loopback (`loopback`). Nothing lifts these two.
+ * 2. Loopback is refused (`loopback`), and so is any address of the worker's host itself (any
+ *    of its interfaces: `host-address`). Nothing lifts these two.
  * 3. Any other address that is not public (link-local with the metadata address, private,
  *    shared/CGNAT, multicast, broadcast, unspecified, documentation, benchmark, reserved) is
  *    refused with its class as the rule, unless `allowPrivate` lifts it: a range there (`10.0.0.0/8`)
@@ -144,13 +144,13 @@ function judgeAddress(
   const ip = parseIp(text);
   if (!ip) return { allow: false, rule: 'bad-target', address: text, reason: `${name} resolved to "${text}", not an address` };
   const cls = classifyAddress(ip);
+  if (cls === 'loopback') {
+    return { allow: false, rule: 'loopback', address: text, reason: `${name} is ${text}, the worker host's loopback` };
+  }
   if (lift.own.some((o) => sameAddress(o, ip))) {
     return { allow: false, rule: 'host-address', address: text, reason: `${name} is ${text}, an address of the worker's host` };
   }
   if (cls === 'public') return undefined;
-  if (cls === 'loopback') {
-    return { allow: false, rule: 'loopback', address: text, reason: `${name} is ${text}, the worker host's loopback` };
-  }
   if (cls !== 'unspecified' && lift.ranges.some((r) => inRange(ip, r))) return undefined;
   if (lift.nameLifts && LIFTED_BY_NAME.has(cls)) return undefined;
   return {
