@@ -43,7 +43,12 @@ export interface DoctorProbes {
   nowMs(): number;
   /** Whether a per-session bubblewrap sandbox starts here: found, and a probe sandbox ran. */
   sandbox(): Promise<SandboxCheckInput>;
+  /** From inside a probe sandbox: its own network namespace, and the egress proxy. Absent: no rows. */
+  network?(): Promise<NetworkCheckInput>;
 }
+
+/** What the network probe found, for {@link checkNetwork}; `undefined` when no sandbox starts here. */
+export type NetworkCheckInput = { namespace: { ok: boolean; detail: string }; proxy: { ok: boolean; detail: string } } | undefined;
 
 /** What the sandbox probe found, for {@link checkSandbox}. */
 export type SandboxCheckInput =
@@ -73,6 +78,7 @@ export async function runChecks(probes: DoctorProbes, input: DoctorInput): Promi
   results.push(await checkCaseSensitivity(probes, input.mountParent, parentState));
   results.push(checkBash(await probes.isExecutable('/bin/bash')));
   results.push(checkSandbox(await probes.sandbox()));
+  if (probes.network) results.push(...checkNetwork(await probes.network()));
   results.push(checkNode(probes.nodeVersion()));
   results.push(checkEnv(input));
   const api = await checkApi(probes, input);
@@ -170,6 +176,40 @@ export function checkSandbox(probe: SandboxCheckInput): CheckResult {
     detail: `bubblewrap ${found}: ${probe.problem}; sessions' tools would run in the worker process`,
     fix: `${probe.fix.charAt(0).toUpperCase()}${probe.fix.slice(1)}.`,
   };
+}
+
+/**
+ * The sandbox's network under the default policy: a namespace of its own (the host's loopback and
+ * abstract sockets out of reach) and the egress proxy answering inside. Skipped without a sandbox.
+ */
+export function checkNetwork(probe: NetworkCheckInput): CheckResult[] {
+  const ns = { id: 'sandbox_netns', title: "sandbox network namespace (host's loopback out of reach)" };
+  const proxy = { id: 'sandbox_proxy', title: 'sandbox egress proxy (refuses loopback, private and host addresses)' };
+  if (probe === undefined) {
+    const skipped = { status: 'skip' as const, detail: 'no sandbox starts on this host', fix: '' };
+    return [
+      { ...ns, ...skipped },
+      { ...proxy, ...skipped },
+    ];
+  }
+  return [
+    {
+      ...ns,
+      status: probe.namespace.ok ? 'pass' : 'fail',
+      detail: probe.namespace.detail,
+      fix: probe.namespace.ok
+        ? ''
+        : "Allow bubblewrap to create network namespaces (--unshare-net; in a container, CAP_SYS_ADMIN over its user namespace or a seccomp profile allowing unshare), or set sandbox.network to 'host' knowing it exposes the host's network.",
+    },
+    {
+      ...proxy,
+      status: probe.proxy.ok ? 'pass' : 'fail',
+      detail: probe.proxy.detail,
+      fix: probe.proxy.ok
+        ? ''
+        : "Check that the worker can create unix sockets in the temporary folder (TMPDIR) and that bubblewrap can bind them; or set sandbox.network to 'none' (no network) until fixed.",
+    },
+  ];
 }
 
 export function checkNode(version: string): CheckResult {

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { statusOf } from '../../api/classify.js';
+import { probeNetwork } from '../../sandbox/network/network-probe.js';
 import { probeSandbox } from '../../sandbox/runtime.js';
 import { headersOption } from '../custom-headers.js';
 import type { DirState, DoctorProbes } from './checks.js';
@@ -46,6 +47,10 @@ export const realProbes: DoctorProbes = {
   sandbox: async () => {
     const probe = await probeSandbox();
     return probe.ok ? { ok: true, bwrap: probe.bwrap } : { ok: false, reason: probe.reason, problem: probe.problem, fix: probe.fix };
+  },
+  network: async () => {
+    const probe = await probeSandbox();
+    return probe.ok ? probeNetwork(probe) : undefined;
   },
 };
 
