@@ -52,8 +52,9 @@ function send(message: HostMessage): void {
  * before the proxy variables point somewhere.
  */
 function relayEgress(egress: NonNullable<HostInit['egress']>): Promise<void> {
-  const server = net.createServer((client) => {
-    const upstream = net.connect(egress.socket);
+  // Large stream buffers: a download through the relay moves in big writes, not 16 KiB stop-and-go.
+  const server = net.createServer({ highWaterMark: RELAY_BUFFER_BYTES }, (client) => {
+    const upstream = net.connect({ path: egress.socket, highWaterMark: RELAY_BUFFER_BYTES } as net.NetConnectOpts);
     client.pipe(upstream);
     upstream.pipe(client);
     const end = (): void => {
@@ -68,6 +69,8 @@ function relayEgress(egress: NonNullable<HostInit['egress']>): Promise<void> {
     server.listen(egress.port, '127.0.0.1', () => resolve());
   });
 }
+
+const RELAY_BUFFER_BYTES = 1 << 20;
 
 async function init(message: HostInit): Promise<void> {
   if (message.egress) await relayEgress(message.egress);

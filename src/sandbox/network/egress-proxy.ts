@@ -42,12 +42,15 @@ export interface EgressIo {
   hostAddresses(): string[];
 }
 
+/** Bytes each stream of a connection buffers: large, so bulk transfers move in big writes. */
+const STREAM_BUFFER_BYTES = 1 << 20;
+
 /** Milliseconds a dial may take before the next address (or a 504). */
 const DIAL_TIMEOUT_MS = 15_000;
 
 export const defaultEgressIo: EgressIo = {
   resolve: async (host) => (await dns.promises.lookup(host, { all: true, verbatim: true })).map((a) => a.address),
-  dial: (address, port) => net.connect({ host: address, port }),
+  dial: (address, port) => net.connect({ host: address, port, highWaterMark: STREAM_BUFFER_BYTES } as net.NetConnectOpts),
   hostAddresses: () =>
     Object.values(os.networkInterfaces())
       .flat()
@@ -78,7 +81,7 @@ export class EgressProxy {
     this.#io = { ...defaultEgressIo, ...opts.io };
     this.#onRefused = opts.onRefused;
     // No request timeout: an upload through the proxy may take as long as the tool call does.
-    this.#server = http.createServer({ requestTimeout: 0 });
+    this.#server = http.createServer({ requestTimeout: 0, highWaterMark: STREAM_BUFFER_BYTES });
     // A failure past the checks (a malformed header the upstream request refuses) ends that connection only.
     this.#server.on('request', (req, res) => this.#forward(req, res).catch(() => res.destroy()));
     this.#server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
