@@ -45,6 +45,9 @@ export interface EgressIo {
 /** Bytes each stream of a connection buffers: large, so bulk transfers move in big writes. */
 const STREAM_BUFFER_BYTES = 1 << 20;
 
+/** Connections one session's proxy holds at once; past it new ones are closed, so an agent cannot exhaust the worker's descriptors. */
+export const EGRESS_MAX_CONNECTIONS = 256;
+
 /** Milliseconds a dial may take before the next address (or a 504). */
 const DIAL_TIMEOUT_MS = 15_000;
 
@@ -76,7 +79,10 @@ export class EgressProxy {
   readonly #server: http.Server;
   readonly #open = new Set<Duplex>();
 
-  constructor(policy: EgressPolicy, opts: { onRefused: (refusal: EgressRefusal) => void; io?: Partial<EgressIo> }) {
+  constructor(
+    policy: EgressPolicy,
+    opts: { onRefused: (refusal: EgressRefusal) => void; io?: Partial<EgressIo>; maxConnections?: number },
+  ) {
     this.#policy = policy;
     this.#io = { ...defaultEgressIo, ...opts.io };
     this.#onRefused = opts.onRefused;
@@ -87,6 +93,7 @@ export class EgressProxy {
     this.#server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
       this.#tunnel(req, socket, head).catch(() => socket.destroy()),
     );
+    this.#server.maxConnections = opts.maxConnections ?? EGRESS_MAX_CONNECTIONS;
     this.#server.on('connection', (s: net.Socket) => this.#track(s));
     this.#server.on('clientError', (_e, socket: Duplex) => socket.destroy());
   }

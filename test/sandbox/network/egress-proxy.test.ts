@@ -33,7 +33,7 @@ async function listen(server: net.Server): Promise<number> {
   return (server.address() as net.AddressInfo).port;
 }
 
-async function start(policy: EgressPolicy = { type: 'unrestricted', allowPrivate: [] }): Promise<void> {
+async function start(policy: EgressPolicy = { type: 'unrestricted', allowPrivate: [] }, maxConnections?: number): Promise<void> {
   const received: string[] = [];
   const standIn = http.createServer((req, res) => {
     let body = '';
@@ -54,6 +54,7 @@ async function start(policy: EgressPolicy = { type: 'unrestricted', allowPrivate
   const answers = new Map<string, string[][]>();
   const proxy = new EgressProxy(policy, {
     onRefused: (r) => refusals.push(r),
+    ...(maxConnections !== undefined ? { maxConnections } : {}),
     io: {
       resolve: async (host) => {
         lookups.push(host);
@@ -242,5 +243,22 @@ describe('the egress proxy under attack', () => {
     expect(allowed).toMatch(/^HTTP\/1\.1 200 /);
     expect(rig.lookups).toEqual(['allowed.example']);
     expect(rig.dials).toEqual([{ address: PUBLIC, port: 443 }]);
+  });
+
+  it('closes connections past its bound, so an agent cannot exhaust the worker', async () => {
+    await start({ type: 'unrestricted', allowPrivate: [] }, 2);
+    rig.answers.set('public.example', [[PUBLIC]]);
+    const held: net.Socket[] = [];
+    for (let i = 0; i < 2; i++) {
+      const s = net.connect(rig.proxyPort, '127.0.0.1');
+      await new Promise((r) => s.once('connect', r));
+      held.push(s);
+    }
+    // Let the server count both before the third arrives.
+    await new Promise((r) => setTimeout(r, 100));
+    const third = await raw('CONNECT public.example:80 HTTP/1.1\r\n\r\n');
+    expect(third).toBe('');
+    expect(rig.dials).toEqual([]);
+    for (const s of held) s.destroy();
   });
 });
