@@ -3,6 +3,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { EgressPolicy } from './egress-policy.js';
 import { EgressProxy, type EgressIo, type EgressRefusal } from './egress-proxy.js';
+import { EGRESS_DIR_PREFIX, pruneStaleEgressDirs } from './stale-egress.js';
+
+/** Whether this process already looked for folders a killed worker left behind. */
+let pruned = false;
 
 /** Where the proxy's unix socket appears inside a sandbox. */
 export const EGRESS_SOCKET_IN_SANDBOX = '/run/maw-egress.sock';
@@ -27,6 +31,7 @@ export function egressEnvironment(port = EGRESS_RELAY_PORT): Record<string, stri
  * The egress proxy of one session, on a unix socket in a private folder (mode 0700) of the host's
  * temporary folder; the sandbox sees only the socket, bound at {@link EGRESS_SOCKET_IN_SANDBOX}.
  * Lives as long as the session: the tool hosts the session starts one after another share it.
+ * The first one a process starts also removes the folders a killed worker left behind.
  */
 export class SessionEgress {
   readonly socketPath: string;
@@ -36,7 +41,11 @@ export class SessionEgress {
   readonly #proxy: EgressProxy;
 
   constructor(policy: EgressPolicy, opts: { onRefused: (refusal: EgressRefusal) => void; io?: Partial<EgressIo> }) {
-    this.#dir = fs.mkdtempSync(path.join(os.tmpdir(), 'maw-egress-'));
+    if (!pruned) {
+      pruned = true;
+      void pruneStaleEgressDirs();
+    }
+    this.#dir = fs.mkdtempSync(path.join(os.tmpdir(), EGRESS_DIR_PREFIX));
     this.socketPath = path.join(this.#dir, 'proxy.sock');
     this.#proxy = new EgressProxy(policy, opts);
     this.ready = this.#proxy.listen(this.socketPath);
