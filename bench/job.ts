@@ -37,7 +37,7 @@ export interface JobContext {
     concurrency?: number;
     floor?: FloorConfig;
     execArgv?: string[];
-    sandbox?: 'auto' | 'bwrap' | 'none';
+    sandbox?: ChildConfig['sandbox'];
   }): Promise<ChildHandle>;
 }
 

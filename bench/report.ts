@@ -12,7 +12,7 @@ export interface RowSpec {
   label: string;
   unit: string;
   /** What ours is divided by: the official worker, the floor, or ours with the sandbox off. */
-  against: 'official' | 'floor' | 'unsandboxed';
+  against: 'official' | 'floor' | 'unsandboxed' | 'host-network';
   /** The base figure's metric when it is not `metric` (ours with the sandbox off). */
   baseMetric?: string;
   /** Against the floor, ours' figure comes from this metric when the floor job names it otherwise (`floorMs`). */
@@ -268,6 +268,33 @@ export const ROWS: RowSpec[] = [
     against: 'unsandboxed',
     target: null,
   },
+  {
+    scenario: 'sandbox-start-proxy',
+    metric: 'wallProxyMs',
+    baseMetric: 'wallHostMs',
+    label: "16 sessions' sandboxes, network through the egress proxy vs network 'host' (wall)",
+    unit: 'ms',
+    against: 'host-network',
+    target: 1.25,
+  },
+  {
+    scenario: 'sandbox-start-proxy',
+    metric: 'cpuProxyMs',
+    baseMetric: 'cpuHostMs',
+    label: "16 sessions' sandboxes, network through the egress proxy vs network 'host' (CPU, tool hosts included)",
+    unit: 'ms',
+    against: 'host-network',
+    target: 1.25,
+  },
+  {
+    scenario: 'proxy-download-100m',
+    metric: 'proxySecPer100MiB',
+    baseMetric: 'directSecPer100MiB',
+    label: '100 MiB downloaded by curl in a sandbox, through the egress proxy vs direct (s per 100 MiB; ≤ 1.25 is ≥ 0.8x the rate)',
+    unit: 's',
+    against: 'host-network',
+    target: 1.25,
+  },
 ];
 
 /** Measurements of one scenario in one repetition, by child. */
@@ -276,7 +303,7 @@ export type RepResult = Partial<Record<ChildKind, Metrics>>;
 export interface Row {
   label: string;
   unit: string;
-  against: 'official' | 'floor' | 'unsandboxed';
+  against: 'official' | 'floor' | 'unsandboxed' | 'host-network';
   /** Median of the official worker (or of the floor, for a floor row). */
   base: number;
   ours: number;
@@ -302,7 +329,8 @@ export function median(xs: number[]): number {
 export function buildRows(results: Record<string, RepResult[]>): Row[] {
   return ROWS.map((spec) => {
     const reps = results[spec.scenario] ?? [];
-    const baseKind: ChildKind = spec.against === 'floor' ? 'floor' : spec.against === 'unsandboxed' ? 'ours' : 'official';
+    const baseKind: ChildKind =
+      spec.against === 'floor' ? 'floor' : spec.against === 'unsandboxed' || spec.against === 'host-network' ? 'ours' : 'official';
     const base = reps.map((r) => r[baseKind]?.[spec.baseMetric ?? spec.metric] ?? NaN);
     const ours = reps.map((r) => r.ours?.[spec.oursMetric ?? spec.metric] ?? NaN);
     const ratios = reps.map((_, i) => ours[i]! / base[i]!);
@@ -343,7 +371,7 @@ export function formatTable(rows: Row[]): string {
       const base =
         r.against === 'official'
           ? `${fmt(r.base)} ${r.unit}`
-          : `${fmt(r.base)} ${r.unit} (${r.against === 'floor' ? 'floor' : 'sandbox off'})`;
+          : `${fmt(r.base)} ${r.unit} (${r.against === 'floor' ? 'floor' : r.against === 'host-network' ? "network 'host'" : 'sandbox off'})`;
       const ratio = Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)})` : 'n/a';
       const target =
         r.target === null

@@ -113,7 +113,12 @@ export function addWorkerFlags(cmd: CommanderCommand): void {
         "where each session's tools run: a bubblewrap sandbox per session (auto: when it works here; bwrap: or refuse to start) or none (default auto)",
       ).choices(['auto', 'bwrap', 'none']),
     )
-    .addOption(new Option('--sandbox-network <mode>', 'network of the sandboxes: host or none (default host)').choices(['host', 'none']))
+    .addOption(
+      new Option(
+        '--sandbox-network <mode>',
+        'network of the sandboxes: unrestricted (public addresses through a filtering proxy; default), none or host',
+      ).choices(['unrestricted', 'host', 'none']),
+    )
     .addOption(new Option('--sandbox-ro <path>', 'make <path> visible read-only in every sandbox (repeatable)').argParser(collect))
     .addOption(new Option('--sandbox-rw <path>', 'make <path> visible read-write in every sandbox (repeatable)').argParser(collect))
     .addOption(
@@ -139,7 +144,7 @@ function sandboxFromFlags(flags: OptionValues, cwd: string): EnvironmentWorkerOp
     readWritePaths: abs(flags['sandboxRw']),
     hidePaths: abs(credentialFiles),
     env: (flags['sandboxEnv'] as string[] | undefined) ?? [],
-    ...(flags['sandboxNetwork'] !== undefined ? { network: flags['sandboxNetwork'] as 'host' | 'none' } : {}),
+    ...(flags['sandboxNetwork'] !== undefined ? { network: flags['sandboxNetwork'] as 'unrestricted' | 'host' | 'none' } : {}),
   };
 }
 

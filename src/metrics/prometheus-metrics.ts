@@ -106,6 +106,12 @@ export function createPrometheusMetrics(worker: ObservedWorker, options: Prometh
     labelNames: ['phase'],
     registers,
   });
+  const egressRefused = new Counter({
+    name: `${p}sandbox_egress_refused_total`,
+    help: "Connections a session sandbox's egress proxy refused, by rule.",
+    labelNames: ['rule'],
+    registers,
+  });
 
   const listeners: { [K in keyof WorkerEventMap]?: (...args: WorkerEventMap[K]) => void } = {
     workClaimed: () => claimed.inc(),
@@ -121,6 +127,7 @@ export function createPrometheusMetrics(worker: ObservedWorker, options: Prometh
     deleted: (e) => deletes.inc({ side: e.side }),
     refused: () => refusals.inc(),
     flushCutOff: (e) => cutOffs.inc({ phase: e.phase }),
+    egressRefused: (e) => egressRefused.inc({ rule: e.rule }),
   };
   const entries = Object.entries(listeners) as Array<[keyof WorkerEventMap, (...a: unknown[]) => void]>;
   const emitter = worker as unknown as {

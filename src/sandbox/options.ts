@@ -1,4 +1,11 @@
 import { z } from 'zod/v3';
+import {
+  NETWORK_OPTION_EXPECTED,
+  networkOptionSchema,
+  resolveNetworkOption,
+  type ResolvedNetwork,
+  type SandboxNetworkOption,
+} from './network/network-option.js';
 import { runnerToolTimeoutMs } from './sdk-bounds.js';
 
 /**
@@ -18,8 +25,12 @@ export interface SandboxSettings {
   readOnlyPaths?: string[];
   /** Absolute paths made visible read-write, at the same path (a shared cache). Default: none. */
   readWritePaths?: string[];
-  /** `'host'` (default): the host's network; `'none'`: a network namespace of its own with loopback only. */
-  network?: 'host' | 'none';
+  /**
+   * What the sandbox reaches on the network: `'unrestricted'` (default; public addresses through the
+   * session's filtering egress proxy), `{ type: 'limited', ... }`, `'none'` (loopback only) or
+   * `'host'` (the host's network, unfiltered). See {@link SandboxNetworkOption}.
+   */
+  network?: SandboxNetworkOption;
   /**
    * Names of variables of the worker's environment passed into the sandbox, beside the built-in
    * allow-list (`PATH`, locale, `TZ`, `TERM`). `ANTHROPIC_*` names are refused. Default: none.
@@ -48,7 +59,7 @@ export interface ResolvedSandboxOptions {
   mode: SandboxMode;
   readOnlyPaths: string[];
   readWritePaths: string[];
-  network: 'host' | 'none';
+  network: ResolvedNetwork;
   env: string[];
   hidePaths: string[];
   toolTimeoutMs: number;
@@ -71,7 +82,7 @@ const settingsSchema = z
     mode: z.enum(['auto', 'bwrap']).optional(),
     readOnlyPaths: z.array(absolutePath).optional(),
     readWritePaths: z.array(absolutePath).optional(),
-    network: z.enum(['host', 'none']).optional(),
+    network: networkOptionSchema.optional(),
     env: z.array(passedName).optional(),
     hidePaths: z.array(absolutePath).optional(),
     toolTimeoutMs: z.number().int().min(TOOL_TIMEOUT_MIN_MS).max(TOOL_TIMEOUT_MAX_MS).optional(),
@@ -85,7 +96,7 @@ export const sandboxOptionSchema = z.union([z.enum(['auto', 'bwrap', 'none']), s
 /** What `sandbox` accepts, as a validation message says it. */
 export const SANDBOX_OPTION_EXPECTED =
   "'auto', 'bwrap', 'none' or { mode: 'auto' | 'bwrap', readOnlyPaths, readWritePaths, hidePaths (absolute paths), " +
-  `network: 'host' | 'none', env (variable names, no ANTHROPIC_*), toolTimeoutMs (${TOOL_TIMEOUT_MIN_MS}..${TOOL_TIMEOUT_MAX_MS}), bwrapPath }`;
+  `network: ${NETWORK_OPTION_EXPECTED}, env (variable names, no ANTHROPIC_*), toolTimeoutMs (${TOOL_TIMEOUT_MIN_MS}..${TOOL_TIMEOUT_MAX_MS}), bwrapPath }`;
 
 /** Fill in the defaults of an already validated `sandbox` value. */
 export function resolveSandboxOption(value: z.output<typeof sandboxOptionSchema> | undefined): ResolvedSandboxOptions {
@@ -94,7 +105,7 @@ export function resolveSandboxOption(value: z.output<typeof sandboxOptionSchema>
     mode: value === 'none' ? 'none' : (settings.mode ?? 'auto'),
     readOnlyPaths: settings.readOnlyPaths ?? [],
     readWritePaths: settings.readWritePaths ?? [],
-    network: settings.network ?? 'host',
+    network: resolveNetworkOption(settings.network),
     env: settings.env ?? [],
     hidePaths: settings.hidePaths ?? [],
     toolTimeoutMs: settings.toolTimeoutMs ?? SANDBOX_TOOL_TIMEOUT_DEFAULT_MS,

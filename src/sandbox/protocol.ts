@@ -23,6 +23,8 @@ export interface HostInit {
   maxFileBytes: number | null | undefined;
   /** Whether the toolset keeps a bash shell per session thread (else one shell serves every call). */
   shellPerThread?: boolean;
+  /** Relay `127.0.0.1:port` of the sandbox's own loopback to the egress proxy's unix socket. */
+  egress?: { socket: string; port: number };
 }
 
 export interface HostCall {

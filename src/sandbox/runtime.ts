@@ -8,6 +8,7 @@ import type { Logger } from '../internal/logger.js';
 import { bwrapArgs } from './bwrap-args.js';
 import { bwrapFeatures, feedSeccomp, seccompArgs } from './bwrap-features.js';
 import { hostLayout, type HostLayout } from './host-layout.js';
+import { HOST_NETWORK_WARNING } from './network/network-option.js';
 import type { ResolvedSandboxOptions } from './options.js';
 import { hostSeccompFilter } from './seccomp/filter.js';
 import { sandboxEnvironment } from './tool-env.js';
@@ -131,7 +132,8 @@ export async function resolveSandbox(
   if (options.mode === 'none') return { kind: 'none', chosen: true };
   const probe = await probeSandbox({ bwrapPath: options.bwrapPath, ...(ctx.platform !== undefined ? { platform: ctx.platform } : {}) });
   if (probe.ok) {
-    ctx.log.info({ bwrap: probe.bwrap, network: options.network }, 'each session runs its tools in a bubblewrap sandbox');
+    ctx.log.info({ bwrap: probe.bwrap, network: options.network.type }, 'each session runs its tools in a bubblewrap sandbox');
+    if (options.network.type === 'host') ctx.log.warn(HOST_NETWORK_WARNING);
     if (probe.seccomp === undefined) {
       ctx.log.warn(
         { arch: process.arch },

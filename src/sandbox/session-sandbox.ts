@@ -4,6 +4,9 @@ import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/
 import type { Logger } from '../internal/logger.js';
 import { bwrapArgs, type SandboxView } from './bwrap-args.js';
 import { hideKinds } from './host-layout.js';
+import type { EgressRefusal } from './network/egress-proxy.js';
+import { egressPolicyFor } from './network/network-option.js';
+import { EGRESS_RELAY_PORT, EGRESS_SOCKET_IN_SANDBOX, egressEnvironment, SessionEgress } from './network/session-egress.js';
 import type { SandboxRuntime } from './runtime.js';
 import { toolsetShellPerThread } from './sdk-bounds.js';
 import { sandboxEnvironment } from './tool-env.js';
@@ -19,6 +22,10 @@ export interface SessionSandboxSpec {
   maxFileBytes: number | null | undefined;
   /** Paths never visible inside (the state folder, credential files), beside the option's own. */
   hide: readonly string[];
+  /** The hosts of the session agent's MCP servers (a `limited` network may allow them). Default: none. */
+  mcpServerHosts?: readonly string[];
+  /** Told of each connection the egress proxy refused. Default: a warning in the log. */
+  onEgressRefused?: (refusal: EgressRefusal) => void;
 }
 
 /**
@@ -36,6 +43,8 @@ export class SessionSandbox {
   readonly #spec: SessionSandboxSpec;
   readonly #log: Logger;
   #host: ToolHostProcess | undefined;
+  /** The session's egress proxy (networks `unrestricted` and `limited`), shared by its successive hosts. */
+  #egress: SessionEgress | undefined;
   #closed = false;
   #hostsStarted = 0;
 
@@ -77,11 +86,19 @@ export class SessionSandbox {
     const host = this.#host;
     this.#host = undefined;
     await host?.close();
+    await this.#egress?.close();
   }
 
   async #run(tool: string, input: unknown, context: BetaToolRunContext | undefined): Promise<string | ToolResultBlocks> {
     if (this.#closed) throw new ToolError(`${tool}: the session's sandbox is closed`);
     const host = this.#current();
+    if (this.#egress) {
+      const listening = await this.#egress.ready.then(
+        () => undefined,
+        (e: unknown) => (e as Error).message,
+      );
+      if (listening !== undefined) throw new ToolError(`${tool}: the sandbox's network proxy could not start (${listening})`);
+    }
     const result = await host.call(tool, input, {
       timeoutMs: this.#runtime.options.toolTimeoutMs,
       signal: context?.signal,
@@ -106,6 +123,15 @@ export class SessionSandbox {
     this.#hostsStarted++;
     const { layout, options } = this.#runtime;
     const spec = this.#spec;
+    const policy = egressPolicyFor(options.network, spec.mcpServerHosts ?? []);
+    if (policy !== undefined) {
+      this.#egress ??= new SessionEgress(policy, {
+        onRefused:
+          spec.onEgressRefused ??
+          ((r) => this.#log.warn({ host: r.host, port: r.port, rule: r.rule, address: r.address }, 'sandbox network connection refused')),
+      });
+    }
+    const egress = this.#egress;
     const view: SandboxView = {
       system: layout.system,
       readOnly: [...layout.readOnly, ...options.readOnlyPaths],
@@ -113,10 +139,11 @@ export class SessionSandbox {
       stores: spec.allowedRoots.map((p) => ({ path: p, readOnly: spec.readOnlyRoots.includes(p) })),
       readWrite: options.readWritePaths,
       hide: hideKinds([...spec.hide, ...options.hidePaths]),
-      network: options.network,
+      network: options.network.type === 'host' ? 'host' : 'none',
+      ...(egress ? { egressSocket: { host: egress.socketPath, sandbox: EGRESS_SOCKET_IN_SANDBOX } } : {}),
       userNamespace: this.#runtime.userNamespace,
       disableNestedUserNamespaces: this.#runtime.disableUserns,
-      env: sandboxEnvironment(process.env, options.env, spec.workdir),
+      env: { ...sandboxEnvironment(process.env, options.env, spec.workdir), ...(egress ? egressEnvironment() : {}) },
       command: [layout.node, layout.hostEntry],
     };
     this.#host = new ToolHostProcess({
@@ -130,6 +157,7 @@ export class SessionSandbox {
         readOnlyRoots: [...spec.readOnlyRoots],
         maxFileBytes: spec.maxFileBytes,
         shellPerThread: toolsetShellPerThread(),
+        ...(egress ? { egress: { socket: EGRESS_SOCKET_IN_SANDBOX, port: EGRESS_RELAY_PORT } } : {}),
       },
       log: this.#log,
     });

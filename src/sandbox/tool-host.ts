@@ -17,6 +17,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
+import * as net from 'node:net';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
@@ -94,7 +95,34 @@ function send(message: HostMessage): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);
 }
 
-function init(message: HostInit): void {
+/**
+ * The sandbox's only way out: `127.0.0.1:port` of its own loopback, each connection piped to the
+ * worker's egress proxy through the unix socket bound in. Listening before `ready`, so no tool runs
+ * before the proxy variables point somewhere.
+ */
+function relayEgress(egress: NonNullable<HostInit['egress']>): Promise<void> {
+  // Large stream buffers: a download through the relay moves in big writes, not 16 KiB stop-and-go.
+  const server = net.createServer({ highWaterMark: RELAY_BUFFER_BYTES }, (client) => {
+    const upstream = net.connect({ path: egress.socket, highWaterMark: RELAY_BUFFER_BYTES } as net.NetConnectOpts);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const end = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end);
+    upstream.on('error', end);
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(egress.port, '127.0.0.1', () => resolve());
+  });
+}
+
+const RELAY_BUFFER_BYTES = 1 << 20;
+
+async function init(message: HostInit): Promise<void> {
+  if (message.egress) await relayEgress(message.egress);
   shellPerThread = message.shellPerThread === true;
   const list = betaAgentToolset20260401({
     workdir: message.workdir,
@@ -185,8 +213,12 @@ lines.on('line', (line) => {
   } catch {
     return;
   }
-  if (message.t === 'init' && tools === undefined) init(message);
-  else if (message.t === 'call') void call(message);
+  if (message.t === 'init' && tools === undefined) {
+    init(message).catch((e: unknown) => {
+      process.stderr.write(`the tool host could not start: ${(e as Error).message}\n`);
+      process.exit(1);
+    });
+  } else if (message.t === 'call') void call(message);
   else if (message.t === 'cancel' || message.t === 'timeout') stop(message.id, message.t);
   else if (message.t === 'thread-end') endThread(message.thread);
 });

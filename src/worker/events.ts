@@ -52,6 +52,8 @@ export interface WorkerEventMap {
   workFailed: [{ workId: string; sessionId: string | undefined; error: Error }];
   workStopped: [{ workId: string }];
   leaseLost: [{ workId: string; sessionId: string | undefined; reason: 'lease_lost' | 'assumed_lost' }];
+  /** The session's sandbox egress proxy refused a connection: the host the tool asked for, and the rule. */
+  egressRefused: [{ workId: string; sessionId: string; host: string; port: number; rule: string; address?: string }];
   closing: [{}];
   closed: [{}];
   mounted: WithIds<'mounted'>;

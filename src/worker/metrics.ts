@@ -12,6 +12,8 @@ export interface WorkerMetricsSnapshot {
   flushCutOffs: number;
   syncs: number;
   syncDurationMsTotal: number;
+  /** Connections the sandboxes' egress proxies refused. */
+  egressRefused: number;
 }
 
 type Counter = Exclude<keyof WorkerMetricsSnapshot, 'sessionsActive'>;
@@ -30,6 +32,7 @@ export class WorkerMetrics {
     flushCutOffs: 0,
     syncs: 0,
     syncDurationMsTotal: 0,
+    egressRefused: 0,
   };
 
   add(name: Counter, by = 1): void {

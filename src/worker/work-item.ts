@@ -30,6 +30,7 @@ import { decideItemEnd, type PhasesResult } from './item-end.js';
 import { ItemMemory, storeResources } from './item-memory.js';
 import { Lease } from './lease.js';
 import type { FinishReport, MemoryPort } from './memory-port.js';
+import { mcpServerHosts } from './mcp-hosts.js';
 import { MemorySpans } from './memory-spans.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
@@ -123,7 +124,18 @@ async function workItem(deps: WorkItemDeps, run: WorkItemRun, spans: MemorySpans
       if (memoryOn) memory = itemMemory(deps, item, report, spans, session, intervalMs);
       else if (stores.length > 0) warnMemoryOff(log, session.id, stores);
       const toolContext = await prepare(work.id, session, folder, item, opts, log);
-      sessionGone = (await serve(deps, item, report, step, session.id, toolContext, memory, () => clock.now() - run.claimedAt)) === 'gone';
+      sessionGone =
+        (await serve(
+          deps,
+          item,
+          report,
+          step,
+          session.id,
+          toolContext,
+          memory,
+          () => clock.now() - run.claimedAt,
+          mcpServerHosts(session),
+        )) === 'gone';
     }
   } catch (e) {
     error = step.failure(e);
@@ -382,6 +394,7 @@ async function serve(
   toolContext: AgentToolContext,
   memory: ItemMemory | undefined,
   readyMs: () => number,
+  mcpHosts: readonly string[],
 ): Promise<'ended' | 'gone'> {
   const opts = deps.options;
   const { log } = report;
@@ -403,6 +416,8 @@ async function serve(
             },
             maxFileBytes: toolContext.maxFileBytes,
             hide: [opts.stateDir ?? defaultStateDir()],
+            mcpServerHosts: mcpHosts,
+            onEgressRefused: (r) => report.egressRefused(sessionId, r),
           },
           log,
         )
@@ -608,6 +623,20 @@ class ItemReport {
   }
 
   /** The lease was lost: the item is left to its new owner, never stopped by us. */
+  /** The session's sandbox refused a connection: logged, counted and emitted with the rule. */
+  egressRefused(sessionId: string, r: { host: string; port: number; rule: string; address?: string }): void {
+    this.#metrics.add('egressRefused');
+    this.log.warn({ host: r.host, port: r.port, rule: r.rule, address: r.address }, 'sandbox network connection refused');
+    this.emit('egressRefused', {
+      workId: this.workId,
+      sessionId,
+      host: r.host,
+      port: r.port,
+      rule: r.rule,
+      ...(r.address !== undefined ? { address: r.address } : {}),
+    });
+  }
+
   leaseLost(reason: 'lease_lost' | 'assumed_lost'): void {
     this.#metrics.add('leaseLosses');
     this.log.warn({ reason }, 'lease lost; the work item is left to its new owner, not stopped');

@@ -150,7 +150,7 @@ describe('escapes from a session sandbox', () => {
 });
 
 describe('what the sandbox options change', () => {
-  it("network: 'none' reaches no listener on the host, where the default host network does", async () => {
+  it("network: 'none' reaches no listener on the host, where network: 'host' does", async () => {
     const server = net.createServer((s) => s.end('hello from the host\n'));
     await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
     const port = (server.address() as net.AddressInfo).port;

@@ -54,6 +54,7 @@ describe('the EnvironmentWorker public API', () => {
       | 'flushCutOffs'
       | 'syncs'
       | 'syncDurationMsTotal'
+      | 'egressRefused'
     >();
   });
 });

@@ -45,6 +45,8 @@ export interface DoctorProbes {
   sandbox(): Promise<SandboxCheckInput>;
   /** What a probe sandbox saw of the kernel from inside: its seccomp mode, its user namespace. */
   sandboxKernel(): Promise<SandboxKernelCheckInput>;
+  /** From inside a probe sandbox: its own network namespace, and the egress proxy. Absent: no rows. */
+  network?(): Promise<NetworkCheckInput>;
 }
 
 /** What the kernel probe found, for {@link checkUserNamespace} and {@link checkSeccomp}. */
@@ -59,6 +61,9 @@ export type SandboxKernelCheckInput =
       ownUserNamespace: boolean;
       disableUserns: boolean;
     };
+
+/** What the network probe found, for {@link checkNetwork}; `undefined` when no sandbox starts here. */
+export type NetworkCheckInput = { namespace: { ok: boolean; detail: string }; proxy: { ok: boolean; detail: string } } | undefined;
 
 /** What the sandbox probe found, for {@link checkSandbox}. */
 export type SandboxCheckInput =
@@ -90,6 +95,7 @@ export async function runChecks(probes: DoctorProbes, input: DoctorInput): Promi
   results.push(checkSandbox(await probes.sandbox()));
   const kernel = await probes.sandboxKernel();
   results.push(checkUserNamespace(kernel), checkSeccomp(kernel));
+  if (probes.network) results.push(...checkNetwork(await probes.network()));
   results.push(checkNode(probes.nodeVersion()));
   results.push(checkEnv(input));
   const api = await checkApi(probes, input);
@@ -245,6 +251,40 @@ export function checkSeccomp(probe: SandboxKernelCheckInput): CheckResult {
     };
   }
   return { ...base, status: 'pass', detail: `applied in a probe sandbox (Seccomp: 2, ${probe.arch})`, fix: '' };
+}
+
+/**
+ * The sandbox's network under the default policy: a namespace of its own (the host's loopback and
+ * abstract sockets out of reach) and the egress proxy answering inside. Skipped without a sandbox.
+ */
+export function checkNetwork(probe: NetworkCheckInput): CheckResult[] {
+  const ns = { id: 'sandbox_netns', title: "sandbox network namespace (host's loopback out of reach)" };
+  const proxy = { id: 'sandbox_proxy', title: 'sandbox egress proxy (refuses loopback, private and host addresses)' };
+  if (probe === undefined) {
+    const skipped = { status: 'skip' as const, detail: 'no sandbox starts on this host', fix: '' };
+    return [
+      { ...ns, ...skipped },
+      { ...proxy, ...skipped },
+    ];
+  }
+  return [
+    {
+      ...ns,
+      status: probe.namespace.ok ? 'pass' : 'fail',
+      detail: probe.namespace.detail,
+      fix: probe.namespace.ok
+        ? ''
+        : "Allow bubblewrap to create network namespaces (--unshare-net; in a container, CAP_SYS_ADMIN over its user namespace or a seccomp profile allowing unshare), or set sandbox.network to 'host' knowing it exposes the host's network.",
+    },
+    {
+      ...proxy,
+      status: probe.proxy.ok ? 'pass' : 'fail',
+      detail: probe.proxy.detail,
+      fix: probe.proxy.ok
+        ? ''
+        : "Check that the worker can create unix sockets in the temporary folder (TMPDIR) and that bubblewrap can bind them; or set sandbox.network to 'none' (no network) until fixed.",
+    },
+  ];
 }
 
 export function checkNode(version: string): CheckResult {

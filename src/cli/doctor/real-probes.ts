@@ -5,6 +5,7 @@ import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { statusOf } from '../../api/classify.js';
 import { probeSandboxKernel } from '../../sandbox/kernel-probe.js';
+import { probeNetwork } from '../../sandbox/network/network-probe.js';
 import { probeSandbox } from '../../sandbox/runtime.js';
 import { headersOption } from '../custom-headers.js';
 import type { DirState, DoctorProbes } from './checks.js';
@@ -49,6 +50,10 @@ export const realProbes: DoctorProbes = {
     return probe.ok ? { ok: true, bwrap: probe.bwrap } : { ok: false, reason: probe.reason, problem: probe.problem, fix: probe.fix };
   },
   sandboxKernel: () => probeSandboxKernel(),
+  network: async () => {
+    const probe = await probeSandbox();
+    return probe.ok ? probeNetwork(probe) : undefined;
+  },
 };
 
 async function noFollow(): Promise<{ ok: boolean; detail: string }> {

@@ -1,0 +1,48 @@
+// doctor's rows for the sandbox network: the namespace and the egress proxy pass or fail with the
+// fix as the probe says, and are skipped when no sandbox starts; on this host (bubblewrap
+// installed) the real probe finds the host's loopback out of reach and the proxy refusing it.
+import { describe, expect, it } from 'vitest';
+import { checkNetwork } from '../../src/cli/doctor/checks.js';
+import { probeNetwork } from '../../src/sandbox/network/network-probe.js';
+import { probeSandbox } from '../../src/sandbox/runtime.js';
+
+describe('checkNetwork', () => {
+  const rows = [
+    {
+      description: 'both pass',
+      probe: { namespace: { ok: true, detail: 'own' }, proxy: { ok: true, detail: 'refuses' } },
+      statuses: ['pass', 'pass'],
+    },
+    {
+      description: 'a shared namespace fails with a fix',
+      probe: { namespace: { ok: false, detail: 'reachable' }, proxy: { ok: true, detail: 'refuses' } },
+      statuses: ['fail', 'pass'],
+    },
+    {
+      description: 'a proxy that does not answer fails with a fix',
+      probe: { namespace: { ok: true, detail: 'own' }, proxy: { ok: false, detail: 'no answer' } },
+      statuses: ['pass', 'fail'],
+    },
+    { description: 'no sandbox: both skipped', probe: undefined, statuses: ['skip', 'skip'] },
+  ] as const;
+  for (const row of rows) {
+    it(row.description, () => {
+      const results = checkNetwork(row.probe);
+      expect(results.map((r) => r.id)).toEqual(['sandbox_netns', 'sandbox_proxy']);
+      expect(results.map((r) => r.status)).toEqual(row.statuses);
+      for (const r of results) expect(r.fix === '').toBe(r.status !== 'fail');
+    });
+  }
+});
+
+describe('the real network probe', () => {
+  it("finds the host's loopback out of reach and the proxy refusing it", async () => {
+    const sandbox = await probeSandbox();
+    if (!sandbox.ok) throw new Error(`bubblewrap must work here: ${sandbox.problem}`);
+    const probe = await probeNetwork(sandbox);
+    expect(probe.namespace).toMatchObject({ ok: true });
+    expect(probe.namespace.detail).toContain('ECONNREFUSED');
+    expect(probe.proxy).toMatchObject({ ok: true });
+    expect(probe.proxy.detail).toContain('403');
+  }, 30_000);
+});
