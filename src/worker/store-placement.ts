@@ -162,3 +162,31 @@ export function placementFor(input: {
   }
   return mountPaths.every((p) => bindableAnywhere(p, bound)) ? 'per-session' : 'shared';
 }
+
+/** How old an empty session folder must be before the start-up sweep removes it (another worker sharing the state folder may have just made it). */
+export const EMPTY_SESSION_FOLDER_AGE_MS = 10 * 60_000;
+
+/**
+ * Remove the session folders a killed worker left empty (their stores adopted by a later run, or
+ * recovered), once unchanged for {@link EMPTY_SESSION_FOLDER_AGE_MS}. A folder holding anything
+ * is kept: its copies wait for the journal's adoption or `recover`. Returns how many went.
+ */
+export async function sweepEmptySessionFolders(stateDir: string, nowMs: number = Date.now()): Promise<number> {
+  const parent = path.join(path.resolve(stateDir), SESSION_STORES_FOLDER);
+  const names = await fsp.readdir(parent).catch(() => [] as string[]);
+  let removed = 0;
+  for (const name of names) {
+    const folder = path.join(parent, name);
+    const st = await fsp.lstat(folder).catch(() => undefined);
+    if (st === undefined || !st.isDirectory() || nowMs - st.mtimeMs < EMPTY_SESSION_FOLDER_AGE_MS) continue;
+    // rmdir removes only an empty folder.
+    if (
+      await fsp.rmdir(folder).then(
+        () => true,
+        () => false,
+      )
+    )
+      removed++;
+  }
+  return removed;
+}

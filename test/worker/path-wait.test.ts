@@ -1,6 +1,8 @@
 // Pins the path wait inside one process: a session whose store path is held by another running
 // session waits with its lease kept alive (heartbeats continue), mounts once the path is free, and
-// when the wait exceeds pathWaitMs fails with an error naming the path and the other session.
+// when the wait exceeds pathWaitMs fails with an error naming the path and the other session. The
+// tools run in the worker process (`sandbox: 'none'`), where two sessions of a store share its one
+// folder; sandboxed sessions each hold their own copy and never wait (per-session-stores.int.test.ts).
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EnvironmentWorker } from '../../src/worker/environment-worker.js';
@@ -40,7 +42,7 @@ describe('two sessions wanting the same mount path', () => {
 
   it('waits with its lease alive, then mounts once the path is free', async () => {
     const { emu } = h;
-    const worker = h.worker({ concurrency: 2, pathWaitMs: 20_000, maxIdleMs: 200 });
+    const worker = h.worker({ concurrency: 2, sandbox: 'none', pathWaitMs: 20_000, maxIdleMs: 200 });
     const beatsAtMount: number[] = [];
     let secondWorkId: string | undefined;
     worker.on('mounted', (e) => {
@@ -64,7 +66,7 @@ describe('two sessions wanting the same mount path', () => {
 
   it('fails after pathWaitMs naming the path and the session holding it', async () => {
     const { emu } = h;
-    const worker = h.worker({ concurrency: 2, pathWaitMs: 400 });
+    const worker = h.worker({ concurrency: 2, sandbox: 'none', pathWaitMs: 400 });
     const failed: Array<{ workId: string; error: Error }> = [];
     worker.on('workFailed', (e) => failed.push(e));
     const { first, second, running } = await twoSessions(worker, 3_000);
