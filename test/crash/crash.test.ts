@@ -15,6 +15,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator, type FaultHandle, type ScriptStep } from '../../src/testing/index.js';
+import { placeStores, SESSION_STORES_FOLDER, sessionStoresFolder } from '../../src/worker/store-placement.js';
 import { allContents, CRASH_TAG, planKills, taggedFiles, WorkerChild, type KillPoint, type Phase } from './crash-harness.js';
 
 const SEED = Number(process.env['CRASH_SEED'] ?? 7);
@@ -189,6 +190,9 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
     resources: [{ memoryStoreId: store.id, access: 'read_write', mountPath: root }],
     script,
   });
+  // The session's tools run sandboxed: its copy of the store is a folder of its own in the state
+  // folder, bound at `root` in its sandbox.
+  const hostRoot = hostFolder(lane, store.id, root, sessionId);
 
   // Wait for the kill point, then SIGKILL.
   const child = lane.child!;
@@ -210,7 +214,7 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
     unmount: async () => {
       await child.waitFor((e) => e.event === 'mounted' && e.sessionId === sessionId, 20_000, 'the mount');
       await new Promise<void>((resolve, reject) => {
-        const watcher = fs.watch(root, (type, name) => {
+        const watcher = fs.watch(hostRoot, (type, name) => {
           if (type === 'rename' && name !== null && /^(u\d+|probe)\.md$/.test(String(name))) done();
         });
         const timer = setTimeout(() => done(new Error('no removal seen within 20000 ms')), 20_000);
@@ -232,9 +236,9 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   await child.kill();
   const killedAt = mark();
   rule?.remove();
-  result.folderAtKill = fs.existsSync(root);
-  if (kill.phase === 'unmount') result.unmountState = unmountState(root);
-  const atKill = taggedFiles(root);
+  result.folderAtKill = fs.existsSync(hostRoot);
+  if (kill.phase === 'unmount') result.unmountState = unmountState(hostRoot);
+  const atKill = taggedFiles(hostRoot);
   result.editsAtKill = Object.keys(atKill).length;
 
   // Restart on the same state folder; the item comes back once its lease lapses.
@@ -267,7 +271,8 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
     result.blocked = `${result.blocked ? `${result.blocked}; ` : ''}a new session of the store: ${second.error ?? (read ? read.text : 'no read')}`;
     if (emu.session(probe.sessionId).status !== 'terminated') emu.archiveSession(probe.sessionId);
   }
-  result.pathLeft = fs.existsSync(root);
+  const probeRoot = hostFolder(lane, store.id, root, probe.sessionId);
+  result.pathLeft = [root, hostRoot, probeRoot].some((p) => fs.existsSync(p));
   if (result.blocked && process.env['CRASH_VERBOSE']) {
     const c = lane.child!;
     result.blocked += ` [worker ${c.proc.pid} ${c.proc.exitCode === null && c.proc.signalCode === null ? 'running' : `exited ${c.proc.exitCode ?? c.proc.signalCode}`}; stderr: ${c.stderr.slice(-1500)}]`;
@@ -275,12 +280,13 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   result.timings = `kill ${killedAt} s, redelivered item done ${firstAt} s, new session done ${mark()} s`;
 
   // A journal entry never outlives its folder.
-  result.journalLeft = journalEntriesFor(lane.stateDir, root);
+  result.journalLeft = [root, hostRoot, probeRoot].reduce((n, p) => n + journalEntriesFor(lane.stateDir, p), 0);
 
   // Every edit on disk at the kill: in the store, replaced in the store after reaching it, or copied.
   const current = emu.memories(store.id);
   const history = emu.memoryHistory(store.id);
-  const copies = allContents(lane.stateDir);
+  // Copies only: the sessions' own store folders (a leftover not yet adopted) are not copies.
+  const copies = allContents(lane.stateDir, [path.join(lane.stateDir, SESSION_STORES_FOLDER)]);
   for (const [rel, bytes] of Object.entries(atKill)) {
     const p = `/${rel}`;
     if (current[p] === bytes) result.toStore++;
@@ -299,8 +305,14 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   for (const [bytes, n] of byContent) if (n > 1) result.duplicates.push(`${bytes.split('\n', 1)[0]} held ${n} times`);
 
   // Leave the lane usable for its next kill whatever happened.
-  if (result.pathLeft) await fsp.rm(root, { recursive: true, force: true });
+  if (result.pathLeft) for (const p of [root, hostRoot, probeRoot]) await fsp.rm(p, { recursive: true, force: true });
   return result;
+}
+
+/** The host folder of a session's own copy of the store attached at `root`. */
+function hostFolder(lane: Lane, storeId: string, root: string, sessionId: string): string {
+  return placeStores([{ memory_store_id: storeId, mount_path: root }], lane.workdir, sessionStoresFolder(lane.stateDir, sessionId))[0]!
+    .hostPath;
 }
 
 function journalEntriesFor(stateDir: string, root: string): number {
