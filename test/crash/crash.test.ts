@@ -4,7 +4,10 @@
  * restarted on the same state folder. After the restart and the item's redelivery, and then a new
  * session of the same store, every edit that was on disk at the kill is in the store (or was, before
  * a later write replaced it) or kept as a copy in the state folder, the mount path is free (the new
- * session mounts it and it is gone afterwards) and no memory is duplicated. Prints the tally.
+ * session mounts it and it is gone afterwards) and no memory is duplicated. Prints the tally. Each
+ * session's tools run sandboxed, so its store is a copy of its own under the state folder: a copy
+ * whose session does not come back (killed in its final sync) is left to `recover`, run here as
+ * an operator would.
  *
  * CRASH_SEED and CRASH_KILLS override the seed (default 7) and the number of kills (default 30);
  * CRASH_PHASES=download,edit keeps only those phases; CRASH_VERBOSE=1 prints each kill's timings.
@@ -15,6 +18,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator, type FaultHandle, type ScriptStep } from '../../src/testing/index.js';
+import pino from 'pino';
+import { recoverLeftovers } from '../../src/memory/mount/recovery.js';
 import { placeStores, SESSION_STORES_FOLDER, sessionStoresFolder } from '../../src/worker/store-placement.js';
 import { allContents, CRASH_TAG, planKills, taggedFiles, WorkerChild, type KillPoint, type Phase } from './crash-harness.js';
 
@@ -44,6 +49,8 @@ interface CaseResult {
   toStore: number;
   replacedOnStore: number;
   asCopy: number;
+  /** Copies of the session's store that `recover` reconciled (its session did not come back). */
+  recovered?: number;
   lost: string[];
   /** Why the redelivered item or the new session could not use the path, if it could not. */
   blocked?: string;
@@ -272,6 +279,13 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
     if (emu.session(probe.sessionId).status !== 'terminated') emu.archiveSession(probe.sessionId);
   }
   const probeRoot = hostFolder(lane, store.id, root, probe.sessionId);
+  // A copy whose session did not come back (killed in its final sync: the session had ended) is
+  // not adopted by another session of the store, which holds a copy of its own: the operator's
+  // `recover` uploads it. Entries of the running worker are left alone.
+  if (fs.existsSync(hostRoot)) {
+    const lines = await recoverLeftovers({ client: emu.client(), stateDir: lane.stateDir, logger: pino({ level: 'silent' }) });
+    result.recovered = lines.filter((l) => l.root === hostRoot).length;
+  }
   result.pathLeft = [root, hostRoot, probeRoot].some((p) => fs.existsSync(p));
   if (result.blocked && process.env['CRASH_VERBOSE']) {
     const c = lane.child!;
@@ -355,7 +369,7 @@ function tally(rs: CaseResult[]): string {
   );
   lines.push(
     `path blocked after restart: ${rs.filter((r) => r.blocked).length}; path left after the new session: ${rs.filter((r) => r.pathLeft).length}; ` +
-      `journal entries left: ${sum((r) => r.journalLeft)}; ` +
+      `journal entries left: ${sum((r) => r.journalLeft)}; copies left to recover: ${sum((r) => r.recovered ?? 0)}; ` +
       `duplicates: ${sum((r) => r.duplicates.length)}; harness errors: ${rs.filter((r) => r.harnessError).length}`,
   );
   for (const r of rs) {
