@@ -104,6 +104,44 @@ describe('two sessions of the same stores, each toolset sandboxed', () => {
     expect(placed.map((l) => l['mount_path']).sort()).toEqual([handbookDir, handbookDir, notesDir, notesDir]);
   });
 
+  it("a store's later mount while another session holds it copies its contents from the content cache", async () => {
+    const { emu } = h;
+    const memories: Record<string, string> = {};
+    for (let i = 0; i < 40; i++) memories[`/t${i % 4}/m${i}.md`] = `handbook page ${i}`;
+    const handbook = await emu.createMemoryStore({ name: 'Handbook', memories });
+    const dir = path.join(h.mountRoot, 'handbook');
+    const resources = [{ memoryStoreId: handbook.id, access: 'read_only' as const }];
+    const a = await emu.createSession({ resources, script: [sh(`cat ${dir}/t1/m1.md`), sh('sleep 8; date +%s%3N')] });
+    const worker = h.worker({ concurrency: 2, sandbox: 'bwrap' });
+    const running = worker.run();
+    // The first mount's contents reach the cache shortly after it ends.
+    const cache = path.join(h.stateDir, 'content-cache');
+    const blobs = (): number =>
+      fs.existsSync(cache)
+        ? fs.readdirSync(cache, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && /^[0-9a-f]{64}$/.test(e.name)).length
+        : 0;
+    const deadline = Date.now() + 30_000;
+    while (blobs() < 40) {
+      if (Date.now() > deadline) throw new Error(`the cache holds ${blobs()} of 40 contents after 30 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const from = emu.requests.length;
+    const b = await emu.createSession({ resources, script: [sh(`cat ${dir}/t3/m39.md; echo; date +%s%3N`)] });
+    const doneB = await emu.waitForSession(b.sessionId, { timeoutMs: 60_000 });
+    const doneA = await emu.waitForSession(a.sessionId, { timeoutMs: 60_000 });
+    await worker.close();
+    await running;
+
+    expect(doneB.toolResults[0]!.text).toContain('handbook page 39');
+    // B ran while A still did (A's last call sleeps 8 s past B's start).
+    expect(stamp(doneB.toolResults[0]!.text)).toBeLessThan(stamp(doneA.toolResults[1]!.text));
+    const ofStore = emu.requests.slice(from).filter((r) => r.path.startsWith(`/v1/memory_stores/${handbook.id}/memories`));
+    const lists = ofStore.filter((r) => r.route === 'GET /v1/memory_stores/:id/memories');
+    expect(lists.filter((r) => r.query['view'] === 'full')).toHaveLength(0);
+    expect(lists.filter((r) => r.query['view'] === 'basic').length).toBeGreaterThan(0);
+    expect(ofStore.filter((r) => r.route === 'GET /v1/memory_stores/:id/memories/:memoryId')).toHaveLength(0);
+  });
+
   it("with sandbox: 'none' the second session waits for the first (they would share the host's folder)", async () => {
     const { emu } = h;
     const notes = await emu.createMemoryStore({ name: 'Notes', memories: { '/shared.md': 'base' } });
