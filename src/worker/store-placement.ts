@@ -107,13 +107,14 @@ export function assertMountPathsAllowed(placements: readonly StorePlacement[], a
 /**
  * True when `mountPath` can be bound in a sandbox at a path the host does not hold: not inside any
  * path the sandbox binds from the host (`bound`: system folders, the runtime, the operator's extra
- * paths, the session's workdir), nor in `/proc` or `/dev`. Inside one, the mount point would have
- * to exist on the host (or be created there, through a read-write bind): such a session keeps the
- * shared rule.
+ * paths, the session's workdir), where the mount point would have to exist on the host (or be
+ * created there, through a read-write bind), nor in `/proc` (its own procfs, where nothing can be
+ * made). The sandbox's `/dev` and `/tmp` are tmpfs of its own: a mount path there is fine. A
+ * session with a mount path that fails this keeps the shared rule.
  */
 export function bindableAnywhere(mountPath: string, bound: readonly string[]): boolean {
   const inside = (root: string): boolean => mountPath === root || mountPath.startsWith(root === '/' ? '/' : `${root}/`);
-  return ![...bound, '/proc', '/dev'].some(inside);
+  return ![...bound, '/proc'].some(inside);
 }
 
 /**

@@ -146,9 +146,10 @@ describe('placementFor', () => {
     expect(placementFor(input)).toBe(want);
   });
 
-  it('bindableAnywhere refuses /proc and /dev', () => {
+  it('bindableAnywhere refuses /proc, not the tmpfs of /dev or /tmp', () => {
     expect(bindableAnywhere('/proc/self/x', [])).toBe(false);
-    expect(bindableAnywhere('/dev/shm/x', [])).toBe(false);
+    expect(bindableAnywhere('/dev/shm/x', [])).toBe(true);
+    expect(bindableAnywhere('/tmp/x', [])).toBe(true);
     expect(bindableAnywhere('/mnt/memory/x', ['/mnt/memory/xy'])).toBe(true);
   });
 });
