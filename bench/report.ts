@@ -11,8 +11,11 @@ export interface RowSpec {
   metric: string;
   label: string;
   unit: string;
-  /** What ours is divided by: the official worker, the floor, or ours with the sandbox off. */
-  against: 'official' | 'floor' | 'unsandboxed' | 'host-network';
+  /**
+   * What ours is divided by: the official worker, the floor, ours with the sandbox off, ours with
+   * the sandbox's network on the host's, or ours with distinct stores where the row's sessions share one.
+   */
+  against: 'official' | 'floor' | 'unsandboxed' | 'host-network' | 'distinct';
   /** The base figure's metric when it is not `metric` (ours with the sandbox off). */
   baseMetric?: string;
   /** Against the floor, ours' figure comes from this metric when the floor job names it otherwise (`floorMs`). */
@@ -242,6 +245,32 @@ export const ROWS: RowSpec[] = [
     target: null,
   },
   {
+    scenario: 'shared-store-8',
+    metric: 'wallSharedMs',
+    label:
+      '8 sessions, each attaching one shared read-only store of 300 memories plus a store of its own, six 0.3 s tool calls each, ours at concurrency 8',
+    unit: 'ms',
+    against: 'official',
+    target: null,
+  },
+  {
+    scenario: 'shared-store-8',
+    metric: 'wallDistinctMs',
+    label: 'the same with eight distinct stores (the parallel floor)',
+    unit: 'ms',
+    against: 'official',
+    target: null,
+  },
+  {
+    scenario: 'shared-store-8',
+    metric: 'wallSharedMs',
+    baseMetric: 'wallDistinctMs',
+    label: '8 sessions, one shared store vs eight distinct stores (wall, ours)',
+    unit: 'ms',
+    against: 'distinct',
+    target: 1.15,
+  },
+  {
     scenario: 'queue-16x10-sandbox',
     metric: 'wallOnMs',
     baseMetric: 'wallOffMs',
@@ -303,7 +332,7 @@ export type RepResult = Partial<Record<ChildKind, Metrics>>;
 export interface Row {
   label: string;
   unit: string;
-  against: 'official' | 'floor' | 'unsandboxed' | 'host-network';
+  against: 'official' | 'floor' | 'unsandboxed' | 'host-network' | 'distinct';
   /** Median of the official worker (or of the floor, for a floor row). */
   base: number;
   ours: number;
@@ -330,7 +359,11 @@ export function buildRows(results: Record<string, RepResult[]>): Row[] {
   return ROWS.map((spec) => {
     const reps = results[spec.scenario] ?? [];
     const baseKind: ChildKind =
-      spec.against === 'floor' ? 'floor' : spec.against === 'unsandboxed' || spec.against === 'host-network' ? 'ours' : 'official';
+      spec.against === 'floor'
+        ? 'floor'
+        : spec.against === 'unsandboxed' || spec.against === 'host-network' || spec.against === 'distinct'
+          ? 'ours'
+          : 'official';
     const base = reps.map((r) => r[baseKind]?.[spec.baseMetric ?? spec.metric] ?? NaN);
     const ours = reps.map((r) => r.ours?.[spec.oursMetric ?? spec.metric] ?? NaN);
     const ratios = reps.map((_, i) => ours[i]! / base[i]!);
@@ -371,7 +404,7 @@ export function formatTable(rows: Row[]): string {
       const base =
         r.against === 'official'
           ? `${fmt(r.base)} ${r.unit}`
-          : `${fmt(r.base)} ${r.unit} (${r.against === 'floor' ? 'floor' : r.against === 'host-network' ? "network 'host'" : 'sandbox off'})`;
+          : `${fmt(r.base)} ${r.unit} (${r.against === 'floor' ? 'floor' : r.against === 'host-network' ? "network 'host'" : r.against === 'distinct' ? 'ours, distinct stores' : 'sandbox off'})`;
       const ratio = Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)})` : 'n/a';
       const target =
         r.target === null

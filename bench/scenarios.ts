@@ -365,6 +365,52 @@ async function plateauScenario(ctx: JobContext, total: number, calls: number): P
   return { rssAt50MiB: at50, rssAtEndMiB: atEnd, rssGrowthMiB: atEnd - at50 };
 }
 
+/** Which of the two halves of `shared-store-8` runs first in the next job: alternated, as the sandbox row does. */
+let sharedTurn = 0;
+
+/**
+ * Eight sessions at once, each attaching one read-only store of 300 memories plus a small store of
+ * its own, each making six tool calls of 0.3 s (a read of the big store, then a sleep); ours at
+ * `concurrency: 8`, the official worker one session at a time. Run twice in one job, in alternating
+ * order: with all eight attaching the same big store (`wallSharedMs`), and with a big store each
+ * (`wallDistinctMs`, the parallel floor: nothing shared, nothing to wait for).
+ */
+async function sharedStoreScenario(ctx: JobContext, quick: boolean): Promise<Metrics> {
+  const sessions = quick ? 3 : 8;
+  const calls = quick ? 2 : 6;
+  const out: Metrics = {};
+  const halves = sharedTurn++ % 2 === 0 ? (['shared', 'distinct'] as const) : (['distinct', 'shared'] as const);
+  for (const half of halves) {
+    const distinct = half === 'distinct';
+    const bigSize = { stores: distinct ? sessions : 1, memories: quick ? 30 : 300, bytes: 1024 };
+    const big = await seedStores(ctx.emu, bigSize, `${half}-handbook`);
+    const own = await seedStores(ctx.emu, { stores: sessions, memories: 5, bytes: 512 }, `${half}-own`);
+    const ids: string[] = [];
+    const workIds: string[] = [];
+    for (let i = 0; i < sessions; i++) {
+      const handbook = big[distinct ? i : 0]!;
+      const script = Array.from({ length: calls }, (_, k): ScriptStep<Emulator> => ({
+        tool: 'bash',
+        input: { command: `cat ${path.join(ctx.mountRoot, handbook.dir, memoryPath(k).slice(1))} > /dev/null && sleep 0.3` },
+      }));
+      const s = await ctx.emu.createSession({
+        resources: [{ memoryStoreId: handbook.id, access: 'read_only' }, { memoryStoreId: own[i]!.id }],
+        script,
+      });
+      ids.push(s.sessionId);
+      workIds.push(s.workId);
+    }
+    const { cpuMs } = await runSessions(ctx, ids, { concurrency: ctx.runsOurs ? sessions : 1 });
+    const acks = workIds.flatMap((w) => requestsOf(ctx.emu, ROUTES.ack, w)).sort((a, b) => a.startedAt - b.startedAt);
+    const stops = workIds.flatMap((w) => requestsOf(ctx.emu, ROUTES.stop, w));
+    if (stops.length < sessions) throw new Error(`bench shared-store-8 (${half}): ${stops.length} of ${sessions} work items stopped`);
+    const wallMs = Math.max(...stops.map(endOf)) - first(acks, 'ack').startedAt;
+    if (distinct) Object.assign(out, { wallDistinctMs: wallMs, cpuDistinctMs: cpuMs });
+    else Object.assign(out, { wallSharedMs: wallMs, cpuSharedMs: cpuMs });
+  }
+  return out;
+}
+
 export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 500 }): Scenario[] {
   const q = <T>(full: T, small: T): T => (quick ? small : full);
   return [
@@ -507,6 +553,13 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
         if (stops.length < sessions) throw new Error(`bench queue: ${stops.length} of ${sessions} work items stopped`);
         return { wallMs: Math.max(...stops.map(endOf)) - first(acks, 'ack').startedAt, cpuMs };
       },
+    },
+    {
+      // 8 sessions attaching one shared read-only store of 300 memories plus one of their own, and
+      // the same with eight distinct stores, in one job.
+      id: 'shared-store-8',
+      kinds: ['official', 'ours'],
+      run: (ctx) => sharedStoreScenario(ctx, quick),
     },
     {
       // Ours alone, with the sandbox off and on in the same job (alternating which goes first):

@@ -3,14 +3,15 @@
  * layout (which system folders exist, where the runtime lives) is read elsewhere and passed in.
  *
  * The sandbox starts from an empty root (bubblewrap's tmpfs) and only what is listed here is put
- * in it, each at the same path as outside, so the tools see the paths the worker uses:
+ * in it, each at the same path as outside (but for a session's own copy of a store, bound at the
+ * store's mount path), so the tools see the paths the agent is told:
  *
  * | what                                  | how                       |
  * |---------------------------------------|---------------------------|
  * | system folders, selected `/etc` files | read-only                 |
  * | the Node runtime, the tool host code  | read-only                 |
  * | the session's workdir                 | read-write                |
- * | each of its stores at `mount_path`    | read-write, or read-only for a read-only store |
+ * | each of its stores at `mount_path`    | read-write, or read-only for a read-only store; from the session's own host folder when it has one |
  * | `/tmp`                                | private, empty            |
  * | `/dev`, `/proc`                       | minimal devices; its own processes only |
  * | the operator's extra paths            | as asked                  |
@@ -30,8 +31,11 @@ export interface SandboxView {
   readOnly: readonly string[];
   /** The session's tool folder, read-write; the tools start in it. */
   workdir: string;
-  /** The session's memory store folders. */
-  stores: ReadonlyArray<{ path: string; readOnly: boolean }>;
+  /**
+   * The session's memory store folders: `hostPath` (default `path`) bound at `path`, where the
+   * agent sees it (a session's own copy of a store is bound at the store's mount path).
+   */
+  stores: ReadonlyArray<{ hostPath?: string; path: string; readOnly: boolean }>;
   /** The operator's extra read-write paths. */
   readWrite: readonly string[];
   /** Paths to mask, with what they are on the host; only those inside a bound path are masked. */
@@ -88,7 +92,7 @@ export function bwrapArgs(view: SandboxView): string[] {
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
   for (const p of view.readOnly) args.push('--ro-bind', p, p);
   args.push('--bind', view.workdir, view.workdir);
-  for (const s of view.stores) args.push(s.readOnly ? '--ro-bind' : '--bind', s.path, s.path);
+  for (const s of view.stores) args.push(s.readOnly ? '--ro-bind' : '--bind', s.hostPath ?? s.path, s.path);
   for (const p of view.readWrite) args.push('--bind', p, p);
   if (view.egressSocket) args.push('--ro-bind', view.egressSocket.host, view.egressSocket.sandbox);
   for (const h of maskedPaths(view)) {

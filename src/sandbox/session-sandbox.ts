@@ -20,6 +20,12 @@ export interface SessionSandboxSpec {
   /** The folders of its read-only stores (bound read-only). */
   readOnlyRoots: readonly string[];
   maxFileBytes: number | null | undefined;
+  /**
+   * The store folders as host folders bound at the paths the agent sees (each session's own copy
+   * of a store, at the store's mount path). When set, it replaces `allowedRoots`/`readOnlyRoots`
+   * (each bound at its own path), and the tools get the in-sandbox paths as their roots.
+   */
+  stores?: ReadonlyArray<{ hostPath: string; path: string; readOnly: boolean }> | undefined;
   /** Paths never visible inside (the state folder, credential files), beside the option's own. */
   hide: readonly string[];
   /** The hosts of the session agent's MCP servers (a `limited` network may allow them). Default: none. */
@@ -132,11 +138,12 @@ export class SessionSandbox {
       });
     }
     const egress = this.#egress;
+    const stores = spec.stores ?? spec.allowedRoots.map((p) => ({ hostPath: p, path: p, readOnly: spec.readOnlyRoots.includes(p) }));
     const view: SandboxView = {
       system: layout.system,
       readOnly: [...layout.readOnly, ...options.readOnlyPaths],
       workdir: spec.workdir,
-      stores: spec.allowedRoots.map((p) => ({ path: p, readOnly: spec.readOnlyRoots.includes(p) })),
+      stores,
       readWrite: options.readWritePaths,
       hide: hideKinds([...spec.hide, ...options.hidePaths]),
       network: options.network.type === 'host' ? 'host' : 'none',
@@ -153,8 +160,8 @@ export class SessionSandbox {
       init: {
         t: 'init',
         workdir: spec.workdir,
-        allowedRoots: [...spec.allowedRoots],
-        readOnlyRoots: [...spec.readOnlyRoots],
+        allowedRoots: stores.map((s) => s.path),
+        readOnlyRoots: stores.filter((s) => s.readOnly).map((s) => s.path),
         maxFileBytes: spec.maxFileBytes,
         shellPerThread: toolsetShellPerThread(),
         ...(egress ? { egress: { socket: EGRESS_SOCKET_IN_SANDBOX, port: EGRESS_RELAY_PORT } } : {}),

@@ -15,6 +15,8 @@ import { PathLocks } from './path-locks.js';
 import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork, type ClaimSlots } from './poller.js';
 import { scopedClient } from './scoped-client.js';
 import { resolveSandbox, type SandboxRuntime } from '../sandbox/runtime.js';
+import { sweepEmptySessionFolders } from './store-placement.js';
+import { defaultStateDir } from '../memory/index.js';
 
 export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
 export type { WorkerMetricsSnapshot } from './metrics.js';
@@ -198,6 +200,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       // Leftovers of a worker that died on this host: entries with nothing to save are dropped,
       // the others named (the next session of their store adopts them).
       await this.#memory.sweep?.({ logger: this.#log, stateDir: this.#opts.stateDir });
+      await sweepEmptySessionFolders(this.#opts.stateDir ?? defaultStateDir());
     }
     this.#log.info({ environment_id: environmentId, concurrency: this.#opts.concurrency }, 'worker polling for work');
     try {

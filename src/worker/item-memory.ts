@@ -12,6 +12,16 @@ import type { ResolvedWorkerOptions } from './options.js';
 import { mountPathsOf, type PathLocks } from './path-locks.js';
 import { assertMountRootsOutsideWorkerFolders } from './mount-root-guard.js';
 import { defaultStateDir } from '../memory/index.js';
+import {
+  assertMountPathsAllowed,
+  createSessionStoresFolder,
+  placeStores,
+  removeSessionStoresFolder,
+  sessionStoresFolder,
+  sessionWithHostPaths,
+  type StorePlacement,
+  type StorePlacementMode,
+} from './store-placement.js';
 
 /** Slack on top of finalFlushMs before the worker stops waiting for the memory core's own bound. */
 export const FINISH_SLACK_MS = 2_000;
@@ -45,6 +55,8 @@ export interface ItemMemoryOptions {
   settings: ItemMemorySettings;
   workId: string;
   session: BetaManagedAgentsSession;
+  /** Where the store folders live on the host (see {@link StorePlacementMode}). Default `'shared'`. */
+  placement?: StorePlacementMode;
 }
 
 /**
@@ -63,6 +75,10 @@ export class ItemMemory {
   readonly #log: Logger;
   readonly #detach: Array<() => void> = [];
   #releasePaths: () => void = () => {};
+  /** Where each store is, once the paths are taken; host folders are real spellings once mounted. */
+  #placements: StorePlacement[] = [];
+  /** The session's own folder of per-session store folders, once created. */
+  #sessionFolder: string | undefined;
   #mounted: MountedSessionView | undefined;
   #loop: SyncLoopView | undefined;
   #finished: Promise<FinishReport | undefined> | undefined;
@@ -83,6 +99,19 @@ export class ItemMemory {
     return { all: [...(this.#mounted?.roots ?? [])], readOnly: [...(this.#mounted?.readOnlyRoots ?? [])] };
   }
 
+  /**
+   * Each store's host folder and the path the agent sees it at (the same path when shared): what a
+   * sandbox binds.
+   */
+  get placements(): StorePlacement[] {
+    return this.#placements.map((p) => ({ ...p }));
+  }
+
+  /** True when the stores are folders of this session's own, bound at their mount paths by its sandbox. */
+  get perSession(): boolean {
+    return this.#o.placement === 'per-session';
+  }
+
   /** The sync loop, which brackets each tool call; none until mounted. */
   get toolHooks(): SyncLoopView | undefined {
     return this.#loop;
@@ -97,15 +126,24 @@ export class ItemMemory {
     }
   }
 
-  /** Take every mount path of the session's stores, waiting while another session holds one. */
+  /**
+   * Take every host folder of the session's stores, waiting while another session holds one: with
+   * shared placement their mount paths, with per-session placement folders of this session's own
+   * (only another run of the same session can hold them).
+   */
   async lockPaths(signal: AbortSignal): Promise<void> {
     const { settings, session, workId } = this.#o;
-    assertMountRootsOutsideWorkerFolders(storeResources(session), {
-      workdir: settings.workdir,
-      stateDir: settings.stateDir ?? defaultStateDir(),
-    });
+    const stateDir = settings.stateDir ?? defaultStateDir();
+    const resources = storeResources(session);
+    assertMountRootsOutsideWorkerFolders(resources, { workdir: settings.workdir, stateDir });
+    if (this.#o.placement === 'per-session') {
+      this.#placements = placeStores(resources, settings.workdir, sessionStoresFolder(stateDir, session.id));
+      assertMountPathsAllowed(this.#placements, settings.allowedMountRoots);
+    } else {
+      this.#placements = placeStores(resources, settings.workdir, undefined);
+    }
     this.#releasePaths = await this.#o.pathLocks.acquire(
-      mountPathsOf(storeResources(session), settings.workdir),
+      this.#o.placement === 'per-session' ? this.#placements.map((p) => p.hostPath) : mountPathsOf(resources, settings.workdir),
       { sessionId: session.id, workId },
       {
         waitMs: settings.pathWaitMs,
@@ -119,15 +157,31 @@ export class ItemMemory {
    * store's folder exists, before the contents are written.
    */
   async mount(signal: AbortSignal, onRoots?: (roots: { all: string[]; readOnly: string[] }) => void): Promise<void> {
-    const { port, client, settings, session, workId } = this.#o;
+    const { port, client, settings, workId } = this.#o;
     const log = this.#log;
+    let session = this.#o.session;
+    let allowedMountRoots = settings.allowedMountRoots;
+    if (this.#o.placement === 'per-session') {
+      // Created once the paths are held: a run of the same session ending meanwhile removes it when empty.
+      const stateDir = settings.stateDir ?? defaultStateDir();
+      this.#sessionFolder = await createSessionStoresFolder(sessionStoresFolder(stateDir, session.id));
+      this.#placements = placeStores(storeResources(session), settings.workdir, this.#sessionFolder);
+      session = sessionWithHostPaths(session, this.#placements);
+      allowedMountRoots = [this.#sessionFolder];
+      for (const p of this.#placements) {
+        log.info(
+          { memory_store_id: p.storeId, host_path: p.hostPath, mount_path: p.mountPath, read_only: p.readOnly },
+          "memory store folder of this session's own; its sandbox sees it at mount_path",
+        );
+      }
+    }
     const mounter = port.mounter({
       client,
       logger: log,
       workdir: settings.workdir,
       stateDir: settings.stateDir,
       contentCacheBytes: settings.memoryCacheBytes,
-      allowedMountRoots: settings.allowedMountRoots,
+      allowedMountRoots,
       mountTimeoutMs: settings.mountTimeoutMs,
       deletions: settings.memorySyncDeletions,
       deleteAfterMs: settings.memoryDeleteAfterMs,
@@ -173,6 +227,7 @@ export class ItemMemory {
       await this.#mounted.unmount().catch((e: unknown) => this.#log.warn({ error: errorSummary(coerceError(e)) }, 'unmount failed'));
     }
     for (const detach of this.#detach.splice(0)) detach();
+    if (this.#sessionFolder !== undefined) await removeSessionStoresFolder(this.#sessionFolder);
     this.#releasePaths();
     return report;
   }

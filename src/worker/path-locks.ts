@@ -129,8 +129,9 @@ function busyError(p: string, waiting: PathHolder, holder: PathHolder | undefine
   const who = holder ? `session ${holder.sessionId} (work item ${holder.workId})` : 'another session of this worker';
   return new MemoryMountError(
     `mount path ${p} is in use by ${who}; session ${waiting.sessionId} (work item ${waiting.workId}) waited ` +
-      `${waitMs} ms for it and gave up. Two sessions cannot mount the same store path at once on one host: ` +
-      'give the stores distinct mount_path values, run one session per sandbox, or raise pathWaitMs.',
+      `${waitMs} ms for it and gave up. Two sessions whose tools run in the worker process cannot mount the same ` +
+      'store path at once on one host: run the sessions sandboxed (each then holds its own copy), give the stores ' +
+      'distinct mount_path values, or raise pathWaitMs.',
     { path: p },
   );
 }

@@ -40,6 +40,7 @@ import { RunnerHooks } from './runner-hooks.js';
 import { scopedClient } from './scoped-client.js';
 import { endsTurn, tappingSessionEvents } from './session-events-tap.js';
 import { stopServedWork } from './stop-work.js';
+import { placementFor, type StorePlacementMode } from './store-placement.js';
 import { ToolFolder, type SessionFolderCounts } from './tool-folder.js';
 import { type ToolCallRecord, ToolGuard } from './tool-guard.js';
 import { endWorkSpan, startWorkSpan, withSpan, workTracers } from './tracing.js';
@@ -121,7 +122,7 @@ async function workItem(deps: WorkItemDeps, run: WorkItemRun, spans: MemorySpans
       const memoryOn = stores.length > 0 && intervalMs !== null;
       if (memoryOn && item.sessionsToken === null) throw new MemoryUnavailableError(work.id, session.id);
       folder = opts.concurrency > 1 ? ToolFolder.enter(deps.sessionFolders, opts.workdir, session.id) : ToolFolder.shared(opts.workdir);
-      if (memoryOn) memory = itemMemory(deps, item, report, spans, session, intervalMs);
+      if (memoryOn) memory = itemMemory(deps, item, report, spans, session, intervalMs, storePlacement(deps, stores, folder.path));
       else if (stores.length > 0) warnMemoryOff(log, session.id, stores);
       const toolContext = await prepare(work.id, session, folder, item, opts, log);
       sessionGone =
@@ -328,6 +329,7 @@ function itemMemory(
   spans: MemorySpans,
   session: BetaManagedAgentsSession,
   intervalMs: number,
+  placement: StorePlacementMode,
 ): ItemMemory {
   return new ItemMemory({
     port: deps.memory,
@@ -341,6 +343,19 @@ function itemMemory(
     settings: { ...deps.options, memorySyncIntervalMs: intervalMs },
     workId: report.workId,
     session,
+    placement,
+  });
+}
+
+/** Where the session's store folders live on the host: its own copies when its toolset runs sandboxed. */
+function storePlacement(deps: WorkItemDeps, stores: ReturnType<typeof storeResources>, sessionWorkdir: string): StorePlacementMode {
+  const opts = deps.options;
+  return placementFor({
+    customTools: opts.tools !== undefined,
+    sandbox: deps.sandbox,
+    resources: stores,
+    workdir: opts.workdir,
+    sessionWorkdir,
   });
 }
 
@@ -413,6 +428,12 @@ async function serve(
             },
             get readOnlyRoots() {
               return toolContext.readOnlyRoots ?? [];
+            },
+            // Per-session store folders: each bound from its host folder at the store's mount path.
+            get stores() {
+              return memory?.perSession
+                ? memory.placements.map((p) => ({ hostPath: p.hostPath, path: p.mountPath, readOnly: p.readOnly }))
+                : undefined;
             },
             maxFileBytes: toolContext.maxFileBytes,
             hide: [opts.stateDir ?? defaultStateDir()],

@@ -45,10 +45,11 @@ export function taggedFiles(root: string): Record<string, string> {
   return Object.fromEntries(taggedFilesWith(root, CRASH_TAG));
 }
 
-/** Contents of every regular file below `dir`. */
-export function allContents(dir: string): Set<string> {
+/** Contents of every regular file below `dir`, but in the folders of `skip`. */
+export function allContents(dir: string, skip: readonly string[] = []): Set<string> {
   const out = new Set<string>();
   const walk = (d: string): void => {
+    if (skip.includes(d)) return;
     let entries: fs.Dirent[];
     try {
       entries = fs.readdirSync(d, { withFileTypes: true });

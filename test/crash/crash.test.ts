@@ -4,7 +4,10 @@
  * restarted on the same state folder. After the restart and the item's redelivery, and then a new
  * session of the same store, every edit that was on disk at the kill is in the store (or was, before
  * a later write replaced it) or kept as a copy in the state folder, the mount path is free (the new
- * session mounts it and it is gone afterwards) and no memory is duplicated. Prints the tally.
+ * session mounts it and it is gone afterwards) and no memory is duplicated. Prints the tally. Each
+ * session's tools run sandboxed, so its store is a copy of its own under the state folder: a copy
+ * whose session does not come back (killed in its final sync) is left to `recover`, run here as
+ * an operator would.
  *
  * CRASH_SEED and CRASH_KILLS override the seed (default 7) and the number of kills (default 30);
  * CRASH_PHASES=download,edit keeps only those phases; CRASH_VERBOSE=1 prints each kill's timings.
@@ -15,6 +18,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator, type FaultHandle, type ScriptStep } from '../../src/testing/index.js';
+import pino from 'pino';
+import { recoverLeftovers } from '../../src/memory/mount/recovery.js';
+import { placeStores, SESSION_STORES_FOLDER, sessionStoresFolder } from '../../src/worker/store-placement.js';
 import { allContents, CRASH_TAG, planKills, taggedFiles, WorkerChild, type KillPoint, type Phase } from './crash-harness.js';
 
 const SEED = Number(process.env['CRASH_SEED'] ?? 7);
@@ -43,6 +49,8 @@ interface CaseResult {
   toStore: number;
   replacedOnStore: number;
   asCopy: number;
+  /** Copies of the session's store that `recover` reconciled (its session did not come back). */
+  recovered?: number;
   lost: string[];
   /** Why the redelivered item or the new session could not use the path, if it could not. */
   blocked?: string;
@@ -189,6 +197,9 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
     resources: [{ memoryStoreId: store.id, access: 'read_write', mountPath: root }],
     script,
   });
+  // The session's tools run sandboxed: its copy of the store is a folder of its own in the state
+  // folder, bound at `root` in its sandbox.
+  const hostRoot = hostFolder(lane, store.id, root, sessionId);
 
   // Wait for the kill point, then SIGKILL.
   const child = lane.child!;
@@ -210,7 +221,7 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
     unmount: async () => {
       await child.waitFor((e) => e.event === 'mounted' && e.sessionId === sessionId, 20_000, 'the mount');
       await new Promise<void>((resolve, reject) => {
-        const watcher = fs.watch(root, (type, name) => {
+        const watcher = fs.watch(hostRoot, (type, name) => {
           if (type === 'rename' && name !== null && /^(u\d+|probe)\.md$/.test(String(name))) done();
         });
         const timer = setTimeout(() => done(new Error('no removal seen within 20000 ms')), 20_000);
@@ -232,9 +243,9 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   await child.kill();
   const killedAt = mark();
   rule?.remove();
-  result.folderAtKill = fs.existsSync(root);
-  if (kill.phase === 'unmount') result.unmountState = unmountState(root);
-  const atKill = taggedFiles(root);
+  result.folderAtKill = fs.existsSync(hostRoot);
+  if (kill.phase === 'unmount') result.unmountState = unmountState(hostRoot);
+  const atKill = taggedFiles(hostRoot);
   result.editsAtKill = Object.keys(atKill).length;
 
   // Restart on the same state folder; the item comes back once its lease lapses.
@@ -267,7 +278,15 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
     result.blocked = `${result.blocked ? `${result.blocked}; ` : ''}a new session of the store: ${second.error ?? (read ? read.text : 'no read')}`;
     if (emu.session(probe.sessionId).status !== 'terminated') emu.archiveSession(probe.sessionId);
   }
-  result.pathLeft = fs.existsSync(root);
+  const probeRoot = hostFolder(lane, store.id, root, probe.sessionId);
+  // A copy whose session did not come back (killed in its final sync: the session had ended) is
+  // not adopted by another session of the store, which holds a copy of its own: the operator's
+  // `recover` uploads it. Entries of the running worker are left alone.
+  if (fs.existsSync(hostRoot)) {
+    const lines = await recoverLeftovers({ client: emu.client(), stateDir: lane.stateDir, logger: pino({ level: 'silent' }) });
+    result.recovered = lines.filter((l) => l.root === hostRoot).length;
+  }
+  result.pathLeft = [root, hostRoot, probeRoot].some((p) => fs.existsSync(p));
   if (result.blocked && process.env['CRASH_VERBOSE']) {
     const c = lane.child!;
     result.blocked += ` [worker ${c.proc.pid} ${c.proc.exitCode === null && c.proc.signalCode === null ? 'running' : `exited ${c.proc.exitCode ?? c.proc.signalCode}`}; stderr: ${c.stderr.slice(-1500)}]`;
@@ -275,12 +294,13 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   result.timings = `kill ${killedAt} s, redelivered item done ${firstAt} s, new session done ${mark()} s`;
 
   // A journal entry never outlives its folder.
-  result.journalLeft = journalEntriesFor(lane.stateDir, root);
+  result.journalLeft = [root, hostRoot, probeRoot].reduce((n, p) => n + journalEntriesFor(lane.stateDir, p), 0);
 
   // Every edit on disk at the kill: in the store, replaced in the store after reaching it, or copied.
   const current = emu.memories(store.id);
   const history = emu.memoryHistory(store.id);
-  const copies = allContents(lane.stateDir);
+  // Copies only: the sessions' own store folders (a leftover not yet adopted) are not copies.
+  const copies = allContents(lane.stateDir, [path.join(lane.stateDir, SESSION_STORES_FOLDER)]);
   for (const [rel, bytes] of Object.entries(atKill)) {
     const p = `/${rel}`;
     if (current[p] === bytes) result.toStore++;
@@ -299,8 +319,14 @@ async function runCase(lane: Lane, kill: KillPoint): Promise<CaseResult> {
   for (const [bytes, n] of byContent) if (n > 1) result.duplicates.push(`${bytes.split('\n', 1)[0]} held ${n} times`);
 
   // Leave the lane usable for its next kill whatever happened.
-  if (result.pathLeft) await fsp.rm(root, { recursive: true, force: true });
+  if (result.pathLeft) for (const p of [root, hostRoot, probeRoot]) await fsp.rm(p, { recursive: true, force: true });
   return result;
+}
+
+/** The host folder of a session's own copy of the store attached at `root`. */
+function hostFolder(lane: Lane, storeId: string, root: string, sessionId: string): string {
+  return placeStores([{ memory_store_id: storeId, mount_path: root }], lane.workdir, sessionStoresFolder(lane.stateDir, sessionId))[0]!
+    .hostPath;
 }
 
 function journalEntriesFor(stateDir: string, root: string): number {
@@ -343,7 +369,7 @@ function tally(rs: CaseResult[]): string {
   );
   lines.push(
     `path blocked after restart: ${rs.filter((r) => r.blocked).length}; path left after the new session: ${rs.filter((r) => r.pathLeft).length}; ` +
-      `journal entries left: ${sum((r) => r.journalLeft)}; ` +
+      `journal entries left: ${sum((r) => r.journalLeft)}; copies left to recover: ${sum((r) => r.recovered ?? 0)}; ` +
       `duplicates: ${sum((r) => r.duplicates.length)}; harness errors: ${rs.filter((r) => r.harnessError).length}`,
   );
   for (const r of rs) {

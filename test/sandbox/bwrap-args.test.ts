@@ -45,6 +45,21 @@ describe('bwrapArgs', () => {
     expect(args.indexOf('/mnt/memory/policy')).toBeGreaterThan(args.indexOf('/tmp/w/sessions/s1'));
   });
 
+  it("binds a session's own copy of a store from its host folder at the store's mount path", () => {
+    const args = bwrapArgs({
+      ...base,
+      stores: [
+        { hostPath: '/var/state/session-stores/s1/notes-1', path: '/mnt/memory/notes', readOnly: false },
+        { hostPath: '/var/state/session-stores/s1/policy-2', path: '/mnt/memory/policy', readOnly: true },
+      ],
+      hide: [{ path: '/var/state', kind: 'dir' }],
+    });
+    expect(triples(args, '--bind')).toContain('/var/state/session-stores/s1/notes-1 /mnt/memory/notes');
+    expect(triples(args, '--ro-bind')).toContain('/var/state/session-stores/s1/policy-2 /mnt/memory/policy');
+    // The state folder is not visible where the copies appear: nothing masks the mount paths.
+    expect(args.filter((_a, i) => args[i - 1] === '--tmpfs')).toEqual(['/tmp']);
+  });
+
   it('puts the private /tmp before every bind, so a workdir under /tmp lands on top of it', () => {
     const args = bwrapArgs(base);
     const tmpfs = args.indexOf('/tmp', args.indexOf('--tmpfs'));

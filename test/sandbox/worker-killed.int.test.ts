@@ -28,6 +28,14 @@ it('a worker killed with SIGKILL takes its sessions sandboxes and every process 
   const emu = await startEmulator({ mountRoot, leaseTtlSeconds: 4 });
   const marker = `3141.${process.pid}`;
   const ticks = path.join(mountRoot, 'notes', 'ticks');
+  // The session's copy of its store is a folder of its own in the state folder, bound at the mount path.
+  const copies = path.join(tmp, 'state', 'session-stores');
+  const onHost = async (): Promise<string | undefined> => {
+    const found = await fsp.readdir(copies, { recursive: true, withFileTypes: true }).catch(() => []);
+    const file = found.find((e) => e.isFile() && e.name === 'ticks');
+    return file && path.join(file.parentPath, file.name);
+  };
+  let ticksOnHost = '';
   let daemon: ReturnType<typeof spawn> | undefined;
   try {
     const store = await emu.createMemoryStore({ name: 'Notes', memories: { '/a.md': 'a' } });
@@ -60,14 +68,14 @@ it('a worker killed with SIGKILL takes its sessions sandboxes and every process 
     const exited = new Promise<void>((resolve) => daemon!.once('exit', () => resolve()));
     const running = (): boolean => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(`sleep ${marker}`);
     await waitFor(running, 30_000, 'the agent to start its background processes');
-    await waitFor(async () => (await fsp.stat(ticks).catch(() => undefined)) !== undefined, 10_000, 'the background writer');
+    await waitFor(async () => (ticksOnHost = (await onHost()) ?? '') !== '', 10_000, 'the background writer');
 
     daemon.kill('SIGKILL');
     await exited;
     await waitFor(() => !running(), 5_000, 'the sandboxed processes to end with the worker');
-    const size = (await fsp.stat(ticks)).size;
+    const size = (await fsp.stat(ticksOnHost)).size;
     await new Promise((r) => setTimeout(r, 500));
-    expect((await fsp.stat(ticks)).size).toBe(size);
+    expect((await fsp.stat(ticksOnHost)).size).toBe(size);
   } finally {
     if (daemon && daemon.exitCode === null && daemon.signalCode === null) daemon.kill('SIGKILL');
     await emu.close();

@@ -3,9 +3,11 @@
 // constructor's signal does the same; it stays bounded (finalFlushMs plus a few seconds) even
 // when every memory request hangs; and the library never installs a process signal handler.
 import { getEventListeners } from 'node:events';
+import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ItemOutcome } from '../../src/worker/environment-worker.js';
+import { SESSION_STORES_FOLDER } from '../../src/worker/store-placement.js';
 import { claimNext, exists, harness, stopRequests, waitFor, type Harness } from './helpers.js';
 
 describe('EnvironmentWorker.close mid-session', () => {
@@ -42,7 +44,10 @@ describe('EnvironmentWorker.close mid-session', () => {
     worker.on('closed', () => order.push('closed'));
     const running = worker.run();
     await waitFor(() => emu.session(sessionId).toolResults.length === 1, 10_000, 'the write to be answered');
-    expect(await exists(dir)).toBe(true);
+    // Sandboxed: the session's copy of the store is its own folder under the state folder.
+    const own = path.join(h.stateDir, SESSION_STORES_FOLDER, sessionId);
+    expect((await fsp.readdir(own)).length).toBe(1);
+    expect(await exists(dir)).toBe(false);
     const t0 = Date.now();
     const first = worker.close();
     expect(worker.close()).toBe(first);
@@ -52,7 +57,7 @@ describe('EnvironmentWorker.close mid-session', () => {
 
     expect(Date.now() - t0).toBeLessThan(5_000);
     expect(emu.memories(store.id)).toEqual({ '/a.md': 'A', '/late.md': 'written just before close' });
-    expect(await exists(dir)).toBe(false);
+    expect(await exists(own)).toBe(false);
     expect(stopRequests(h, workId).map((r) => r.body)).toEqual([{ force: true }]);
     expect(emu.workItem(workId).state).toBe('stopped');
     expect(outcomes.map((o) => o.status)).toEqual(['aborted']);

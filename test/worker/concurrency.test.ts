@@ -1,6 +1,7 @@
 // Pins concurrency: with `concurrency: 4` and 8 queued sessions, at most 4 run at once (and 4 do),
 // the worker polls only while a slot is free, every session is served and stopped, and two
-// sessions attaching the same store never hold its mount path at the same time. A backlog is
+// sessions attaching the same store never hold its mount path at the same time when their tools run
+// in the worker process (`sandbox: 'none'`: they would share the host's one folder). A backlog is
 // claimed with several polls in flight, never more than the free slots, also while polls answer
 // slowly or fail and an ack fails (that item comes back after the server's reclaim delay).
 import * as path from 'node:path';
@@ -51,7 +52,8 @@ describe('EnvironmentWorker with concurrency: 4', () => {
       });
       sessions.push(sessionId);
     }
-    const worker = h.worker({ concurrency: 4 });
+    // Tools in the worker process: the shared store is one folder at its mount path, held in turn.
+    const worker = h.worker({ concurrency: 4, sandbox: 'none' });
     const activeAtStart: number[] = [];
     const activeAtPoll: number[] = [];
     const sharedHolds: Array<{ sessionId: string; kind: 'mounted' | 'unmounted'; at: number }> = [];

@@ -46,7 +46,9 @@ describe('a worker killed with a store mounted', () => {
         { tool: 'bash', input: { command: `printf '\\377\\000\\376' > ${path.join(root, 'blob.bin')}` } },
       ],
     });
-    const worker = h.worker();
+    // Tools in the worker process: the next session's folder is the store's mount path, where the
+    // leftover is (a sandboxed session holds a copy of its own and leaves it to `recover`).
+    const worker = h.worker({ sandbox: 'none' });
     const ended = new Promise<{ outcome: { status: string }; flush?: FinishReport }>((resolve) => worker.on('sessionEnded', resolve));
     const running = worker.run();
     const done = await h.emu.waitForSession(sessionId, { timeoutMs: 30_000 });

@@ -126,7 +126,7 @@ describe('EnvironmentWorker.handleItem', () => {
       end: 'idle',
     });
     const claimed = await claimNext(h);
-    const worker = h.worker();
+    const worker = h.worker({ sandbox: 'none' }); // tools in the worker: the store's folder is its mount path
     const failedEvents: unknown[] = [];
     worker.on('workFailed', (e) => failedEvents.push(e.error));
     const err = await rejectionOf(worker.handleItem({ ...claimed, workSecret: claimed.secret! }));

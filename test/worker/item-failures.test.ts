@@ -91,7 +91,7 @@ describe('items that cannot be served as asked', () => {
       end: 'idle',
     });
     const good = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'echo next' } }] });
-    const worker = h.worker();
+    const worker = h.worker({ sandbox: 'none' }); // tools in the worker: the store's folder is its mount path
     const failed: Error[] = [];
     worker.on('workFailed', (e) => failed.push(e.error));
     const running = worker.run();

@@ -91,14 +91,16 @@ describe("a store's mount path inside another worker's mounted store", () => {
       resources: [{ memoryStoreId: outer.id, mountPath: outerRoot }],
       script: [{ sleepMs: 2_000 }, { tool: 'bash', input: { command: `cat ${innerRoot}/plan.md 2>/dev/null; echo done` } }],
     });
-    const first = h.worker();
+    // Tools in the worker process: each store's folder is its mount path on the host (sandboxed
+    // sessions hold copies of their own under the state folder, which never nest).
+    const first = h.worker({ sandbox: 'none' });
     const runFirst = first.run();
     await new Promise<void>((resolve) => first.once('sessionStarted', () => resolve()));
     const b = await emu.createSession({
       resources: [{ memoryStoreId: inner.id, mountPath: innerRoot }],
       script: [{ sleepMs: 4_000 }, { tool: 'bash', input: { command: 'true' } }],
     });
-    const second = h.worker();
+    const second = h.worker({ sandbox: 'none' });
     const runSecond = second.run();
     const [doneA] = await Promise.all([
       emu.waitForSession(a.sessionId, { timeoutMs: 20_000 }),

@@ -1,7 +1,9 @@
 // Pins the path wait inside one process: a session whose store path is held by another running
 // session waits with its lease kept alive (heartbeats continue), mounts once the path is free, and
 // when the wait exceeds pathWaitMs fails with an error naming the path and the other session, at
-// once and without answering the call its early runner held (the call never ran).
+// once and without answering the call its early runner held (the call never ran). The tools run in
+// the worker process (`sandbox: 'none'`), where two sessions of a store share its one folder;
+// sandboxed sessions each hold their own copy and never wait (per-session-stores.int.test.ts).
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EnvironmentWorker } from '../../src/worker/environment-worker.js';
@@ -41,7 +43,7 @@ describe('two sessions wanting the same mount path', () => {
 
   it('waits with its lease alive, then mounts once the path is free', async () => {
     const { emu } = h;
-    const worker = h.worker({ concurrency: 2, pathWaitMs: 20_000, maxIdleMs: 200 });
+    const worker = h.worker({ concurrency: 2, sandbox: 'none', pathWaitMs: 20_000, maxIdleMs: 200 });
     const beatsAtMount: number[] = [];
     let secondWorkId: string | undefined;
     worker.on('mounted', (e) => {
@@ -65,7 +67,7 @@ describe('two sessions wanting the same mount path', () => {
 
   it('fails after pathWaitMs naming the path and the session holding it, at once and answering no call', async () => {
     const { emu } = h;
-    const worker = h.worker({ concurrency: 2, pathWaitMs: 1_500 });
+    const worker = h.worker({ concurrency: 2, sandbox: 'none', pathWaitMs: 1_500 });
     const failed: Array<{ workId: string; error: Error; at: number }> = [];
     worker.on('workFailed', (e) => failed.push({ ...e, at: Date.now() }));
     const claimedAt = new Map<string, number>();

@@ -5,6 +5,7 @@
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SESSION_STORES_FOLDER } from '../../src/worker/store-placement.js';
 import { exists, harness, type Harness } from './helpers.js';
 
 describe('EnvironmentWorker.run serving one session with two stores', () => {
@@ -66,7 +67,10 @@ describe('EnvironmentWorker.run serving one session with two stores', () => {
     expect(await exists(handbookDir)).toBe(false);
     expect(done.workStopped).toBe(true);
     expect(endedEvent.outcome.status).toBe('completed');
-    expect(endedEvent.flush?.removed.sort()).toEqual([handbookDir, prefsDir].sort());
+    // Sandboxed: each store's folder was the session's own, under the state folder, gone at its end.
+    const own = path.join(h.stateDir, SESSION_STORES_FOLDER, sessionId);
+    expect(endedEvent.flush?.removed.map((p) => path.dirname(p))).toEqual([own, own]);
+    expect(await exists(own)).toBe(false);
     expect(started?.stores).toBe(2);
     expect(events[0]).toBe(`claimed:${workId}`);
     expect(events).toContain(`mounted:${prefs.id}:${workId}:${sessionId}`);
