@@ -279,17 +279,19 @@ async function flatColdScenario(ctx: JobContext, size: Size): Promise<Metrics> {
   };
 }
 
-/** Files the agent adds, written straight into the mounted folder between two tool calls. */
+/**
+ * The agent writes `count` new files of `bytes` bytes into the store's folder, in 10 folders, with
+ * one bash call: the files appear where the session's tools see the store (with our sandbox, the
+ * session's own copy bound at `dir`; with the official worker, `dir` on the host), as an agent's
+ * would.
+ */
 function writeFilesStep(dir: string, count: number, bytes: number): ScriptStep<Emulator> {
-  return {
-    console: async () => {
-      for (let i = 0; i < count; i++) {
-        const rel = `new-${i % 10}/file-${String(i).padStart(4, '0')}.md`;
-        await fsp.mkdir(path.join(dir, path.dirname(rel)), { recursive: true });
-        await fsp.writeFile(path.join(dir, rel), content(99, i, bytes));
-      }
-    },
-  };
+  const pad = Math.max(0, bytes - 12);
+  const command =
+    `cd ${JSON.stringify(dir)} && pad=$(head -c ${pad} /dev/zero | tr '\\0' x) && ` +
+    `for i in $(seq 0 ${count - 1}); do d=new-$((i % 10)); mkdir -p $d; ` +
+    `printf 'file %05d %s' $i "$pad" > $d/file-$(printf %04d $i).md; done`;
+  return { tool: 'bash', input: { command } };
 }
 
 /** Which of the sandbox scenario's two runs goes first: alternates from one repetition to the next. */

@@ -250,7 +250,10 @@ export class ScriptPlayer<E> {
     const session = this.#session;
     const lanes = threads.map((thread): Lane => {
       const threadId = thread.threadId ?? newId('sthr');
-      if (this.#threads.has(threadId)) throw new Error(`script ${where} of session ${session.id}: thread ${threadId} is started twice`);
+      if (this.#threads.has(threadId))
+        throw new ConfigError(
+          `script ${where} of session ${session.id}: thread ${threadId} is started twice; give each thread of a session its own id`,
+        );
       const agentName = thread.agentName ?? 'subagent';
       const ended = new AbortController();
       this.#threads.set(threadId, { agentName, ended });
