@@ -7,12 +7,21 @@ import { coerceError, SandboxUnavailableError } from '../errors.js';
 import type { Logger } from '../internal/logger.js';
 import { bwrapArgs } from './bwrap-args.js';
 import { hostLayout, type HostLayout } from './host-layout.js';
+import { prepareSandboxLimits, type SandboxLimitsRuntime } from './limits/session-limits.js';
 import type { ResolvedSandboxOptions } from './options.js';
 import { sandboxEnvironment } from './tool-env.js';
 
 /** What a worker runs its sessions' tools in, decided once when it starts. */
 export type SandboxRuntime =
-  | { kind: 'bwrap'; bwrap: string; layout: HostLayout; options: ResolvedSandboxOptions; userNamespace: boolean }
+  | {
+      kind: 'bwrap';
+      bwrap: string;
+      layout: HostLayout;
+      options: ResolvedSandboxOptions;
+      userNamespace: boolean;
+      /** How the sandboxes are bounded on this host; absent: only what the view sizes itself. */
+      limits?: SandboxLimitsRuntime;
+    }
   | { kind: 'none'; chosen: boolean; problem?: string };
 
 /** Whether a sandbox can start on this host, and if not, why and how to fix it. */
@@ -87,6 +96,8 @@ async function runProbe(platform: string, bwrapPath: string | undefined): Promis
       userNamespace,
       env: sandboxEnvironment(process.env, [], dir),
       command: [layout.node, '-e', 'process.exit(0)'],
+      // Sized as a session's are, so a bubblewrap without --size fails here rather than per session.
+      tmpBytes: 1024 * 1024,
     });
     const run = await runBounded(bwrap, args, PROBE_TIMEOUT_MS);
     if (run.ok) return { ok: true, bwrap, layout, userNamespace };
@@ -104,13 +115,22 @@ async function runProbe(platform: string, bwrapPath: string | undefined): Promis
  */
 export async function resolveSandbox(
   options: ResolvedSandboxOptions,
-  ctx: { log: Logger; concurrency: number; platform?: string },
+  ctx: { log: Logger; concurrency: number; platform?: string; stateDir?: string },
 ): Promise<SandboxRuntime> {
   if (options.mode === 'none') return { kind: 'none', chosen: true };
   const probe = await probeSandbox({ bwrapPath: options.bwrapPath, ...(ctx.platform !== undefined ? { platform: ctx.platform } : {}) });
   if (probe.ok) {
     ctx.log.info({ bwrap: probe.bwrap, network: options.network }, 'each session runs its tools in a bubblewrap sandbox');
-    return { kind: 'bwrap', bwrap: probe.bwrap, layout: probe.layout, options, userNamespace: probe.userNamespace };
+    const limits =
+      ctx.stateDir !== undefined ? await prepareSandboxLimits(options.limits, { stateDir: ctx.stateDir, log: ctx.log }) : undefined;
+    return {
+      kind: 'bwrap',
+      bwrap: probe.bwrap,
+      layout: probe.layout,
+      options,
+      userNamespace: probe.userNamespace,
+      ...(limits ? { limits } : {}),
+    };
   }
   if (options.mode === 'bwrap') {
     throw new SandboxUnavailableError(probe.reason, `sandbox: 'bwrap' cannot start a sandbox: ${probe.problem}. Fix: ${probe.fix}`);

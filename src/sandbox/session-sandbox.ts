@@ -4,6 +4,8 @@ import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/
 import type { Logger } from '../internal/logger.js';
 import { bwrapArgs, type SandboxView } from './bwrap-args.js';
 import { hideKinds } from './host-layout.js';
+import type { SandboxLimitHit } from './limits/limits.js';
+import { describeEnforcement, SessionLimits } from './limits/session-limits.js';
 import type { SandboxRuntime } from './runtime.js';
 import { sandboxEnvironment } from './tool-env.js';
 import { ToolHostProcess } from './tool-host-process.js';
@@ -18,6 +20,10 @@ export interface SessionSandboxSpec {
   maxFileBytes: number | null | undefined;
   /** Paths never visible inside (the state folder, credential files), beside the option's own. */
   hide: readonly string[];
+  /** Names the session's cgroup (with the worker's pid). Default: the workdir's name. */
+  sessionId?: string;
+  /** Told each limit a call reached, after the call. */
+  onLimitHit?: (hit: SandboxLimitHit) => void;
 }
 
 /**
@@ -33,6 +39,7 @@ export class SessionSandbox {
   readonly #spec: SessionSandboxSpec;
   readonly #log: Logger;
   #host: ToolHostProcess | undefined;
+  #limits: SessionLimits | undefined;
   #closed = false;
   #hostsStarted = 0;
 
@@ -74,17 +81,40 @@ export class SessionSandbox {
     const host = this.#host;
     this.#host = undefined;
     await host?.close();
+    await this.#limits?.close();
   }
 
   async #run(tool: string, input: unknown, context: BetaToolRunContext | undefined): Promise<string | ToolResultBlocks> {
     if (this.#closed) throw new ToolError(`${tool}: the session's sandbox is closed`);
     const host = this.#current();
     const result = await host.call(tool, input, { timeoutMs: this.#runtime.options.toolTimeoutMs, signal: context?.signal });
+    const note = await this.#limitNote(host);
     if (result.kind === 'failed') {
-      throw new ToolError(`${tool}: the sandbox could not run this call (${result.message}); the next call starts a new sandbox`);
+      throw new ToolError(`${tool}: the sandbox could not run this call (${result.message}); the next call starts a new sandbox${note}`);
     }
-    if (result.isError) throw new ToolError(result.content as ToolResultBlocks | string);
-    return result.content as ToolResultBlocks | string;
+    const content =
+      note === '' ? (result.content as ToolResultBlocks | string) : withNote(result.content as ToolResultBlocks | string, note);
+    if (result.isError) throw new ToolError(content);
+    return content;
+  }
+
+  /**
+   * The limits the sandbox reached during a call, told to the worker and said to the agent. After
+   * a memory or process limit the sandbox is restarted for the next call: what was left running in
+   * it (a fork bomb, a process stuck at the limit) ends with it.
+   */
+  async #limitNote(host: ToolHostProcess): Promise<string> {
+    const hits = this.#limits?.check(host.alive ? host.sandboxPid : undefined) ?? [];
+    if (hits.length === 0) return '';
+    for (const hit of hits) this.#spec.onLimitHit?.(hit);
+    const restart = hits.some((h) => h.limit !== 'tmp');
+    if (restart && this.#host === host) {
+      this.#host = undefined;
+      await host.close();
+    }
+    const sentences = hits.map((h) => h.message);
+    if (restart) sentences.push('the sandbox was restarted for the next call; processes left running in it ended');
+    return `\n\n[${sentences.join('; ')}]`;
   }
 
   #current(): ToolHostProcess {
@@ -92,6 +122,12 @@ export class SessionSandbox {
     this.#hostsStarted++;
     const { layout, options } = this.#runtime;
     const spec = this.#spec;
+    // The session's cgroup is made with its first sandbox and kept across restarts.
+    this.#limits ??= new SessionLimits(
+      this.#runtime.limits ?? describeEnforcement(options.limits, { kind: 'none', problem: 'no cgroup was set up', fix: '' }),
+      spec.sessionId ?? spec.workdir.split('/').pop() ?? 'session',
+      this.#log,
+    );
     const view: SandboxView = {
       system: layout.system,
       readOnly: [...layout.readOnly, ...options.readOnlyPaths],
@@ -103,6 +139,7 @@ export class SessionSandbox {
       userNamespace: this.#runtime.userNamespace,
       env: sandboxEnvironment(process.env, options.env, spec.workdir),
       command: [layout.node, layout.hostEntry],
+      tmpBytes: this.#limits.tmpBytes,
     };
     this.#host = new ToolHostProcess({
       bwrap: this.#runtime.bwrap,
@@ -115,9 +152,15 @@ export class SessionSandbox {
         maxFileBytes: spec.maxFileBytes,
       },
       log: this.#log,
+      prelude: this.#limits.prelude(),
     });
     return this.#host;
   }
+}
+
+function withNote(content: ToolResultBlocks | string, note: string): ToolResultBlocks | string {
+  if (typeof content === 'string') return content + note;
+  return [...content, { type: 'text', text: note.trimStart() }] as ToolResultBlocks;
 }
 
 type ToolResultBlocks = Exclude<Awaited<ReturnType<BetaRunnableTool['run']>>, string>;

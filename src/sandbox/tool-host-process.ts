@@ -46,12 +46,18 @@ export class ToolHostProcess {
   #closing = false;
   #ready: Promise<string | undefined>;
 
-  constructor(spec: { bwrap: string; args: string[]; init: HostInit; log: Logger }) {
+  /** `prelude`: shell lines the spawn wrapper runs before it execs bubblewrap (the sandbox's limits). */
+  constructor(spec: { bwrap: string; args: string[]; init: HostInit; log: Logger; prelude?: string }) {
     this.#log = spec.log;
     // fd 3 is bubblewrap's --info-fd: it reports the host-side pid of the sandbox's init.
     // bubblewrap's own processes (the sandbox's init among them, whose /proc entry the agent can
     // read) start with an empty environment: the worker's never enters the sandbox, not even there.
-    this.#child = spawnClosingInherited(spec.bwrap, ['--info-fd', '3', ...spec.args], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {} });
+    this.#child = spawnClosingInherited(
+      spec.bwrap,
+      ['--info-fd', '3', ...spec.args],
+      { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {} },
+      spec.prelude,
+    );
     this.#exited = new Promise((resolve) => this.#child.once('close', () => resolve()));
     let info = '';
     const infoStream = this.#child.stdio[3] as NodeJS.ReadableStream | null;
@@ -213,6 +219,10 @@ const CLOSE_INHERITED_AND_EXEC =
  * would otherwise pass into the sandbox, where the agent could read or write it. bash closes them
  * all before it execs the command.
  */
-function spawnClosingInherited(command: string, args: string[], options: SpawnOptions & { stdio: unknown[] }): ChildProcess {
-  return spawn('/bin/bash', ['-c', CLOSE_INHERITED_AND_EXEC, 'close-inherited', String(options.stdio.length), command, ...args], options);
+function spawnClosingInherited(command: string, args: string[], options: SpawnOptions & { stdio: unknown[] }, prelude = ''): ChildProcess {
+  return spawn(
+    '/bin/bash',
+    ['-c', prelude + CLOSE_INHERITED_AND_EXEC, 'close-inherited', String(options.stdio.length), command, ...args],
+    options,
+  );
 }

@@ -47,6 +47,14 @@ export interface WorkerEventMap {
   workFailed: [{ workId: string; sessionId: string | undefined; error: Error }];
   workStopped: [{ workId: string }];
   leaseLost: [{ workId: string; sessionId: string | undefined; reason: 'lease_lost' | 'assumed_lost' }];
+  /**
+   * A session's sandbox reached one of its limits during a tool call (`limit` in its unit: MiB or
+   * processes; `count`: OOM kills or refused forks during the call, 1 for a full tmpfs). The
+   * agent's tool result says the same `message`.
+   */
+  sandboxLimitHit: [
+    { workId: string; sessionId: string; limit: 'memory' | 'processes' | 'tmp'; value: number; count: number; message: string },
+  ];
   closing: [{}];
   closed: [{}];
   mounted: WithIds<'mounted'>;

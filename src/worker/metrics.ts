@@ -12,6 +12,12 @@ export interface WorkerMetricsSnapshot {
   flushCutOffs: number;
   syncs: number;
   syncDurationMsTotal: number;
+  /** Tool calls during which a sandbox's memory limit killed a process. */
+  sandboxMemoryLimitHits: number;
+  /** Tool calls during which a sandbox's process limit refused a fork. */
+  sandboxProcessLimitHits: number;
+  /** Times a sandbox's `/tmp` or `/dev/shm` was found full after a call. */
+  sandboxTmpFull: number;
 }
 
 type Counter = Exclude<keyof WorkerMetricsSnapshot, 'sessionsActive'>;
@@ -30,6 +36,9 @@ export class WorkerMetrics {
     flushCutOffs: 0,
     syncs: 0,
     syncDurationMsTotal: 0,
+    sandboxMemoryLimitHits: 0,
+    sandboxProcessLimitHits: 0,
+    sandboxTmpFull: 0,
   };
 
   add(name: Counter, by = 1): void {

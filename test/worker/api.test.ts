@@ -54,6 +54,9 @@ describe('the EnvironmentWorker public API', () => {
       | 'flushCutOffs'
       | 'syncs'
       | 'syncDurationMsTotal'
+      | 'sandboxMemoryLimitHits'
+      | 'sandboxProcessLimitHits'
+      | 'sandboxTmpFull'
     >();
   });
 });
