@@ -43,6 +43,20 @@ export interface DoctorProbes {
   nowMs(): number;
   /** Whether a per-session bubblewrap sandbox starts here: found, and a probe sandbox ran. */
   sandbox(): Promise<SandboxCheckInput>;
+  /** Which of the default sandbox limits this host enforces (a cgroup the worker may manage), without changing anything. */
+  sandboxLimits(): Promise<SandboxLimitsCheckInput>;
+}
+
+/** What the limits probe found, for {@link checkSandboxLimits}. */
+export interface SandboxLimitsCheckInput {
+  /** The cgroup hierarchy the worker would use, or `none`. */
+  cgroup: 'v1' | 'v2' | 'none';
+  /** The limits enforced everywhere and those that need a cgroup and have one, as `name value`. */
+  enforced: string[];
+  /** The limits this host cannot enforce, as `name value`. */
+  unenforced: string[];
+  problem: string;
+  fix: string;
 }
 
 /** What the sandbox probe found, for {@link checkSandbox}. */
@@ -73,6 +87,7 @@ export async function runChecks(probes: DoctorProbes, input: DoctorInput): Promi
   results.push(await checkCaseSensitivity(probes, input.mountParent, parentState));
   results.push(checkBash(await probes.isExecutable('/bin/bash')));
   results.push(checkSandbox(await probes.sandbox()));
+  results.push(checkSandboxLimits(await probes.sandboxLimits()));
   results.push(checkNode(probes.nodeVersion()));
   results.push(checkEnv(input));
   const api = await checkApi(probes, input);
@@ -168,6 +183,21 @@ export function checkSandbox(probe: SandboxCheckInput): CheckResult {
     ...base,
     status: 'warn',
     detail: `bubblewrap ${found}: ${probe.problem}; sessions' tools would run in the worker process`,
+    fix: `${probe.fix.charAt(0).toUpperCase()}${probe.fix.slice(1)}.`,
+  };
+}
+
+/** The sandboxes' resource limits: a warning naming each one this host cannot enforce, with the fix. */
+export function checkSandboxLimits(probe: SandboxLimitsCheckInput): CheckResult {
+  const base = { id: 'sandbox_limits', title: "sandboxes' resource limits" };
+  const via = probe.cgroup === 'none' ? 'no cgroup' : `a cgroup ${probe.cgroup} per session`;
+  if (probe.unenforced.length === 0) {
+    return { ...base, status: 'pass', detail: `enforced (${via}): ${probe.enforced.join(', ')}`, fix: '' };
+  }
+  return {
+    ...base,
+    status: 'warn',
+    detail: `not enforced: ${probe.unenforced.join(', ')} (${probe.problem}); enforced: ${probe.enforced.join(', ')}`,
     fix: `${probe.fix.charAt(0).toUpperCase()}${probe.fix.slice(1)}.`,
   };
 }

@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { statusOf } from '../../api/classify.js';
+import { SANDBOX_LIMITS_DEFAULT } from '../../sandbox/limits/limits.js';
+import { hostEnforcement } from '../../sandbox/limits/session-limits.js';
 import { probeSandbox } from '../../sandbox/runtime.js';
 import { headersOption } from '../custom-headers.js';
 import type { DirState, DoctorProbes } from './checks.js';
@@ -47,6 +49,7 @@ export const realProbes: DoctorProbes = {
     const probe = await probeSandbox();
     return probe.ok ? { ok: true, bwrap: probe.bwrap } : { ok: false, reason: probe.reason, problem: probe.problem, fix: probe.fix };
   },
+  sandboxLimits: async () => hostEnforcement(SANDBOX_LIMITS_DEFAULT),
 };
 
 async function noFollow(): Promise<{ ok: boolean; detail: string }> {

@@ -172,6 +172,45 @@ function setUpV1(
   return { kind: 'v1', root, parents };
 }
 
+/**
+ * What {@link setUpSandboxCgroups} would find, without writing anything (for `doctor`): which
+ * hierarchy, and which controllers the worker could use for its sandboxes.
+ */
+export function probeCgroupSupport(
+  facts: CgroupHostFacts = {},
+): { kind: 'v1' | 'v2'; controllers: CgroupController[] } | { kind: 'none'; problem: string; fix: string } {
+  const root = facts.root ?? DEFAULT_ROOT;
+  let selfCgroup: string;
+  try {
+    selfCgroup = facts.selfCgroup ?? fs.readFileSync('/proc/self/cgroup', 'utf8');
+  } catch (e) {
+    return { kind: 'none', problem: `/proc/self/cgroup cannot be read (${coerceError(e).message})`, fix: CGROUP_FIX };
+  }
+  const own = ownCgroups(selfCgroup);
+  if (fs.existsSync(path.join(root, 'cgroup.controllers'))) {
+    const dir = path.join(root, own.get('') ?? '/');
+    for (const f of ['cgroup.procs', 'cgroup.subtree_control']) {
+      try {
+        fs.accessSync(path.join(dir, f), fs.constants.W_OK);
+      } catch {
+        return {
+          kind: 'none',
+          problem: `cgroup v2: the worker's cgroup ${dir} is not delegated to it (${f} is not writable)`,
+          fix: CGROUP_FIX,
+        };
+      }
+    }
+    const available = readWords(path.join(dir, 'cgroup.controllers'));
+    return { kind: 'v2', controllers: CONTROLLERS.filter((c) => available.includes(c)) };
+  }
+  if (!CONTROLLERS.some((c) => fs.existsSync(path.join(root, c))))
+    return { kind: 'none', problem: `no cgroup hierarchy at ${root}`, fix: CGROUP_FIX };
+  if (!(facts.isRoot ?? process.getuid?.() === 0)) {
+    return { kind: 'none', problem: 'cgroup v1 lets only root make cgroups, and the worker is not root', fix: CGROUP_FIX };
+  }
+  return { kind: 'v1', controllers: CONTROLLERS.filter((c) => own.has(c) && fs.existsSync(path.join(root, c))) };
+}
+
 /** Counters of the limits the kernel enforced in one session cgroup, since it was made. */
 export interface CgroupCounters {
   /** Processes the OOM killer killed. */

@@ -3,6 +3,7 @@ import { coerceError } from '../../errors.js';
 import {
   CGROUP_FIX,
   neededControllers,
+  probeCgroupSupport,
   SessionCgroup,
   setUpSandboxCgroups,
   sweepSandboxCgroups,
@@ -67,6 +68,29 @@ export function describeEnforcement(limits: ResolvedSandboxLimits, cgroups: Cgro
         ? cgroups.problem
         : `cgroup ${cgroups.kind}: the ${missing.join(', ')} controller${missing.length > 1 ? 's are' : ' is'} not available to the worker`;
   return { limits, cgroups, unenforced, problem, fix: unenforced.length === 0 ? '' : CGROUP_FIX };
+}
+
+/**
+ * Which of `limits` this host would enforce, found without changing anything (for `doctor`): each
+ * limit as `name value`, split into enforced and not, with the problem and the fix.
+ */
+export function hostEnforcement(
+  limits: ResolvedSandboxLimits,
+  facts: CgroupHostFacts = {},
+): { cgroup: 'v1' | 'v2' | 'none'; enforced: string[]; unenforced: string[]; problem: string; fix: string } {
+  const probe = probeCgroupSupport(facts);
+  const support: CgroupSupport =
+    probe.kind === 'none' ? probe : { kind: probe.kind, root: '', parents: Object.fromEntries(probe.controllers.map((c) => [c, c])) };
+  const described = describeEnforcement(limits, support);
+  const named = (k: keyof ResolvedSandboxLimits): string => `${k} ${limits[k]}`;
+  const set = (Object.keys(limits) as Array<keyof ResolvedSandboxLimits>).filter((k) => limits[k] !== null);
+  return {
+    cgroup: probe.kind,
+    enforced: [...set.filter((k) => !described.unenforced.includes(k)).map(named), 'no core files', 'OOM score 1000', 'read-only /dev'],
+    unenforced: described.unenforced.map(named),
+    problem: described.problem,
+    fix: described.fix,
+  };
 }
 
 /**
