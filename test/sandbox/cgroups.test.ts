@@ -66,9 +66,9 @@ describe('on cgroup v2 with a delegated subtree', () => {
 
   it("writes a session's limits into its leaf before anything enters, and reads its counters", () => {
     const { root } = fakeV2();
-    const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' }) as Extract<
+    const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' }) as Exclude<
       CgroupSupport,
-      { kind: 'v2' }
+      { kind: 'none' }
     >;
     const cg = SessionCgroup.create(support, 'sesn_01/..x', small, 777);
     const leaf = path.join(support.parents.memory!, '777-sesn_01___x');
@@ -87,9 +87,9 @@ describe('on cgroup v2 with a delegated subtree', () => {
 
   it('destroy writes cgroup.kill, kills every process listed in cgroup.procs and removes the leaf', async () => {
     const { root } = fakeV2();
-    const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' }) as Extract<
+    const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' }) as Exclude<
       CgroupSupport,
-      { kind: 'v2' }
+      { kind: 'none' }
     >;
     const cg = SessionCgroup.create(support, 'sesn_kill', small);
     const sleeper = spawn('sleep', ['60'], { stdio: 'ignore' });
@@ -124,15 +124,15 @@ describe('on cgroup v2 with a delegated subtree', () => {
 
   it('the sweep removes the session cgroups of dead workers only', async () => {
     const { root } = fakeV2();
-    const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' }) as Extract<
+    const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' }) as Exclude<
       CgroupSupport,
-      { kind: 'v2' }
+      { kind: 'none' }
     >;
     const dead = SessionCgroup.create(support, 'sesn_dead', small, 999_999_999);
     const live = SessionCgroup.create(support, 'sesn_live', small, 1);
     const mine = SessionCgroup.create(support, 'sesn_mine', small);
     const other = SessionCgroup.create(
-      setUpSandboxCgroups(small, '/var/state/other', { root, selfCgroup: '0::/svc\n' }) as Extract<CgroupSupport, { kind: 'v2' }>,
+      setUpSandboxCgroups(small, '/var/state/other', { root, selfCgroup: '0::/svc\n' }) as Exclude<CgroupSupport, { kind: 'none' }>,
       'sesn_other',
       small,
       999_999_998,
