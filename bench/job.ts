@@ -37,7 +37,7 @@ export interface JobContext {
     concurrency?: number;
     floor?: FloorConfig;
     execArgv?: string[];
-    sandbox?: 'auto' | 'bwrap' | 'none';
+    sandbox?: 'auto' | 'bwrap' | 'none' | { mode: 'bwrap'; limits?: null };
   }): Promise<ChildHandle>;
 }
 

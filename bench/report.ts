@@ -12,7 +12,7 @@ export interface RowSpec {
   label: string;
   unit: string;
   /** What ours is divided by: the official worker, the floor, or ours with the sandbox off. */
-  against: 'official' | 'floor' | 'unsandboxed';
+  against: 'official' | 'floor' | 'unsandboxed' | 'unlimited';
   /** The base figure's metric when it is not `metric` (ours with the sandbox off). */
   baseMetric?: string;
   /** Against the floor, ours' figure comes from this metric when the floor job names it otherwise (`floorMs`). */
@@ -268,6 +268,15 @@ export const ROWS: RowSpec[] = [
     against: 'unsandboxed',
     target: null,
   },
+  {
+    scenario: 'sandbox-start-limits',
+    metric: 'firstCallLimitsMs',
+    baseMetric: 'firstCallUnlimitedMs',
+    label: "a session's first call (its sandbox's start), default limits (cgroup, sized tmpfs, rlimits) vs limits: null",
+    unit: 'ms',
+    against: 'unlimited',
+    target: 1.1,
+  },
 ];
 
 /** Measurements of one scenario in one repetition, by child. */
@@ -276,7 +285,7 @@ export type RepResult = Partial<Record<ChildKind, Metrics>>;
 export interface Row {
   label: string;
   unit: string;
-  against: 'official' | 'floor' | 'unsandboxed';
+  against: 'official' | 'floor' | 'unsandboxed' | 'unlimited';
   /** Median of the official worker (or of the floor, for a floor row). */
   base: number;
   ours: number;
@@ -302,7 +311,8 @@ export function median(xs: number[]): number {
 export function buildRows(results: Record<string, RepResult[]>): Row[] {
   return ROWS.map((spec) => {
     const reps = results[spec.scenario] ?? [];
-    const baseKind: ChildKind = spec.against === 'floor' ? 'floor' : spec.against === 'unsandboxed' ? 'ours' : 'official';
+    const baseKind: ChildKind =
+      spec.against === 'floor' ? 'floor' : spec.against === 'unsandboxed' || spec.against === 'unlimited' ? 'ours' : 'official';
     const base = reps.map((r) => r[baseKind]?.[spec.baseMetric ?? spec.metric] ?? NaN);
     const ours = reps.map((r) => r.ours?.[spec.oursMetric ?? spec.metric] ?? NaN);
     const ratios = reps.map((_, i) => ours[i]! / base[i]!);
@@ -343,7 +353,7 @@ export function formatTable(rows: Row[]): string {
       const base =
         r.against === 'official'
           ? `${fmt(r.base)} ${r.unit}`
-          : `${fmt(r.base)} ${r.unit} (${r.against === 'floor' ? 'floor' : 'sandbox off'})`;
+          : `${fmt(r.base)} ${r.unit} (${r.against === 'floor' ? 'floor' : r.against === 'unlimited' ? 'limits: null' : 'sandbox off'})`;
       const ratio = Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)})` : 'n/a';
       const target =
         r.target === null
