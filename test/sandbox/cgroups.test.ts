@@ -64,6 +64,19 @@ describe('on cgroup v2 with a delegated subtree', () => {
     expect(read(path.join(parent, 'cpu.weight'))).toBe('50');
   });
 
+  it("in the host's root cgroup (no cgroup.type), no process is moved; in a container's namespace root, they are", () => {
+    const root = tempDir('maw-fake-cgroup2-');
+    fs.writeFileSync(path.join(root, 'cgroup.controllers'), 'cpu memory pids\n');
+    fs.writeFileSync(path.join(root, 'cgroup.subtree_control'), '');
+    fs.writeFileSync(path.join(root, 'cgroup.procs'), '1\n');
+    expect(setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/\n' }).kind).toBe('v2');
+    expect(fs.existsSync(path.join(root, 'worker'))).toBe(false);
+    fs.writeFileSync(path.join(root, 'cgroup.subtree_control'), '');
+    fs.writeFileSync(path.join(root, 'cgroup.type'), 'domain\n');
+    setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/\n' });
+    expect(read(path.join(root, 'worker', 'cgroup.procs'))).toBe('1');
+  });
+
   it("writes a session's limits into its leaf before anything enters, and reads its counters", () => {
     const { root } = fakeV2();
     const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' }) as Exclude<

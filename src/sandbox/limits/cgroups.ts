@@ -127,7 +127,10 @@ function setUpV2(root: string, own: string, name: string, wanted: CgroupControll
   if (enable.length > 0) {
     // A cgroup that hands controllers to its children holds no process itself: the worker (and
     // anything else in its cgroup) moves into a leaf of its own first.
-    const pids = readWords(path.join(dir, 'cgroup.procs'));
+    // The host's root cgroup is exempt from that rule (and lists every process of the host): it
+    // is told apart from a container's namespace root by having no cgroup.type.
+    const hostRoot = own === '/' && !fs.existsSync(path.join(dir, 'cgroup.type'));
+    const pids = hostRoot ? [] : readWords(path.join(dir, 'cgroup.procs'));
     if (pids.length > 0) {
       const leaf = path.join(dir, 'worker');
       fs.mkdirSync(leaf, { recursive: true });
