@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxLimits } from '../../src/sandbox/limits/limits.js';
-import { cgroupParentName } from '../../src/sandbox/limits/cgroups.js';
+import { cgroupParentName, probeCgroupSupport } from '../../src/sandbox/limits/cgroups.js';
 import type { WorkerEventMap } from '../../src/worker/events.js';
 import { harness, type Harness } from '../worker/helpers.js';
 
@@ -28,11 +28,22 @@ const ATTACKS = {
   forkBomb:
     `/usr/bin/python3 -c 'import os, time\nn = 0\ntry:\n  for i in range(200):\n    if os.fork() == 0:\n      time.sleep(30); os._exit(0)\n    n += 1\n` +
     `except OSError as e:\n  print("refused", e.errno)\nprint("started", n)'`,
+  /**
+   * The classic bash fork bomb, then a busy wait in the shell itself (no fork) while it hits the
+   * limit. Run only where the pids cgroup bounds it: unbounded, it would take the machine.
+   */
+  bashBomb: ':(){ :|:& };:; n=0; while [ $n -lt 300000 ]; do n=$((n+1)); done; echo planted',
   after: 'echo still-serving',
 } as const;
 
 type Attack = keyof typeof ATTACKS;
-const ORDER: Attack[] = ['busy', 'allocate', 'fillTmp', 'forkBomb', 'after'];
+const BOUNDED: Attack[] = ['busy', 'allocate', 'fillTmp', 'forkBomb', 'after'];
+const WITH_BASH_BOMB: Attack[] = ['busy', 'allocate', 'fillTmp', 'forkBomb', 'bashBomb', 'after'];
+/** The pids cgroup bounds a sandbox on this host (else the bash fork bomb is never run). */
+const pidsBounded = (() => {
+  const probe = probeCgroupSupport();
+  return probe.kind !== 'none' && probe.controllers.includes('pids');
+})();
 
 interface Run {
   h: Harness;
@@ -57,7 +68,7 @@ afterEach(async () => {
   current = undefined;
 });
 
-async function runTenants(limits: SandboxLimits | null): Promise<Run> {
+async function runTenants(limits: SandboxLimits | null | undefined, order: Attack[] = BOUNDED): Promise<Run> {
   const h = await harness();
   current = h;
   const storeA = await h.emu.createMemoryStore({ name: 'Tenant A', memories: { '/a.md': 'A' } });
@@ -66,14 +77,14 @@ async function runTenants(limits: SandboxLimits | null): Promise<Run> {
   const dirB = path.join(h.mountRoot, 'tenant-b');
   const a = await h.emu.createSession({
     resources: [{ memoryStoreId: storeA.id }],
-    script: [{ sleepMs: 300 }, ...ORDER.map((k) => sh(ATTACKS[k]))],
+    script: [{ sleepMs: 300 }, ...order.map((k) => sh(ATTACKS[k]))],
   });
   const bSteps = [];
   for (let i = 0; i < 10; i++) bSteps.push({ sleepMs: 700 }, sh(`echo b-call-${i}`));
   bSteps.splice(6, 0, { tool: 'write', input: { file_path: path.join(dirB, 'b.md'), content: 'B edited under load' } } as never);
   const b = await h.emu.createSession({ resources: [{ memoryStoreId: storeB.id }], script: bSteps as never });
 
-  const worker = h.worker({ concurrency: 2, sandbox: { mode: 'bwrap', limits } });
+  const worker = h.worker({ concurrency: 2, sandbox: limits === undefined ? 'bwrap' : { mode: 'bwrap', limits } });
   const hits: Run['hits'] = [];
   worker.on('sandboxLimitHit', (e) => hits.push(e));
   const running = worker.run();
@@ -87,7 +98,7 @@ async function runTenants(limits: SandboxLimits | null): Promise<Run> {
   const metrics = worker.metrics();
   await worker.close();
   await running;
-  const texts = Object.fromEntries(ORDER.map((k, i) => [k, doneA.toolResults[i]?.text ?? ''])) as Record<Attack, string>;
+  const texts = Object.fromEntries(order.map((k, i) => [k, doneA.toolResults[i]?.text ?? ''])) as Record<Attack, string>;
   return {
     h,
     texts,
@@ -142,7 +153,8 @@ function expectBServedUnharmed(run: Run): void {
 
 describe('one session cannot starve the other', () => {
   it('with small limits, A hits each limit, is told so and goes on; B is served; the events and metrics count it', async () => {
-    const run = await runTenants({ memoryMiB: 256, maxProcesses: 128, tmpMiB: 64 });
+    expect(pidsBounded).toBe(true);
+    const run = await runTenants({ memoryMiB: 256, maxProcesses: 128, tmpMiB: 64 }, WITH_BASH_BOMB);
     const { texts } = run;
     console.log('small limits:', JSON.stringify(texts, null, 1), run.metrics);
     expect(texts.busy).toContain('busy-done');
@@ -152,6 +164,7 @@ describe('one session cannot starve the other', () => {
     expect(texts.fillTmp).toContain('/tmp in the sandbox is full (its limit is 64 MiB)');
     expect(texts.forkBomb).not.toContain('started 200');
     expect(texts.forkBomb).toContain('the sandbox reached its limit of 128 processes');
+    expect(texts.bashBomb).toContain('the sandbox reached its limit of 128 processes');
     // The sandbox restarted after the fork bomb and serves the next call.
     expect(texts.after).toMatch(/^still-serving\nexit=0$/);
     expect(run.statusA).toBe('terminated');
@@ -161,6 +174,18 @@ describe('one session cannot starve the other', () => {
     expect(run.metrics.sandboxProcessLimitHits).toBeGreaterThanOrEqual(1);
     expect(run.metrics.sandboxTmpFull).toBeGreaterThanOrEqual(1);
     expect(run.log).toContain('the sandbox reached its memory limit of 256 MiB');
+    expectBServedUnharmed(run);
+    expect(sessionCgroupsLeft(run.h.stateDir)).toEqual([]);
+  }, 240_000);
+
+  it('with the default limits, the same work fits: nothing is refused or killed', async () => {
+    const run = await runTenants(undefined);
+    const { texts } = run;
+    console.log('default limits:', JSON.stringify(texts, null, 1));
+    expect(texts.allocate).toContain('allocated 1024 MiB');
+    expect(texts.fillTmp).toMatch(/fill-exit=0\n100\n/);
+    expect(texts.forkBomb).toContain('started 200');
+    expect(run.hits).toEqual([]);
     expectBServedUnharmed(run);
     expect(sessionCgroupsLeft(run.h.stateDir)).toEqual([]);
   }, 240_000);
