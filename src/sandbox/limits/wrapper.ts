@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+
 /**
  * The shell lines the sandbox's spawn wrapper runs before it execs bubblewrap, so that every
  * process of the sandbox starts bounded: it enters the session's cgroup (its own pid into each
@@ -26,12 +28,28 @@ export function limitPrelude(opts: { procsFiles: readonly string[]; openFiles: n
   lines.push(`echo ${SANDBOX_OOM_SCORE_ADJ} > /proc/$$/oom_score_adj 2>/dev/null`);
   lines.push('ulimit -c 0 2>/dev/null');
   if (opts.openFiles !== null) {
-    // Never above the hard limit the worker got (only root may raise it).
-    lines.push(
-      `n=${opts.openFiles}; h=$(ulimit -Hn); if [ "$h" != unlimited ] && [ "$h" -lt "$n" ]; then n=$h; fi; ulimit -n "$n" || exit ${LIMIT_SETUP_EXIT}`,
-    );
+    // Never above the hard limit the worker got (only root may raise it); read here, so the
+    // wrapper starts no extra process to ask for it.
+    const hard = openFilesHardLimit();
+    const n = hard === undefined ? opts.openFiles : Math.min(opts.openFiles, hard);
+    lines.push(`ulimit -n ${n} || exit ${LIMIT_SETUP_EXIT}`);
   }
   return `${lines.join('; ')}; `;
+}
+
+let hardLimit: number | undefined | null = null;
+
+/** The worker's hard limit of open files (`/proc/self/limits`), read once; `undefined` when unlimited or unknown. */
+function openFilesHardLimit(): number | undefined {
+  if (hardLimit === null) {
+    try {
+      const m = /^Max open files\s+\S+\s+(\d+)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'));
+      hardLimit = m ? Number(m[1]) : undefined;
+    } catch {
+      hardLimit = undefined;
+    }
+  }
+  return hardLimit;
 }
 
 function quote(s: string): string {
