@@ -13,9 +13,9 @@ export interface RowSpec {
   unit: string;
   /**
    * What ours is divided by: the official worker, the floor, ours with the sandbox off, ours with
-   * the sandbox's network on the host's, or ours with distinct stores where the row's sessions share one.
+   * the sandbox's network on the host's, ours with distinct stores where the row's sessions share one, or ours with limits: null.
    */
-  against: 'official' | 'floor' | 'unsandboxed' | 'host-network' | 'distinct';
+  against: 'official' | 'floor' | 'unsandboxed' | 'host-network' | 'distinct' | 'unlimited';
   /** The base figure's metric when it is not `metric` (ours with the sandbox off). */
   baseMetric?: string;
   /** Against the floor, ours' figure comes from this metric when the floor job names it otherwise (`floorMs`). */
@@ -324,6 +324,15 @@ export const ROWS: RowSpec[] = [
     against: 'host-network',
     target: 1.25,
   },
+  {
+    scenario: 'sandbox-start-limits',
+    metric: 'firstCallLimitsMs',
+    baseMetric: 'firstCallUnlimitedMs',
+    label: "a session's first call (its sandbox's start), default limits (cgroup, sized tmpfs, rlimits) vs limits: null",
+    unit: 'ms',
+    against: 'unlimited',
+    target: 1.1,
+  },
 ];
 
 /** Measurements of one scenario in one repetition, by child. */
@@ -332,7 +341,7 @@ export type RepResult = Partial<Record<ChildKind, Metrics>>;
 export interface Row {
   label: string;
   unit: string;
-  against: 'official' | 'floor' | 'unsandboxed' | 'host-network' | 'distinct';
+  against: 'official' | 'floor' | 'unsandboxed' | 'host-network' | 'distinct' | 'unlimited';
   /** Median of the official worker (or of the floor, for a floor row). */
   base: number;
   ours: number;
@@ -361,7 +370,7 @@ export function buildRows(results: Record<string, RepResult[]>): Row[] {
     const baseKind: ChildKind =
       spec.against === 'floor'
         ? 'floor'
-        : spec.against === 'unsandboxed' || spec.against === 'host-network' || spec.against === 'distinct'
+        : spec.against === 'unsandboxed' || spec.against === 'host-network' || spec.against === 'distinct' || spec.against === 'unlimited'
           ? 'ours'
           : 'official';
     const base = reps.map((r) => r[baseKind]?.[spec.baseMetric ?? spec.metric] ?? NaN);
@@ -404,7 +413,7 @@ export function formatTable(rows: Row[]): string {
       const base =
         r.against === 'official'
           ? `${fmt(r.base)} ${r.unit}`
-          : `${fmt(r.base)} ${r.unit} (${r.against === 'floor' ? 'floor' : r.against === 'host-network' ? "network 'host'" : r.against === 'distinct' ? 'ours, distinct stores' : 'sandbox off'})`;
+          : `${fmt(r.base)} ${r.unit} (${r.against === 'floor' ? 'floor' : r.against === 'host-network' ? "network 'host'" : r.against === 'distinct' ? 'ours, distinct stores' : r.against === 'unlimited' ? 'limits: null' : 'sandbox off'})`;
       const ratio = Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)})` : 'n/a';
       const target =
         r.target === null

@@ -296,6 +296,8 @@ function writeFilesStep(dir: string, count: number, bytes: number): ScriptStep<E
 
 /** Which of the sandbox scenario's two runs goes first: alternates from one repetition to the next. */
 let sandboxTurn = 0;
+/** Which of the limits scenario's two runs goes first: alternates from one repetition to the next. */
+let limitsTurn = 0;
 
 /**
  * The proportional set size (MiB) of the processes a worker child started (its sandboxes, their
@@ -603,6 +605,49 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
           const cpuMs = end.cpuMs - child.readyUsage.cpuMs;
           if (mode === 'none') Object.assign(out, { wallOffMs: wallMs, cpuOffMs: cpuMs, rssOffMiB: end.maxRssMiB });
           else Object.assign(out, { wallOnMs: wallMs, cpuOnMs: cpuMs, pssPerSandboxMiB: pssMiB });
+        }
+        return out;
+      },
+    },
+    {
+      // Ours alone, sandboxed, with the default limits and with limits: null in the same job
+      // (alternating which goes first): what the per-session cgroup, the sized tmpfs and the
+      // wrapper's rlimits add to a sandbox's start. Sessions run one at a time; each one's first
+      // call waits for its sandbox's tool host to be ready, so its round trip is the start.
+      id: 'sandbox-start-limits',
+      kinds: ['ours'],
+      async run(ctx) {
+        const sessions = q(12, 3);
+        const modes = limitsTurn++ % 2 === 0 ? (['limits', 'unlimited'] as const) : (['unlimited', 'limits'] as const);
+        const out: Metrics = {};
+        for (const mode of modes) {
+          const stores = await seedStores(ctx.emu, { stores: sessions, memories: 1, bytes: 64 }, `limits-${mode}`);
+          const firstCallMs: number[] = [];
+          const ids: string[] = [];
+          for (const store of stores) {
+            let t0 = 0;
+            const script: ScriptStep<Emulator>[] = [
+              { console: () => void (t0 = performance.now()) },
+              { tool: 'bash', input: { command: 'true' } },
+              { console: () => void firstCallMs.push(performance.now() - t0) },
+            ];
+            const s = await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script });
+            ids.push(s.sessionId);
+          }
+          const child = await ctx.startChild({
+            concurrency: 1,
+            sandbox: mode === 'limits' ? { mode: 'bwrap' } : { mode: 'bwrap', limits: null },
+          });
+          const done = await Promise.all(ids.map((id) => ctx.emu.waitForSession(id, { timeoutMs: SESSION_TIMEOUT_MS }))).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          await child.stop();
+          if (done !== undefined) throw done;
+          if (firstCallMs.length < sessions)
+            throw new Error(`bench sandbox-start-limits (${mode}): ${firstCallMs.length} of ${sessions} first calls`);
+          const median = [...firstCallMs].sort((a, b) => a - b)[Math.floor(firstCallMs.length / 2)]!;
+          Object.assign(out, mode === 'limits' ? { firstCallLimitsMs: median } : { firstCallUnlimitedMs: median });
         }
         return out;
       },

@@ -16,7 +16,7 @@ export interface ChildConfig {
   concurrency: number;
   memorySyncIntervalMs: number;
   /** Ours only: the `sandbox` option (default: the worker's own default). */
-  sandbox?: 'auto' | 'bwrap' | 'none' | { mode: 'bwrap'; network: 'host' | 'unrestricted' };
+  sandbox?: 'auto' | 'bwrap' | 'none' | { mode: 'bwrap'; network?: 'host' | 'unrestricted'; limits?: null };
   /** Floor only: what the bare client does. */
   floor?: FloorConfig;
 }

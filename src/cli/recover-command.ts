@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ConfigError } from '../errors.js';
 import { recoverLeftovers } from '../memory/mount/recovery.js';
+import { sweepSandboxCgroups } from '../sandbox/limits/cgroups.js';
 import { defaultStateDir } from '../memory/disk/state-dir.js';
 import { addLogFlags, cliLogger, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import { customHeadersFrom, headersOption } from './custom-headers.js';
@@ -17,7 +18,8 @@ journal entry in the state folder whose owner process is gone, the folder is rec
 store as a session's final sync would (edits uploaded with preconditions; the store wins a
 conflict and the local bytes are kept as a copy; only deletions a sync already saw are carried
 out), every file that still differs is copied to the state folder, then the folder is removed.
-Folders of a worker that still runs are never touched. Prints one line per folder.
+Folders of a worker that still runs are never touched. The sandbox cgroups such a worker left
+(see sandbox.limits) are killed and removed too. Prints one line per folder.
 Needs an API key (ANTHROPIC_API_KEY, or --api-key-file): the memory endpoints refuse the
 environment key. Without it, the next session of each store adopts its leftover by itself;
 --dry-run lists the leftovers without a key (the store is then not read).`,
@@ -63,14 +65,12 @@ environment key. Without it, the next session of each store adopts its leftover 
           ...headersOption(customHeadersFrom(io.env)),
         })
       : undefined;
-    const lines = await recoverLeftovers({
-      client,
-      stateDir: (flags['stateDir'] as string | undefined) ?? defaultStateDir(io.env),
-      logger,
-      dryRun,
-    });
+    const stateDir = (flags['stateDir'] as string | undefined) ?? defaultStateDir(io.env);
+    const lines = await recoverLeftovers({ client, stateDir, logger, dryRun });
     if (lines.length === 0) io.stdout('no leftover folder of a worker that is gone\n');
     for (const line of lines) io.stdout(`${line.text}\n`);
+    // The sandbox cgroups of a worker that is gone: whatever still runs in them is killed.
+    if (!dryRun) for (const dir of await sweepSandboxCgroups(stateDir)) io.stdout(`removed the sandbox cgroup ${dir}\n`);
     return EXIT.OK;
   },
 };

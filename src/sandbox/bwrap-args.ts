@@ -12,8 +12,8 @@
  * | the Node runtime, the tool host code  | read-only                 |
  * | the session's workdir                 | read-write                |
  * | each of its stores at `mount_path`    | read-write, or read-only for a read-only store; from the session's own host folder when it has one |
- * | `/tmp`                                | private, empty            |
- * | `/dev`, `/proc`                       | minimal devices; its own processes only |
+ * | `/tmp`, `/dev/shm`                    | private, empty, each sized (`tmpBytes`) |
+ * | `/dev`, `/proc`                       | minimal devices, read-only; its own processes only |
  * | the operator's extra paths            | as asked                  |
  * | hidden paths inside any of the above  | an empty folder, or `/dev/null` for a file |
  *
@@ -51,6 +51,8 @@ export interface SandboxView {
   env: Readonly<Record<string, string>>;
   /** The program and its arguments. */
   command: readonly string[];
+  /** Bytes of each of `/tmp` and `/dev/shm`; `null` or absent: the kernel's tmpfs default (half of RAM). */
+  tmpBytes?: number | null;
 }
 
 /** True when `p` is `root` or inside it (both absolute and normalised). */
@@ -89,7 +91,9 @@ export function bwrapArgs(view: SandboxView): string[] {
     else args.push('--ro-bind', s.path, s.path);
   }
   // /tmp comes before the binds, so a workdir or store under /tmp is bound on top of the private one.
-  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  const size = view.tmpBytes != null ? ['--size', String(view.tmpBytes)] : [];
+  // /dev/shm is a sized tmpfs of its own; the rest of /dev is read-only (its devices still work).
+  args.push('--proc', '/proc', '--dev', '/dev', ...size, '--tmpfs', '/dev/shm', '--remount-ro', '/dev', ...size, '--tmpfs', '/tmp');
   for (const p of view.readOnly) args.push('--ro-bind', p, p);
   args.push('--bind', view.workdir, view.workdir);
   for (const s of view.stores) args.push(s.readOnly ? '--ro-bind' : '--bind', s.hostPath ?? s.path, s.path);

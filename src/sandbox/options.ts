@@ -7,6 +7,13 @@ import {
   type SandboxNetworkOption,
 } from './network/network-option.js';
 import { runnerToolTimeoutMs } from './sdk-bounds.js';
+import {
+  resolveSandboxLimits,
+  SANDBOX_LIMITS_EXPECTED,
+  sandboxLimitsSchema,
+  type ResolvedSandboxLimits,
+  type SandboxLimits,
+} from './limits/limits.js';
 
 /**
  * How a session's tools are isolated.
@@ -49,6 +56,12 @@ export interface SandboxSettings {
   toolTimeoutMs?: number;
   /** The bubblewrap executable. Default: `bwrap` found on `PATH`. */
   bwrapPath?: string;
+  /**
+   * What each session's sandbox may use of the host (memory, processes, CPU weight, `/tmp` size,
+   * open files); see {@link SandboxLimits} for each default. A field set to `null` is unbounded;
+   * `limits: null` leaves all unbounded.
+   */
+  limits?: SandboxLimits | null;
 }
 
 /** The `sandbox` option of the worker, the webhook handler's worker and the CLI. */
@@ -64,6 +77,7 @@ export interface ResolvedSandboxOptions {
   hidePaths: string[];
   toolTimeoutMs: number;
   bwrapPath: string | undefined;
+  limits: ResolvedSandboxLimits;
 }
 
 /** The default of `toolTimeoutMs`: the installed SDK runner's own per-call bound. */
@@ -87,6 +101,7 @@ const settingsSchema = z
     hidePaths: z.array(absolutePath).optional(),
     toolTimeoutMs: z.number().int().min(TOOL_TIMEOUT_MIN_MS).max(TOOL_TIMEOUT_MAX_MS).optional(),
     bwrapPath: absolutePath.optional(),
+    limits: sandboxLimitsSchema.optional(),
   })
   .strict();
 
@@ -96,7 +111,7 @@ export const sandboxOptionSchema = z.union([z.enum(['auto', 'bwrap', 'none']), s
 /** What `sandbox` accepts, as a validation message says it. */
 export const SANDBOX_OPTION_EXPECTED =
   "'auto', 'bwrap', 'none' or { mode: 'auto' | 'bwrap', readOnlyPaths, readWritePaths, hidePaths (absolute paths), " +
-  `network: ${NETWORK_OPTION_EXPECTED}, env (variable names, no ANTHROPIC_*), toolTimeoutMs (${TOOL_TIMEOUT_MIN_MS}..${TOOL_TIMEOUT_MAX_MS}), bwrapPath }`;
+  `network: ${NETWORK_OPTION_EXPECTED}, env (variable names, no ANTHROPIC_*), toolTimeoutMs (${TOOL_TIMEOUT_MIN_MS}..${TOOL_TIMEOUT_MAX_MS}), bwrapPath, ${SANDBOX_LIMITS_EXPECTED} }`;
 
 /** Fill in the defaults of an already validated `sandbox` value. */
 export function resolveSandboxOption(value: z.output<typeof sandboxOptionSchema> | undefined): ResolvedSandboxOptions {
@@ -110,5 +125,6 @@ export function resolveSandboxOption(value: z.output<typeof sandboxOptionSchema>
     hidePaths: settings.hidePaths ?? [],
     toolTimeoutMs: settings.toolTimeoutMs ?? SANDBOX_TOOL_TIMEOUT_DEFAULT_MS,
     bwrapPath: settings.bwrapPath,
+    limits: resolveSandboxLimits(settings.limits),
   };
 }

@@ -9,6 +9,7 @@ import { bwrapArgs } from './bwrap-args.js';
 import { bwrapFeatures, feedSeccomp, seccompArgs } from './bwrap-features.js';
 import { hostLayout, type HostLayout } from './host-layout.js';
 import { HOST_NETWORK_WARNING } from './network/network-option.js';
+import { prepareSandboxLimits, type SandboxLimitsRuntime } from './limits/session-limits.js';
 import type { ResolvedSandboxOptions } from './options.js';
 import { hostSeccompFilter } from './seccomp/filter.js';
 import { sandboxEnvironment } from './tool-env.js';
@@ -29,7 +30,14 @@ export interface SandboxKernelHardening {
 
 /** What a worker runs its sessions' tools in, decided once when it starts. */
 export type SandboxRuntime =
-  | ({ kind: 'bwrap'; bwrap: string; layout: HostLayout; options: ResolvedSandboxOptions } & SandboxKernelHardening)
+  | ({
+      kind: 'bwrap';
+      bwrap: string;
+      layout: HostLayout;
+      options: ResolvedSandboxOptions;
+      /** How the sandboxes are bounded on this host; absent: only what the view sizes itself. */
+      limits?: SandboxLimitsRuntime;
+    } & SandboxKernelHardening)
   | { kind: 'none'; chosen: boolean; problem?: string };
 
 /** Whether a sandbox can start on this host, and if not, why and how to fix it. */
@@ -110,6 +118,8 @@ async function runProbe(platform: string, bwrapPath: string | undefined): Promis
       disableNestedUserNamespaces: hardening.disableUserns,
       env: sandboxEnvironment(process.env, [], dir),
       command: [layout.node, '-e', 'process.exit(0)'],
+      // Sized as a session's are, so a bubblewrap without --size fails here rather than per session.
+      tmpBytes: 1024 * 1024,
     });
     const run = await runBounded(bwrap, args, PROBE_TIMEOUT_MS, hardening.seccomp);
     if (run.ok) return { ok: true, bwrap, layout, ...hardening };
@@ -127,7 +137,7 @@ async function runProbe(platform: string, bwrapPath: string | undefined): Promis
  */
 export async function resolveSandbox(
   options: ResolvedSandboxOptions,
-  ctx: { log: Logger; concurrency: number; platform?: string },
+  ctx: { log: Logger; concurrency: number; platform?: string; stateDir?: string },
 ): Promise<SandboxRuntime> {
   if (options.mode === 'none') return { kind: 'none', chosen: true };
   const probe = await probeSandbox({ bwrapPath: options.bwrapPath, ...(ctx.platform !== undefined ? { platform: ctx.platform } : {}) });
@@ -146,8 +156,19 @@ export async function resolveSandbox(
         `${probe.bwrap} has no --disable-userns (bubblewrap before 0.8): only the seccomp filter keeps the agent from nested user namespaces; upgrade bubblewrap`,
       );
     }
+    const limits =
+      ctx.stateDir !== undefined ? await prepareSandboxLimits(options.limits, { stateDir: ctx.stateDir, log: ctx.log }) : undefined;
     const { userNamespace, disableUserns, seccomp } = probe;
-    return { kind: 'bwrap', bwrap: probe.bwrap, layout: probe.layout, options, userNamespace, disableUserns, seccomp };
+    return {
+      kind: 'bwrap',
+      bwrap: probe.bwrap,
+      layout: probe.layout,
+      options,
+      userNamespace,
+      disableUserns,
+      seccomp,
+      ...(limits ? { limits } : {}),
+    };
   }
   if (options.mode === 'bwrap') {
     throw new SandboxUnavailableError(probe.reason, `sandbox: 'bwrap' cannot start a sandbox: ${probe.problem}. Fix: ${probe.fix}`);

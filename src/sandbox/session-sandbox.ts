@@ -7,6 +7,8 @@ import { hideKinds } from './host-layout.js';
 import type { EgressRefusal } from './network/egress-proxy.js';
 import { egressPolicyFor } from './network/network-option.js';
 import { EGRESS_RELAY_PORT, EGRESS_SOCKET_IN_SANDBOX, egressEnvironment, SessionEgress } from './network/session-egress.js';
+import type { SandboxLimitHit } from './limits/limits.js';
+import { describeEnforcement, SessionLimits } from './limits/session-limits.js';
 import type { SandboxRuntime } from './runtime.js';
 import { toolsetShellPerThread } from './sdk-bounds.js';
 import { sandboxEnvironment } from './tool-env.js';
@@ -32,6 +34,10 @@ export interface SessionSandboxSpec {
   mcpServerHosts?: readonly string[];
   /** Told of each connection the egress proxy refused. Default: a warning in the log. */
   onEgressRefused?: (refusal: EgressRefusal) => void;
+  /** Names the session's cgroup (with the worker's pid). Default: the workdir's name. */
+  sessionId?: string;
+  /** Told each limit a call reached, after the call. */
+  onLimitHit?: (hit: SandboxLimitHit) => void;
 }
 
 /**
@@ -51,6 +57,7 @@ export class SessionSandbox {
   #host: ToolHostProcess | undefined;
   /** The session's egress proxy (networks `unrestricted` and `limited`), shared by its successive hosts. */
   #egress: SessionEgress | undefined;
+  #limits: SessionLimits | undefined;
   #closed = false;
   #hostsStarted = 0;
 
@@ -93,6 +100,7 @@ export class SessionSandbox {
     this.#host = undefined;
     await host?.close();
     await this.#egress?.close();
+    await this.#limits?.close();
   }
 
   async #run(tool: string, input: unknown, context: BetaToolRunContext | undefined): Promise<string | ToolResultBlocks> {
@@ -110,18 +118,40 @@ export class SessionSandbox {
       signal: context?.signal,
       thread: threadOf(context),
     });
+    const note = await this.#limitNote(host);
     if (result.kind === 'failed') {
-      throw new ToolError(`${tool}: the sandbox could not run this call (${result.message}); the next call starts a new sandbox`);
+      throw new ToolError(`${tool}: the sandbox could not run this call (${result.message}); the next call starts a new sandbox${note}`);
     }
     if (result.kind === 'timedOut') {
       const said = typeof result.content === 'string' ? result.content : JSON.stringify(result.content);
       throw new ToolError(
         `${tool}: the call was still running after ${result.timeoutMs} ms, so the processes it started were killed. ` +
-          `What it had printed:\n${said}`,
+          `What it had printed:\n${said}${note}`,
       );
     }
-    if (result.isError) throw new ToolError(result.content as ToolResultBlocks | string);
-    return result.content as ToolResultBlocks | string;
+    const content =
+      note === '' ? (result.content as ToolResultBlocks | string) : withNote(result.content as ToolResultBlocks | string, note);
+    if (result.isError) throw new ToolError(content);
+    return content;
+  }
+
+  /**
+   * The limits the sandbox reached during a call, told to the worker and said to the agent. After
+   * a memory or process limit the sandbox is restarted for the next call: what was left running in
+   * it (a fork bomb, a process stuck at the limit) ends with it.
+   */
+  async #limitNote(host: ToolHostProcess): Promise<string> {
+    const hits = this.#limits?.check(host.alive ? host.sandboxPid : undefined) ?? [];
+    if (hits.length === 0) return '';
+    for (const hit of hits) this.#spec.onLimitHit?.(hit);
+    const restart = hits.some((h) => h.limit !== 'tmp');
+    if (restart && this.#host === host) {
+      this.#host = undefined;
+      await host.close();
+    }
+    const sentences = hits.map((h) => h.message);
+    if (restart) sentences.push('the sandbox was restarted for the next call; processes left running in it ended');
+    return `\n\n[${sentences.join('; ')}]`;
   }
 
   #current(): ToolHostProcess {
@@ -139,6 +169,12 @@ export class SessionSandbox {
     }
     const egress = this.#egress;
     const stores = spec.stores ?? spec.allowedRoots.map((p) => ({ hostPath: p, path: p, readOnly: spec.readOnlyRoots.includes(p) }));
+    // The session's cgroup is made with its first sandbox and kept across restarts.
+    this.#limits ??= new SessionLimits(
+      this.#runtime.limits ?? describeEnforcement(options.limits, { kind: 'none', problem: 'no cgroup was set up', fix: '' }),
+      spec.sessionId ?? spec.workdir.split('/').pop() ?? 'session',
+      this.#log,
+    );
     const view: SandboxView = {
       system: layout.system,
       readOnly: [...layout.readOnly, ...options.readOnlyPaths],
@@ -152,6 +188,7 @@ export class SessionSandbox {
       disableNestedUserNamespaces: this.#runtime.disableUserns,
       env: { ...sandboxEnvironment(process.env, options.env, spec.workdir), ...(egress ? egressEnvironment() : {}) },
       command: [layout.node, layout.hostEntry],
+      tmpBytes: this.#limits.tmpBytes,
     };
     this.#host = new ToolHostProcess({
       bwrap: this.#runtime.bwrap,
@@ -167,6 +204,7 @@ export class SessionSandbox {
         ...(egress ? { egress: { socket: EGRESS_SOCKET_IN_SANDBOX, port: EGRESS_RELAY_PORT } } : {}),
       },
       log: this.#log,
+      prelude: this.#limits.prelude(),
     });
     return this.#host;
   }
@@ -181,6 +219,11 @@ function threadOf(context: BetaToolRunContext | undefined): CallThread | undefin
   const thread = (context as { _sessionThread?: unknown } | undefined)?._sessionThread as Partial<CallThread> | undefined;
   if (typeof thread?.key !== 'string' || !(thread.signal instanceof AbortSignal)) return undefined;
   return { key: thread.key, signal: thread.signal };
+}
+
+function withNote(content: ToolResultBlocks | string, note: string): ToolResultBlocks | string {
+  if (typeof content === 'string') return content + note;
+  return [...content, { type: 'text', text: note.trimStart() }] as ToolResultBlocks;
 }
 
 type ToolResultBlocks = Exclude<Awaited<ReturnType<BetaRunnableTool['run']>>, string>;

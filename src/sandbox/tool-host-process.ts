@@ -66,8 +66,11 @@ export class ToolHostProcess {
   #closing = false;
   #ready: Promise<string | undefined>;
 
-  /** `seccomp`: the encoded filter bubblewrap installs in the sandbox (none when undefined). */
-  constructor(spec: { bwrap: string; args: string[]; init: HostInit; log: Logger; seccomp?: Buffer | undefined }) {
+  /**
+   * `seccomp`: the encoded filter bubblewrap installs in the sandbox (none when undefined).
+   * `prelude`: shell lines the spawn wrapper runs before it execs bubblewrap (the sandbox's limits).
+   */
+  constructor(spec: { bwrap: string; args: string[]; init: HostInit; log: Logger; seccomp?: Buffer | undefined; prelude?: string }) {
     this.#log = spec.log;
     // fd 3 is bubblewrap's --info-fd: it reports the host-side pid of the sandbox's init.
     // fd 4 (with a filter) carries the seccomp filter; bubblewrap closes it once read.
@@ -75,7 +78,7 @@ export class ToolHostProcess {
     // read) start with an empty environment: the worker's never enters the sandbox, not even there.
     const filter = spec.seccomp === undefined ? [] : seccompArgs(4);
     const stdio: 'pipe'[] = Array.from({ length: spec.seccomp === undefined ? 4 : 5 }, () => 'pipe');
-    this.#child = spawnClosingInherited(spec.bwrap, ['--info-fd', '3', ...filter, ...spec.args], { stdio, env: {} });
+    this.#child = spawnClosingInherited(spec.bwrap, ['--info-fd', '3', ...filter, ...spec.args], { stdio, env: {} }, spec.prelude);
     if (spec.seccomp !== undefined) feedSeccomp(this.#child.stdio[4] as NodeJS.WritableStream | null, spec.seccomp);
     this.#exited = new Promise((resolve) => this.#child.once('close', () => resolve()));
     let info = '';
@@ -268,6 +271,10 @@ const CLOSE_INHERITED_AND_EXEC =
  * would otherwise pass into the sandbox, where the agent could read or write it. bash closes them
  * all before it execs the command.
  */
-function spawnClosingInherited(command: string, args: string[], options: SpawnOptions & { stdio: unknown[] }): ChildProcess {
-  return spawn('/bin/bash', ['-c', CLOSE_INHERITED_AND_EXEC, 'close-inherited', String(options.stdio.length), command, ...args], options);
+function spawnClosingInherited(command: string, args: string[], options: SpawnOptions & { stdio: unknown[] }, prelude = ''): ChildProcess {
+  return spawn(
+    '/bin/bash',
+    ['-c', prelude + CLOSE_INHERITED_AND_EXEC, 'close-inherited', String(options.stdio.length), command, ...args],
+    options,
+  );
 }

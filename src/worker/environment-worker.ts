@@ -14,9 +14,9 @@ import { ToolCallRecord } from './tool-guard.js';
 import { PathLocks } from './path-locks.js';
 import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork, type ClaimSlots } from './poller.js';
 import { scopedClient } from './scoped-client.js';
+import { defaultStateDir } from '../memory/index.js';
 import { resolveSandbox, type SandboxRuntime } from '../sandbox/runtime.js';
 import { sweepEmptySessionFolders } from './store-placement.js';
-import { defaultStateDir } from '../memory/index.js';
 
 export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
 export type { WorkerMetricsSnapshot } from './metrics.js';
@@ -285,7 +285,11 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
    * handleItem(); the warning for running without a sandbox is logged that once.
    */
   #sandboxRuntime(): Promise<SandboxRuntime> {
-    this.#sandbox ??= resolveSandbox(this.#opts.sandbox, { log: this.#log, concurrency: this.#opts.concurrency }).then((runtime) => {
+    this.#sandbox ??= resolveSandbox(this.#opts.sandbox, {
+      log: this.#log,
+      concurrency: this.#opts.concurrency,
+      stateDir: this.#opts.stateDir ?? defaultStateDir(),
+    }).then((runtime) => {
       if (runtime.kind === 'bwrap' && this.#opts.tools !== undefined) {
         this.#log.warn('custom `tools` run in the worker process, outside the sandbox; only the default agent toolset runs sandboxed');
       }

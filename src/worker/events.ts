@@ -54,6 +54,14 @@ export interface WorkerEventMap {
   leaseLost: [{ workId: string; sessionId: string | undefined; reason: 'lease_lost' | 'assumed_lost' }];
   /** The session's sandbox egress proxy refused a connection: the host the tool asked for, and the rule. */
   egressRefused: [{ workId: string; sessionId: string; host: string; port: number; rule: string; address?: string }];
+  /**
+   * A session's sandbox reached one of its limits during a tool call (`limit` in its unit: MiB or
+   * processes; `count`: OOM kills or refused forks during the call, 1 for a full tmpfs). The
+   * agent's tool result says the same `message`.
+   */
+  sandboxLimitHit: [
+    { workId: string; sessionId: string; limit: 'memory' | 'processes' | 'tmp'; value: number; count: number; message: string },
+  ];
   closing: [{}];
   closed: [{}];
   mounted: WithIds<'mounted'>;

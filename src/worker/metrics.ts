@@ -14,6 +14,12 @@ export interface WorkerMetricsSnapshot {
   syncDurationMsTotal: number;
   /** Connections the sandboxes' egress proxies refused. */
   egressRefused: number;
+  /** Tool calls during which a sandbox's memory limit killed a process. */
+  sandboxMemoryLimitHits: number;
+  /** Tool calls during which a sandbox's process limit refused a fork. */
+  sandboxProcessLimitHits: number;
+  /** Times a sandbox's `/tmp` or `/dev/shm` was found full after a call. */
+  sandboxTmpFull: number;
 }
 
 type Counter = Exclude<keyof WorkerMetricsSnapshot, 'sessionsActive'>;
@@ -33,6 +39,9 @@ export class WorkerMetrics {
     syncs: 0,
     syncDurationMsTotal: 0,
     egressRefused: 0,
+    sandboxMemoryLimitHits: 0,
+    sandboxProcessLimitHits: 0,
+    sandboxTmpFull: 0,
   };
 
   add(name: Counter, by = 1): void {

@@ -22,6 +22,7 @@ import { errorSummary, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import { defaultStateDir } from '../memory/index.js';
 import type { SandboxRuntime } from '../sandbox/runtime.js';
+import type { SandboxLimitHit } from '../sandbox/limits/limits.js';
 import { SessionSandbox } from '../sandbox/session-sandbox.js';
 import { decodeWorkSecret } from './credentials.js';
 import type { ItemOutcome, ItemStatus, WorkerEmit, WorkerEventMap } from './events.js';
@@ -439,6 +440,8 @@ async function serve(
             hide: [opts.stateDir ?? defaultStateDir()],
             mcpServerHosts: mcpHosts,
             onEgressRefused: (r) => report.egressRefused(sessionId, r),
+            sessionId,
+            onLimitHit: (hit) => report.sandboxLimitHit(sessionId, hit),
           },
           log,
         )
@@ -662,6 +665,15 @@ class ItemReport {
     this.#metrics.add('leaseLosses');
     this.log.warn({ reason }, 'lease lost; the work item is left to its new owner, not stopped');
     this.emit('leaseLost', { workId: this.workId, sessionId: this.sessionId, reason });
+  }
+
+  /** A tool call of the session reached a limit of its sandbox: log it, count it, emit it. */
+  sandboxLimitHit(sessionId: string, hit: SandboxLimitHit): void {
+    this.#metrics.add(
+      hit.limit === 'memory' ? 'sandboxMemoryLimitHits' : hit.limit === 'processes' ? 'sandboxProcessLimitHits' : 'sandboxTmpFull',
+    );
+    this.log.warn({ limit: hit.limit, value: hit.value, count: hit.count }, `${hit.message}; the session goes on`);
+    this.emit('sandboxLimitHit', { workId: this.workId, sessionId, ...hit });
   }
 
   /** The item ran its course (tear-down included): count it, log it, and close its session's events. */

@@ -4,6 +4,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { CGROUP_FIX } from '../../src/sandbox/limits/cgroups.js';
 import { BWRAP_INSTALL_FIX } from '../../src/sandbox/runtime.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -13,6 +14,7 @@ import {
   checkSandbox,
   checkSeccomp,
   checkUserNamespace,
+  checkSandboxLimits,
   checkClock,
   checkEnv,
   checkMountParent,
@@ -66,6 +68,7 @@ const healthy: DoctorProbes = {
   nowMs: () => 1_700_000_000_000,
   sandbox: async () => ({ ok: true, bwrap: '/usr/bin/bwrap' }),
   sandboxKernel: async () => hardened,
+  sandboxLimits: async () => ({ cgroup: 'v1', enforced: ['memoryMiB 4096'], unenforced: [], problem: '', fix: '' }),
 };
 
 describe('single checks', () => {
@@ -151,6 +154,25 @@ describe('single checks', () => {
       result: () => checkSeccomp({ ran: false, problem: 'no bwrap' }),
       status: 'skip',
     },
+    {
+      description: 'sandbox limits with a cgroup pass',
+      result: () =>
+        checkSandboxLimits({ cgroup: 'v2', enforced: ['memoryMiB 4096', 'maxProcesses 1024'], unenforced: [], problem: '', fix: '' }),
+      status: 'pass',
+    },
+    {
+      description: 'sandbox limits without a cgroup warn, naming each limit and the delegation fix',
+      result: () =>
+        checkSandboxLimits({
+          cgroup: 'none',
+          enforced: ['tmpMiB 1024', 'openFiles 8192'],
+          unenforced: ['memoryMiB 4096', 'maxProcesses 1024', 'cpuWeight 50'],
+          problem: 'cgroup v1 lets only root make cgroups, and the worker is not root',
+          fix: CGROUP_FIX,
+        }),
+      status: 'warn',
+      fixIncludes: 'Delegate=yes',
+    },
     { description: 'Node 18 fails', result: () => checkNode('v18.20.0'), status: 'fail', fixIncludes: 'Node 22' },
     { description: 'Node 20 warns about the glob tool', result: () => checkNode('v20.19.0'), status: 'warn', fixIncludes: 'glob' },
     { description: 'Node 22 passes', result: () => checkNode('v22.1.0'), status: 'pass' },
@@ -209,6 +231,7 @@ describe('runChecks', () => {
       'sandbox',
       'user_namespace',
       'seccomp',
+      'sandbox_limits',
       'node',
       'env',
       'api',
@@ -268,7 +291,7 @@ describe('the doctor command', () => {
     expect(code).toBe(EXIT.OK);
     const parsed = JSON.parse(io.out) as { ok: boolean; checks: Array<{ id: string }> };
     expect(parsed.ok).toBe(true);
-    expect(parsed.checks).toHaveLength(12);
+    expect(parsed.checks).toHaveLength(13);
   });
 
   it('passes its host checks for real in a writable temp folder', async () => {

@@ -55,6 +55,9 @@ describe('the EnvironmentWorker public API', () => {
       | 'syncs'
       | 'syncDurationMsTotal'
       | 'egressRefused'
+      | 'sandboxMemoryLimitHits'
+      | 'sandboxProcessLimitHits'
+      | 'sandboxTmpFull'
     >();
   });
 });

@@ -47,6 +47,20 @@ export interface DoctorProbes {
   sandboxKernel(): Promise<SandboxKernelCheckInput>;
   /** From inside a probe sandbox: its own network namespace, and the egress proxy. Absent: no rows. */
   network?(): Promise<NetworkCheckInput>;
+  /** Which of the default sandbox limits this host enforces (a cgroup the worker may manage), without changing anything. */
+  sandboxLimits(): Promise<SandboxLimitsCheckInput>;
+}
+
+/** What the limits probe found, for {@link checkSandboxLimits}. */
+export interface SandboxLimitsCheckInput {
+  /** The cgroup hierarchy the worker would use, or `none`. */
+  cgroup: 'v1' | 'v2' | 'none';
+  /** The limits enforced everywhere and those that need a cgroup and have one, as `name value`. */
+  enforced: string[];
+  /** The limits this host cannot enforce, as `name value`. */
+  unenforced: string[];
+  problem: string;
+  fix: string;
 }
 
 /** What the kernel probe found, for {@link checkUserNamespace} and {@link checkSeccomp}. */
@@ -96,6 +110,7 @@ export async function runChecks(probes: DoctorProbes, input: DoctorInput): Promi
   const kernel = await probes.sandboxKernel();
   results.push(checkUserNamespace(kernel), checkSeccomp(kernel));
   if (probes.network) results.push(...checkNetwork(await probes.network()));
+  results.push(checkSandboxLimits(await probes.sandboxLimits()));
   results.push(checkNode(probes.nodeVersion()));
   results.push(checkEnv(input));
   const api = await checkApi(probes, input);
@@ -285,6 +300,21 @@ export function checkNetwork(probe: NetworkCheckInput): CheckResult[] {
         : "Check that the worker can create unix sockets in the temporary folder (TMPDIR) and that bubblewrap can bind them; or set sandbox.network to 'none' (no network) until fixed.",
     },
   ];
+}
+
+/** The sandboxes' resource limits: a warning naming each one this host cannot enforce, with the fix. */
+export function checkSandboxLimits(probe: SandboxLimitsCheckInput): CheckResult {
+  const base = { id: 'sandbox_limits', title: "sandboxes' resource limits" };
+  const via = probe.cgroup === 'none' ? 'no cgroup' : `a cgroup ${probe.cgroup} per session`;
+  if (probe.unenforced.length === 0) {
+    return { ...base, status: 'pass', detail: `enforced (${via}): ${probe.enforced.join(', ')}`, fix: '' };
+  }
+  return {
+    ...base,
+    status: 'warn',
+    detail: `not enforced: ${probe.unenforced.join(', ')} (${probe.problem}); enforced: ${probe.enforced.join(', ')}`,
+    fix: `${probe.fix.charAt(0).toUpperCase()}${probe.fix.slice(1)}.`,
+  };
 }
 
 export function checkNode(version: string): CheckResult {

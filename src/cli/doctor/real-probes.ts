@@ -6,6 +6,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import { statusOf } from '../../api/classify.js';
 import { probeSandboxKernel } from '../../sandbox/kernel-probe.js';
 import { probeNetwork } from '../../sandbox/network/network-probe.js';
+import { SANDBOX_LIMITS_DEFAULT } from '../../sandbox/limits/limits.js';
+import { hostEnforcement } from '../../sandbox/limits/session-limits.js';
 import { probeSandbox } from '../../sandbox/runtime.js';
 import { headersOption } from '../custom-headers.js';
 import type { DirState, DoctorProbes } from './checks.js';
@@ -54,6 +56,7 @@ export const realProbes: DoctorProbes = {
     const probe = await probeSandbox();
     return probe.ok ? probeNetwork(probe) : undefined;
   },
+  sandboxLimits: async () => hostEnforcement(SANDBOX_LIMITS_DEFAULT),
 };
 
 async function noFollow(): Promise<{ ok: boolean; detail: string }> {

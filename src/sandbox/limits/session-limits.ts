@@ -1,0 +1,149 @@
+import type { Logger } from '../../internal/logger.js';
+import { coerceError } from '../../errors.js';
+import {
+  CGROUP_FIX,
+  neededControllers,
+  probeCgroupSupport,
+  SessionCgroup,
+  setUpSandboxCgroups,
+  sweepSandboxCgroups,
+  type CgroupController,
+  type CgroupHostFacts,
+  type CgroupSupport,
+} from './cgroups.js';
+import { LimitWatch } from './limit-watch.js';
+import type { ResolvedSandboxLimits, SandboxLimitHit } from './limits.js';
+import { limitPrelude } from './wrapper.js';
+
+/** The limits of a worker's sandboxes as this host can enforce them, decided once at start. */
+export interface SandboxLimitsRuntime {
+  limits: ResolvedSandboxLimits;
+  cgroups: CgroupSupport;
+  /** The set limits this host cannot enforce (their cgroup controller is not the worker's to use). */
+  unenforced: Array<keyof ResolvedSandboxLimits>;
+  /** Why, and the fix; empty when everything is enforced. */
+  problem: string;
+  fix: string;
+}
+
+const LIMIT_OF: Record<CgroupController, keyof ResolvedSandboxLimits> = { memory: 'memoryMiB', pids: 'maxProcesses', cpu: 'cpuWeight' };
+
+/**
+ * Decide how the worker bounds its sandboxes: make the cgroup parent where it can, remove the
+ * session cgroups a dead worker of the same state folder left, and say once, by name, each limit
+ * this host cannot enforce and the fix. The sized `/tmp` and `/dev/shm`, the rlimits and the OOM
+ * score hold on every host.
+ */
+export async function prepareSandboxLimits(
+  limits: ResolvedSandboxLimits,
+  ctx: { stateDir: string; log: Logger; facts?: CgroupHostFacts },
+): Promise<SandboxLimitsRuntime> {
+  const cgroups = setUpSandboxCgroups(limits, ctx.stateDir, ctx.facts);
+  if (cgroups.kind !== 'none') {
+    const removed = await sweepSandboxCgroups(ctx.stateDir, ctx.facts ?? {});
+    if (removed.length > 0) ctx.log.warn({ cgroups: removed }, 'removed the sandbox cgroups a worker that is gone left behind');
+  }
+  const runtime = describeEnforcement(limits, cgroups);
+  if (runtime.unenforced.length > 0) {
+    ctx.log.warn(
+      { unenforced: runtime.unenforced, cgroup: cgroups.kind },
+      `sandbox limits not enforced on this host: ${runtime.unenforced.map((k) => `${k} (${limits[k]})`).join(', ')}: ${runtime.problem}. ` +
+        `Fix: ${runtime.fix}. Enforced everywhere: tmpMiB, openFiles, no core files, the sandboxes' OOM score`,
+    );
+  } else {
+    ctx.log.info({ cgroup: cgroups.kind, limits }, 'each sandbox runs in a cgroup of its own with its limits');
+  }
+  return runtime;
+}
+
+/** Which set limits {@link cgroups} leaves unenforced, and why. Pure. */
+export function describeEnforcement(limits: ResolvedSandboxLimits, cgroups: CgroupSupport): SandboxLimitsRuntime {
+  const needed = neededControllers(limits);
+  const missing = cgroups.kind === 'none' ? needed : needed.filter((c) => cgroups.parents[c] === undefined);
+  const unenforced = missing.map((c) => LIMIT_OF[c]);
+  const problem =
+    unenforced.length === 0
+      ? ''
+      : cgroups.kind === 'none'
+        ? cgroups.problem
+        : `cgroup ${cgroups.kind}: the ${missing.join(', ')} controller${missing.length > 1 ? 's are' : ' is'} not available to the worker`;
+  return { limits, cgroups, unenforced, problem, fix: unenforced.length === 0 ? '' : CGROUP_FIX };
+}
+
+/**
+ * Which of `limits` this host would enforce, found without changing anything (for `doctor`): each
+ * limit as `name value`, split into enforced and not, with the problem and the fix.
+ */
+export function hostEnforcement(
+  limits: ResolvedSandboxLimits,
+  facts: CgroupHostFacts = {},
+): { cgroup: 'v1' | 'v2' | 'none'; enforced: string[]; unenforced: string[]; problem: string; fix: string } {
+  const probe = probeCgroupSupport(facts);
+  const support: CgroupSupport =
+    probe.kind === 'none' ? probe : { kind: probe.kind, root: '', parents: Object.fromEntries(probe.controllers.map((c) => [c, c])) };
+  const described = describeEnforcement(limits, support);
+  const named = (k: keyof ResolvedSandboxLimits): string => `${k} ${limits[k]}`;
+  const set = (Object.keys(limits) as Array<keyof ResolvedSandboxLimits>).filter((k) => limits[k] !== null);
+  return {
+    cgroup: probe.kind,
+    enforced: [...set.filter((k) => !described.unenforced.includes(k)).map(named), 'no core files', 'OOM score 1000', 'read-only /dev'],
+    unenforced: described.unenforced.map(named),
+    problem: described.problem,
+    fix: described.fix,
+  };
+}
+
+/**
+ * One session's bounds: its cgroup (made at the first sandbox, kept across restarts of the
+ * sandbox, so the counters and limits span the session), the wrapper's shell lines that put each
+ * sandbox in it, and the watch that tells which limit a call reached.
+ */
+export class SessionLimits {
+  readonly #runtime: SandboxLimitsRuntime;
+  readonly #cgroup: SessionCgroup | undefined;
+  readonly #watch: LimitWatch;
+
+  constructor(runtime: SandboxLimitsRuntime, sessionKey: string, log: Logger) {
+    this.#runtime = runtime;
+    const { cgroups, limits } = runtime;
+    let cgroup: SessionCgroup | undefined;
+    if (cgroups.kind !== 'none') {
+      try {
+        cgroup = SessionCgroup.create(cgroups, sessionKey, limits);
+      } catch (e) {
+        log.warn(
+          { err: coerceError(e) },
+          "the session's sandbox cgroup could not be made; its sandbox runs without memory, process and CPU limits",
+        );
+      }
+    }
+    this.#cgroup = cgroup;
+    this.#watch = new LimitWatch(limits, cgroup);
+  }
+
+  /** Bytes of each of the sandbox's `/tmp` and `/dev/shm`, or `null` for the kernel's default. */
+  get tmpBytes(): number | null {
+    const mib = this.#runtime.limits.tmpMiB;
+    return mib === null ? null : mib * 1024 * 1024;
+  }
+
+  /** The shell lines the spawn wrapper runs before it execs bubblewrap. */
+  prelude(): string {
+    return limitPrelude({ procsFiles: this.#cgroup?.procsFiles ?? [], openFiles: this.#runtime.limits.openFiles });
+  }
+
+  /** The session's cgroup folders (one per hierarchy), when it has a cgroup. */
+  get cgroupDirs(): string[] {
+    return this.#cgroup?.dirs ?? [];
+  }
+
+  /** The limits reached since the last check. */
+  check(sandboxPid: number | undefined): SandboxLimitHit[] {
+    return this.#watch.check(sandboxPid);
+  }
+
+  /** Kill what is left in the cgroup and remove it. Never throws. */
+  async close(): Promise<void> {
+    await this.#cgroup?.destroy();
+  }
+}
