@@ -2,9 +2,12 @@ import { defineConfig, type Options } from 'tsup';
 
 const shared: Options = {
   // No source maps: with the sources embedded they were 2 MB of the tarball, and even without them
-  // 80 kB of it. The output is not minified and marks each module with its `// src/...` path, so a
-  // stack trace into dist/ still reads.
+  // 80 kB of it.
   sourcemap: false,
+  // Whitespace only (names and code stay as written), so a stack trace into dist/ still names its
+  // functions; the package ships every module twice (ESM and CommonJS), and unminified that was a
+  // tenth of the tarball.
+  minifyWhitespace: true,
   target: 'node20',
   platform: 'node',
   // p-limit ships ESM only; bundling it keeps the CommonJS build loadable with require(), and it

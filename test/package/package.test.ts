@@ -135,9 +135,9 @@ describe('the packed tarball', () => {
     const cli = await fs.readFile(path.join(dist, 'cli', 'main.js'), 'utf8');
     const index = await fs.readFile(path.join(dist, 'index.js'), 'utf8');
     // The worker class is defined once, in a chunk both the library entry and the CLI import.
-    const definesWorker = (text: string): boolean => /\bEnvironmentWorker = class\b|\bclass EnvironmentWorker\b/.test(text);
+    const definesWorker = (text: string): boolean => /\bEnvironmentWorker ?= ?class\b|\bclass EnvironmentWorker\b/.test(text);
     expect(definesWorker(cli)).toBe(false);
-    const chunksOf = (text: string): string[] => [...text.matchAll(/from "\.\.?\/(chunk-[\w-]+\.js)"/g)].map((m) => m[1]!);
+    const chunksOf = (text: string): string[] => [...text.matchAll(/from ?"\.\.?\/(chunk-[\w-]+\.js)"/g)].map((m) => m[1]!);
     const shared = chunksOf(cli).filter((c) => chunksOf(index).includes(c));
     const defining = [];
     for (const c of shared) if (definesWorker(await fs.readFile(path.join(dist, c), 'utf8'))) defining.push(c);
