@@ -3,6 +3,7 @@
  * every fact about the host comes from a probe, so tests feed plain objects and the real run feeds
  * {@link realProbes}. Each result carries the fix an operator should apply.
  */
+import type { SandboxKernelReport } from '../../sandbox/kernel-probe.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
 
@@ -64,17 +65,7 @@ export interface SandboxLimitsCheckInput {
 }
 
 /** What the kernel probe found, for {@link checkUserNamespace} and {@link checkSeccomp}. */
-export type SandboxKernelCheckInput =
-  | { ran: false; problem: string }
-  | {
-      ran: true;
-      arch: string;
-      filterBuilt: boolean;
-      seccompMode: number | undefined;
-      uidMap: string;
-      ownUserNamespace: boolean;
-      disableUserns: boolean;
-    };
+export type SandboxKernelCheckInput = SandboxKernelReport;
 
 /** What the network probe found, for {@link checkNetwork}; `undefined` when no sandbox starts here. */
 export type NetworkCheckInput = { namespace: { ok: boolean; detail: string }; proxy: { ok: boolean; detail: string } } | undefined;

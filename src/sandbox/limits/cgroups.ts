@@ -104,13 +104,8 @@ export function setUpSandboxCgroups(limits: ResolvedSandboxLimits, stateDir: str
   }
 }
 
-function setUpV2(root: string, own: string, name: string, wanted: CgroupController[], limits: ResolvedSandboxLimits): CgroupSupport {
-  const dir = path.join(root, own);
-  const available = readWords(path.join(dir, 'cgroup.controllers'));
-  const usable = wanted.filter((c) => available.includes(c));
-  if (usable.length === 0) {
-    return { kind: 'none', problem: `cgroup v2: ${dir} offers none of the ${wanted.join(', ')} controllers`, fix: CGROUP_FIX };
-  }
+/** Why the worker may not manage the v2 cgroup `dir` (its procs and subtree control not writable), or undefined. */
+function notDelegated(dir: string): Extract<CgroupSupport, { kind: 'none' }> | undefined {
   for (const f of ['cgroup.procs', 'cgroup.subtree_control']) {
     try {
       fs.accessSync(path.join(dir, f), fs.constants.W_OK);
@@ -122,6 +117,18 @@ function setUpV2(root: string, own: string, name: string, wanted: CgroupControll
       };
     }
   }
+  return undefined;
+}
+
+function setUpV2(root: string, own: string, name: string, wanted: CgroupController[], limits: ResolvedSandboxLimits): CgroupSupport {
+  const dir = path.join(root, own);
+  const available = readWords(path.join(dir, 'cgroup.controllers'));
+  const usable = wanted.filter((c) => available.includes(c));
+  if (usable.length === 0) {
+    return { kind: 'none', problem: `cgroup v2: ${dir} offers none of the ${wanted.join(', ')} controllers`, fix: CGROUP_FIX };
+  }
+  const undelegated = notDelegated(dir);
+  if (undelegated !== undefined) return undelegated;
   const enabled = readWords(path.join(dir, 'cgroup.subtree_control'));
   const enable = usable.filter((c) => !enabled.includes(c));
   if (enable.length > 0) {
@@ -192,17 +199,8 @@ export function probeCgroupSupport(
   const own = ownCgroups(selfCgroup);
   if (fs.existsSync(path.join(root, 'cgroup.controllers'))) {
     const dir = path.join(root, own.get('') ?? '/');
-    for (const f of ['cgroup.procs', 'cgroup.subtree_control']) {
-      try {
-        fs.accessSync(path.join(dir, f), fs.constants.W_OK);
-      } catch {
-        return {
-          kind: 'none',
-          problem: `cgroup v2: the worker's cgroup ${dir} is not delegated to it (${f} is not writable)`,
-          fix: CGROUP_FIX,
-        };
-      }
-    }
+    const undelegated = notDelegated(dir);
+    if (undelegated !== undefined) return undelegated;
     const available = readWords(path.join(dir, 'cgroup.controllers'));
     return { kind: 'v2', controllers: CONTROLLERS.filter((c) => available.includes(c)) };
   }
