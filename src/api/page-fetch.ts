@@ -26,10 +26,10 @@ export interface LentBody {
   done(): void;
 }
 
-/** How a successful answer's body is read into a buffer the caller lends. */
+/** How a successful answer's body is read: into a buffer the caller lends, or (no `lend`) one of its own. */
 export interface PageFetchOptions {
-  /** A buffer of exactly `length` bytes. */
-  lend(length: number): LentBody;
+  /** A buffer of exactly `length` bytes. Absent: every body is read into a buffer of the answer's own. */
+  lend?(length: number): LentBody;
   /** Milliseconds without a byte of the head or the body before the request fails as a lost connection. */
   stallTimeoutMs: number;
 }
@@ -58,7 +58,9 @@ export function takeLentBody(res: Response): LentAnswer | undefined {
 
 /**
  * `client` itself when it has a `fetch` of its own, else a copy of it whose requests go through
- * {@link pageFetch}. Listing pages only: the caller reads every 2xx body with {@link takeLentBody}.
+ * {@link pageFetch}. With `pages.lend` (listing pages), the caller reads every 2xx body with
+ * {@link takeLentBody}; without it (memory writes), every answer is read whole, within
+ * `maxBodyBytes`, into a buffer of its own.
  */
 export function withPageFetch(client: Anthropic, maxBodyBytes: number, pages: PageFetchOptions): Anthropic {
   if (!usesRuntimeFetch(client)) return client;
@@ -172,19 +174,28 @@ async function readAnswer(answer: Dispatcher.ResponseData, maxBodyBytes: number,
     const bytes = await readPlain(source, maxBodyBytes);
     return new BufferedResponse(bytes, init) as unknown as Response;
   }
-  const lent = await readLent(source, declared, maxBodyBytes, pages);
+  if (pages.lend === undefined) {
+    const bytes = await readPlain(source, maxBodyBytes);
+    return new BufferedResponse(bytes, init) as unknown as Response;
+  }
+  const lent = await readLent(source, declared, maxBodyBytes, pages.lend);
   const response = new BufferedResponse(null, init);
   (response as unknown as { [LENT]?: LentAnswer })[LENT] = lent;
   return response as unknown as Response;
 }
 
 /** The body as the caller lends for it: in place when its length is declared, else in a buffer that doubles. */
-async function readLent(source: Readable, declared: number | undefined, cap: number, pages: PageFetchOptions): Promise<LentAnswer> {
+async function readLent(
+  source: Readable,
+  declared: number | undefined,
+  cap: number,
+  lend: (length: number) => LentBody,
+): Promise<LentAnswer> {
   if (declared !== undefined && declared > cap) {
     source.destroy();
     return { kind: 'over-cap', bytes: declared, declared: true };
   }
-  let lent: LentBody | undefined = declared !== undefined ? pages.lend(declared) : undefined;
+  let lent: LentBody | undefined = declared !== undefined ? lend(declared) : undefined;
   let at = 0;
   try {
     for await (const chunk of source as AsyncIterable<Buffer>) {
@@ -198,7 +209,7 @@ async function readLent(source: Readable, declared: number | undefined, cap: num
         if (at + chunk.length > declared) throw new AnswerProblem(`the body passed its declared length of ${declared} bytes`);
       } else if (lent === undefined || at + chunk.length > lent.bytes.length) {
         const need = at + chunk.length;
-        const next = pages.lend(Math.min(cap, Math.max(need, 2 * (lent?.bytes.length ?? 0), GROWING_START_BYTES)));
+        const next = lend(Math.min(cap, Math.max(need, 2 * (lent?.bytes.length ?? 0), GROWING_START_BYTES)));
         if (lent !== undefined) {
           lent.bytes.copy(next.bytes, 0, 0, at);
           lent.done();
@@ -209,10 +220,10 @@ async function readLent(source: Readable, declared: number | undefined, cap: num
       at += chunk.length;
     }
     if (declared !== undefined && at !== declared) throw new AnswerProblem(`the body ended after ${at} of its declared ${declared} bytes`);
-    if (lent === undefined) return { kind: 'body', body: pages.lend(0) };
+    if (lent === undefined) return { kind: 'body', body: lend(0) };
     if (lent.bytes.length !== at) {
       // A buffer of exactly the body's length, as the caller's pages expect.
-      const exact = pages.lend(at);
+      const exact = lend(at);
       lent.bytes.copy(exact.bytes, 0, 0, at);
       lent.done();
       lent = exact;
@@ -311,6 +322,7 @@ const ResponseBase = Response as unknown as new (
 class BufferedResponse extends ResponseBase {
   readonly #bytes: Buffer | null;
   #used = false;
+  #stream: ReadableStream<Uint8Array> | undefined;
 
   constructor(bytes: Buffer | null, init: ResponseInit) {
     super(null, init);
@@ -319,6 +331,21 @@ class BufferedResponse extends ResponseBase {
 
   get bodyUsed(): boolean {
     return this.#used;
+  }
+
+  /** The bytes as a stream, for a caller that reads the body itself (a bounded reader); the same stream on every read. */
+  get body(): ReadableStream<Uint8Array> | null {
+    if (this.#stream !== undefined) return this.#stream;
+    if (this.#bytes === null || this.#used) return null;
+    // Built on the bytes, not taking them: the SDK looks at `body` before it reads an answer with `json()`.
+    const bytes = this.#bytes;
+    this.#stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        if (bytes.length > 0) controller.enqueue(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
+        controller.close();
+      },
+    });
+    return this.#stream;
   }
 
   async text(): Promise<string> {

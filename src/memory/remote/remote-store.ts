@@ -21,8 +21,10 @@ import { PATH_CONFLICT_REASON_PREFIX } from '../rules/path-conflict.js';
  *   request, and a write whose response was lost is settled by the next listing (sent shas), not by
  *   blindly re-sending it.
  * Every call carries the caller's signal, so aborting really cancels the request in flight.
- * A write's answer is read within what a memory can weigh, so a runaway answer costs a bounded read
- * (and counts as a lost response, settled by the next listing).
+ * Writes go through the same transport as listing pages (undici's `request()` on the app's
+ * dispatcher; a client with a `fetch` of its own keeps it), and a write's answer is read within
+ * what a memory can weigh, so a runaway answer costs a bounded read (and counts as a lost response,
+ * settled by the next listing).
  * Write failures come back as values (never thrown), classified for the planner's `applyOutcome`;
  * only an abort is thrown.
  *
@@ -128,6 +130,14 @@ export class RemoteStore {
     this.storeId = storeId;
     this.#readRetries = opts.readRetries ?? 2;
     this.#timeoutMs = opts.requestTimeoutMs ?? MEMORY_DEFAULTS.requestTimeoutMs;
+  }
+
+  /** The client the writes go through: the page transport without a lender (answers read whole, bounded). */
+  get #writer(): Anthropic {
+    const timeoutMs = this.#timeoutMs;
+    return transportOf(this.#client, `write:${timeoutMs}`, () =>
+      withPageFetch(this.#client, MAX_WRITE_ANSWER_BYTES, { stallTimeoutMs: timeoutMs }),
+    );
   }
 
   /** The client a listing page of `view` is asked through: its body lands in a pooled page buffer. */
@@ -353,7 +363,7 @@ export class RemoteStore {
 
   async create(serverPath: string, content: string, signal?: AbortSignal): Promise<RemoteWriteResult> {
     return this.#write(serverPath, signal, () =>
-      this.#client.beta.memoryStores.memories.create(
+      this.#writer.beta.memoryStores.memories.create(
         this.storeId,
         { path: serverPath, content },
         { signal, maxRetries: 0, timeout: this.#timeoutMs },
@@ -364,7 +374,7 @@ export class RemoteStore {
   /** Update the content of `id`, only if the store still holds `expectedSha` (content_sha256 precondition). */
   async update(id: string, serverPath: string, content: string, expectedSha: string, signal?: AbortSignal): Promise<RemoteWriteResult> {
     return this.#write(serverPath, signal, () =>
-      this.#client.beta.memoryStores.memories.update(
+      this.#writer.beta.memoryStores.memories.update(
         id,
         {
           memory_store_id: this.storeId,
@@ -379,7 +389,7 @@ export class RemoteStore {
   /** Delete `id`, only if the store still holds `expectedSha`. A 404 counts as done. */
   async delete(id: string, expectedSha: string, signal?: AbortSignal): Promise<RemoteDeleteResult> {
     try {
-      await this.#client.beta.memoryStores.memories.delete(
+      await this.#writer.beta.memoryStores.memories.delete(
         id,
         { memory_store_id: this.storeId, expected_content_sha256: expectedSha },
         { signal, maxRetries: 0, timeout: this.#timeoutMs },

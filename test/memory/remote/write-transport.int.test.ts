@@ -1,8 +1,8 @@
 /**
  * Pins the transport of memory writes and listings, over real HTTP against the emulator: every
  * request goes through the dispatcher the app chose (the client's `fetchOptions.dispatcher` here,
- * counted), listing pages read into pooled buffers by the page transport, writes, retrieves and
- * deletes through the client's own `fetch`; and every write's answer is classified exactly as
+ * counted), listing pages read into pooled buffers and writes read whole by the page transport,
+ * retrieves through the client's own `fetch`; and every write's answer is classified exactly as
  * before: 409s, 4xx refusals, 5xx, a lost response, a server that never answers (the request
  * timeout), an answer too large or malformed to be a memory, and the caller's abort. A client with
  * a `fetch` of its own keeps it for every request; a client of another copy of the SDK works the same.
@@ -133,7 +133,7 @@ describe('with the runtime default fetch', () => {
     expect(isAbortError(err) || (err as Error).message === 'bound expired').toBe(true);
   });
 
-  it('the copies of a client for its listing pages are made once, and shared by every store of that client', async () => {
+  it('the copies of a client for its listings and writes are made once, and shared by every store of that client', async () => {
     const first = await h.emu.createMemoryStore({ name: 'One', memories: { '/a.md': 'a' } });
     const second = await h.emu.createMemoryStore({ name: 'Other', memories: { '/b.md': 'b' } });
     const { sessionId } = await h.emu.createSession({ resources: [{ memoryStoreId: first.id }, { memoryStoreId: second.id }] });
@@ -145,15 +145,15 @@ describe('with the runtime default fetch', () => {
       await remote.listFull(undefined, () => undefined);
       expect((await remote.create(`/new-${stores.indexOf(remote)}.md`, 'x', undefined)).ok).toBe(true);
     }
-    // One for basic pages, one for full pages: not two per store, and none for writes.
-    expect(copies).toHaveBeenCalledTimes(2);
+    // One for basic pages, one for full pages, one for writes: not three per store.
+    expect(copies).toHaveBeenCalledTimes(3);
     // Another client (another timeout, too) gets copies of its own.
     const other = h.emu.sessionClient(sessionId);
     const otherCopies = vi.spyOn(other, 'withOptions');
     await new RemoteStore(other, second.id).listBasic();
     await new RemoteStore(other, second.id, { requestTimeoutMs: 5_000 }).listBasic();
     expect(otherCopies).toHaveBeenCalledTimes(2);
-    expect(copies).toHaveBeenCalledTimes(2);
+    expect(copies).toHaveBeenCalledTimes(3);
   });
 });
 
