@@ -57,7 +57,7 @@ describe('bwrapArgs', () => {
     expect(triples(args, '--bind')).toContain('/var/state/session-stores/s1/notes-1 /mnt/memory/notes');
     expect(triples(args, '--ro-bind')).toContain('/var/state/session-stores/s1/policy-2 /mnt/memory/policy');
     // The state folder is not visible where the copies appear: nothing masks the mount paths.
-    expect(args.filter((_a, i) => args[i - 1] === '--tmpfs')).toEqual(['/tmp']);
+    expect(args.filter((_a, i) => args[i - 1] === '--tmpfs')).toEqual(['/dev/shm', '/tmp']);
   });
 
   it('puts the private /tmp before every bind, so a workdir under /tmp lands on top of it', () => {

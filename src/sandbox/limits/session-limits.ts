@@ -51,7 +51,17 @@ export async function prepareSandboxLimits(
         `Fix: ${runtime.fix}. Enforced everywhere: tmpMiB, openFiles, no core files, the sandboxes' OOM score`,
     );
   } else {
-    ctx.log.info({ cgroup: cgroups.kind, limits }, 'each sandbox runs in a cgroup of its own with its limits');
+    ctx.log.info(
+      {
+        cgroup: cgroups.kind,
+        memory_mib: limits.memoryMiB,
+        max_processes: limits.maxProcesses,
+        cpu_weight: limits.cpuWeight,
+        tmp_mib: limits.tmpMiB,
+        open_files: limits.openFiles,
+      },
+      'each sandbox runs in a cgroup of its own with its limits',
+    );
   }
   return runtime;
 }
