@@ -263,13 +263,26 @@ describe.runIf(onLinuxX64)('with a bubblewrap older than 0.8 (no --disable-usern
 
 describe.runIf(onLinuxX64 && asRoot)('the kernel from a session sandbox, worker run as an unprivileged user', () => {
   let tmp: string;
+  /** Folders above the checkout that uid 65534 could not pass through, with the mode they had. */
+  const opened: Array<{ dir: string; mode: number }> = [];
   beforeAll(async () => {
     tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-kernel-nobody-'));
     await fsp.mkdir(path.join(tmp, 'work'));
     await fsp.chown(tmp, 65534, 65534);
     await fsp.chown(path.join(tmp, 'work'), 65534, 65534);
+    // The unprivileged worker loads its code from this checkout: a checkout under a private folder
+    // (a `mktemp -d` one is 0700) gets search permission for others until the tests end.
+    for (let dir = REPO_ROOT; ; dir = path.dirname(dir)) {
+      const { mode } = await fsp.stat(dir);
+      if ((mode & 0o001) === 0) {
+        opened.push({ dir, mode: mode & 0o7777 });
+        await fsp.chmod(dir, (mode & 0o7777) | 0o001);
+      }
+      if (dir === path.dirname(dir)) break;
+    }
   });
   afterAll(async () => {
+    for (const { dir, mode } of opened.splice(0)) await fsp.chmod(dir, mode);
     await fsp.rm(tmp, { recursive: true, force: true });
   });
 
