@@ -68,7 +68,10 @@ export async function runTenants(sandbox: 'none' | 'bwrap' | undefined): Promise
         sh(`cat ${dirB}/b.md`),
         sh(`echo 'A was here' > ${dirB}/b.md && echo WROTE`),
         sh(`env | grep ANTHROPIC_; cat /proc/[0-9]*/environ | tr '\\0' '\\n' | grep ANTHROPIC_ | sort -u`),
-        sh(`for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done`),
+        // Only the daemon's script name is printed: a host's whole process list (a CI harness's long
+        // command lines) passes the bash tool's output cut, and the bracket keeps this command's own
+        // line from matching.
+        sh(`cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -o 'tenant-[d]aemon[.a-z]*' | sort -u`),
         sh(`ls -a ${stateDir}`),
         sh(`cat ${keyFile}`),
         sh(`echo tampered > ${dirPolicy}/policy.md`),
