@@ -57,6 +57,15 @@ export function takeLentBody(res: Response): LentAnswer | undefined {
 }
 
 /**
+ * The bytes of an answer this transport already read whole (an error's body, a write's answer),
+ * taken once: the response's body is then used. Undefined for any other response, or one whose
+ * body was read or went into a lent buffer: read it as usual.
+ */
+export function takeBufferedBytes(res: Response): Buffer | undefined {
+  return res instanceof BufferedResponse ? res.takeBytes() : undefined;
+}
+
+/**
  * `client` itself when it has a `fetch` of its own, else a copy of it whose requests go through
  * {@link pageFetch}. With `pages.lend` (listing pages), the caller reads every 2xx body with
  * {@link takeLentBody}; without it (memory writes), every answer is read whole, within
@@ -339,12 +348,15 @@ class BufferedResponse extends ResponseBase {
     if (this.#bytes === null || this.#used) return null;
     // Built on the bytes, not taking them: the SDK looks at `body` before it reads an answer with `json()`.
     const bytes = this.#bytes;
-    this.#stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        if (bytes.length > 0) controller.enqueue(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
-        controller.close();
+    this.#stream = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          if (bytes.length > 0) controller.enqueue(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
+          controller.close();
+        },
       },
-    });
+      { highWaterMark: 0 },
+    );
     return this.#stream;
   }
 
@@ -370,6 +382,21 @@ class BufferedResponse extends ResponseBase {
     const lent = (this as unknown as { [LENT]?: LentAnswer })[LENT];
     const bytes = this.#bytes ?? (lent?.kind === 'body' ? Buffer.from(lent.body.bytes) : null);
     return new BufferedResponse(bytes, { status: this.status, statusText: this.statusText, headers: new Headers(this.headers) });
+  }
+
+  /**
+   * The whole body, once, when it was read into bytes of its own and nobody reads its stream (the
+   * SDK looks at `body` without reading it); a stream handed out unread is cancelled, so nothing
+   * reads the bytes twice.
+   */
+  takeBytes(): Buffer | undefined {
+    if (this.#used || this.#bytes === null) return undefined;
+    if (this.#stream !== undefined) {
+      if (this.#stream.locked) return undefined;
+      void this.#stream.cancel().catch(() => {});
+    }
+    this.#used = true;
+    return this.#bytes;
   }
 
   #take(): Buffer {

@@ -12,7 +12,15 @@ import * as zlib from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { isRuntimeFetch, takeLentBody, usesRuntimeFetch, withPageFetch, type LentBody } from '../../src/api/page-fetch.js';
+import {
+  isRuntimeFetch,
+  takeBufferedBytes,
+  takeLentBody,
+  usesRuntimeFetch,
+  withPageFetch,
+  type LentBody,
+} from '../../src/api/page-fetch.js';
+import { readBodyCapped } from '../../src/memory/remote/bounded-body.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -212,5 +220,22 @@ describe('the page transport', () => {
     const l = lender();
     await expect(listing(1 << 20, l)).rejects.toMatchObject({ status: 404, message: expect.stringMatching(/no such store/) });
     expect(l.lent).toEqual([]);
+  });
+  it("hands a write answer read whole to the bounded reader as its bytes, once, still within the reader's bound", async () => {
+    const body = JSON.stringify({ type: 'memory', id: 'mem_1', path: '/a.md', content: 'é'.repeat(3_000) });
+    handler = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    const client = (): Anthropic =>
+      withPageFetch(new Anthropic({ apiKey: 'sk-test', baseURL, maxRetries: 0, logLevel: 'off' }), 1 << 20, { stallTimeoutMs: 5_000 });
+    const write = (): Promise<Response> =>
+      client().beta.memoryStores.memories.create('memstore_x', { path: '/a.md', content: 'x' }).asResponse();
+    const res = await write();
+    expect(await readBodyCapped(res, { capBytes: 1 << 20, timeoutMs: 5_000 })).toBe(body);
+    // Taken once: the body is used, and a second take finds nothing.
+    expect(res.bodyUsed).toBe(true);
+    expect(takeBufferedBytes(res)).toBeUndefined();
+    // The reader's own bound holds on bytes read whole, though the transport's was larger.
+    await expect(readBodyCapped(await write(), { capBytes: 1_000, timeoutMs: 5_000 })).rejects.toMatchObject({ limit: 'body-size' });
+    // A response of another transport is not taken.
+    expect(takeBufferedBytes(new Response(body))).toBeUndefined();
   });
 });

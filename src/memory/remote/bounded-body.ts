@@ -1,4 +1,5 @@
 import { RemoteApiError, RemoteLimitError } from '../../errors.js';
+import { takeBufferedBytes } from '../../api/page-fetch.js';
 import { PageBytes } from './page-bytes.js';
 
 /**
@@ -11,6 +12,15 @@ import { PageBytes } from './page-bytes.js';
  * {@link RemoteApiError} for a body that stalls; the caller adds what was read.
  */
 export async function readBodyCapped(res: Response, opts: { capBytes: number; timeoutMs: number; signal?: AbortSignal }): Promise<string> {
+  // An answer the page transport already read whole is decoded from its bytes, with no stream built.
+  const whole = takeBufferedBytes(res);
+  if (whole !== undefined) {
+    if (opts.signal?.aborted) throw opts.signal.reason;
+    if (whole.length > opts.capBytes) {
+      throw new RemoteLimitError('body-size', `the answer has ${whole.length} bytes, over the ${opts.capBytes} bytes it can weigh`);
+    }
+    return new TextDecoder('utf-8', { ignoreBOM: true }).decode(whole);
+  }
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
   const parts: string[] = [];
   // Each chunk is decoded as it arrives and released: the body is never copied into one buffer of
