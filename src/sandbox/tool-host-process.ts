@@ -328,10 +328,11 @@ function withChannelVariable(args: string[], fd: number): string[] {
  * Closes every descriptor from `$1` up, then execs the rest of its arguments. Run by bash in the
  * child, so the worker's main thread never walks its own descriptor table: bash lists its
  * `/proc/<pid>/fd` (what it inherited across the exec) and closes each one at or above the first
- * descriptor that is not the child's stdio.
+ * descriptor that is not the child's stdio. No redirection on the loop: bash would keep stderr's
+ * copy on a descriptor the loop closes, and the host's stderr would end up nowhere.
  */
 const CLOSE_INHERITED_AND_EXEC =
-  'first=$1; shift; for p in /proc/$$/fd/*; do n=${p##*/}; if [ "$n" -ge "$first" ] 2>/dev/null; then eval "exec $n>&-"; fi; done 2>/dev/null; exec "$@"';
+  'first=$1; shift; for p in /proc/$$/fd/*; do n=${p##*/}; if [ "$n" -ge "$first" ]; then eval "exec $n>&-"; fi; done; exec "$@"';
 
 /**
  * Spawn with no descriptor but the child's stdio: a descriptor the worker inherited without
@@ -342,7 +343,9 @@ const CLOSE_INHERITED_AND_EXEC =
 function spawnClosingInherited(command: string, args: string[], options: SpawnOptions & { stdio: unknown[] }, prelude = ''): ChildProcess {
   return spawn(
     '/bin/bash',
-    ['-c', prelude + CLOSE_INHERITED_AND_EXEC, 'close-inherited', String(options.stdio.length), command, ...args],
+    // --norc: with a socket for stdin bash takes itself for a remote shell and would run the
+    // worker user's ~/.bashrc.
+    ['--norc', '-c', prelude + CLOSE_INHERITED_AND_EXEC, 'close-inherited', String(options.stdio.length), command, ...args],
     options,
   );
 }

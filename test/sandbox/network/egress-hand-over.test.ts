@@ -4,7 +4,8 @@
 // connections judged by the proxy (loopback refused, before any dial); a host that sends anything
 // else (a listener on another port, a unix listener, a connected socket, no handle, a message of
 // another shape) fails to start, with the handle closed in the worker; the worker's copy of an
-// adopted listener is closed with the host. Only loopback is dialled.
+// adopted listener is closed with the host. The real host, given a network but no channel, fails
+// with its own reason. Only loopback is dialled.
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as net from 'node:net';
@@ -145,6 +146,35 @@ describe('the egress listener hand-over', () => {
       expect(refusals).toEqual([]);
     }, 30_000);
   }
+});
+
+describe('a tool host with a network but no channel', () => {
+  it("fails to start, and its own reason reaches the worker (its stderr, with no shell's rc file in it)", async () => {
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-no-channel-'));
+    try {
+      await fsp.writeFile(path.join(dir, 'launch'), LAUNCHER, { mode: 0o755 });
+      const entry = fileURLToPath(new URL('../../../dist/sandbox/tool-host.cjs', import.meta.url));
+      const host = new ToolHostProcess({
+        bwrap: path.join(dir, 'launch'),
+        args: ['--', process.execPath, entry],
+        init: {
+          t: 'init',
+          workdir: dir,
+          allowedRoots: [],
+          readOnlyRoots: [],
+          maxFileBytes: undefined,
+          egress: { socket: '/run/maw-egress.sock', port: await freePort() },
+        },
+        log: pino({ level: 'silent' }),
+      });
+      const problem = await host.ready();
+      await host.close();
+      expect(problem).toContain('it has no channel to hand its network listener to the worker');
+      expect(problem).not.toContain('bashrc');
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });
 
 describe('checkHandedListener', () => {

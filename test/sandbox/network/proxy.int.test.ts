@@ -101,8 +101,8 @@ describe('the default network (unrestricted) through the egress proxy', () => {
     );
     expect(holders).toMatch(/listener=[1-9][0-9]*\n0\n/);
     // The host closed its IPC channel before the toolset existed. Sockets made inside are listed in
-    // the sandbox's own /proc/net/unix; those the worker made (the host's stdin, stdout and, were
-    // it still open, its channel) are not: the host keeps only fds 0 and 1 of them, the shell none.
+    // the sandbox's own /proc/net/unix; those the worker made (the host's stdio and, were it still
+    // open, its channel) are not: the host keeps only its stdio of them, the shell none.
     const outside = (pid: string): string =>
       `ls -l /proc/${pid}/fd | awk '/socket:/ {print $9, $11}' | while read fd s; do i=\${s#socket:[}; i=\${i%]}; ` +
       `awk -v i="$i" 'NR > 1 && $7 == i {f = 1} END {exit !f}' /proc/net/unix || grep -qw "$i" /proc/net/tcp || printf '%s ' "$fd"; done; echo`;
@@ -110,7 +110,7 @@ describe('the default network (unrestricted) through the egress proxy', () => {
       `tr '\\0' ' ' < /proc/$PPID/cmdline; echo; echo "host: $(${outside('$PPID')})"; echo "shell: $(${outside('$$')})"`,
     );
     expect(channel).toContain('tool-host.cjs');
-    expect(channel).toMatch(/\nhost: 0 1 ?\n/);
+    expect(channel).toMatch(/\nhost: 0 1 2 ?\n/);
     expect(channel).toMatch(/\nshell: ?\n/);
   }, 60_000);
 
