@@ -10,7 +10,7 @@ import type { Emulator, RequestRecord, ScriptStep } from '../src/testing/index.j
 import type { ChildKind } from './build-children.js';
 import type { FloorConfig } from './child/protocol.js';
 import { endOf, requestsOf, ROUTES, type JobContext } from './job.js';
-import { proxyDownload, sandboxStartWithProxy } from './network.js';
+import { proxyDownload, proxyDownloadGigabit, sandboxStartWithProxy } from './network.js';
 
 export type Metrics = Record<string, number>;
 
@@ -695,5 +695,6 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
     // Ours alone: the sandbox's network through its egress proxy against the host's network.
     { id: 'sandbox-start-proxy', kinds: ['ours'], run: sandboxStartWithProxy },
     { id: 'proxy-download-100m', kinds: ['ours'], run: proxyDownload },
+    { id: 'proxy-download-100m-1gbit', kinds: ['ours'], run: proxyDownloadGigabit },
   ];
 }

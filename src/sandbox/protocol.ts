@@ -23,7 +23,11 @@ export interface HostInit {
   maxFileBytes: number | null | undefined;
   /** Whether the toolset keeps a bash shell per session thread (else one shell serves every call). */
   shellPerThread?: boolean;
-  /** Relay `127.0.0.1:port` of the sandbox's own loopback to the egress proxy's unix socket. */
+  /**
+   * Listen on `127.0.0.1:port` of the sandbox's own loopback and hand that listener to the worker's
+   * egress proxy over the host's IPC channel, before `ready` (see `network/egress-listener.ts`).
+   * `socket`: where the proxy's own unix socket is bound in.
+   */
   egress?: { socket: string; port: number };
 }
 

@@ -205,6 +205,8 @@ export class SessionSandbox {
       },
       log: this.#log,
       prelude: this.#limits.prelude(),
+      // The host hands its loopback listener to the proxy, which then accepts the sandbox's connections itself.
+      egress,
     });
     return this.#host;
   }

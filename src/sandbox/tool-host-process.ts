@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import * as fs from 'node:fs';
+import type * as net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../internal/logger.js';
 import { feedSeccomp, seccompArgs } from './bwrap-features.js';
+import { checkHandedListener, closeHandle } from './network/egress-listener.js';
 import { encodeLine, LineDecoder, type HostInit, type ToolContent, type WorkerMessage } from './protocol.js';
 
 /**
@@ -65,22 +67,51 @@ export class ToolHostProcess {
   /** close() ended the host's stdin: its exit is the expected end, not a failure. */
   #closing = false;
   #ready: Promise<string | undefined>;
+  /** The session's proxy, when the host hands it its loopback listener (see `egress-listener.ts`). */
+  readonly #egress: EgressAdopter | undefined;
+  /** The host answered `ready`; with a hand-over pending, ready waits for the listener too. */
+  #readyLine = false;
+  /** The adopted listener, released when the host ends. */
+  #adopted: { release(): void } | undefined;
+  readonly #egressPort: number;
 
   /**
    * `seccomp`: the encoded filter bubblewrap installs in the sandbox (none when undefined).
    * `prelude`: shell lines the spawn wrapper runs before it execs bubblewrap (the sandbox's limits).
    */
-  constructor(spec: { bwrap: string; args: string[]; init: HostInit; log: Logger; seccomp?: Buffer | undefined; prelude?: string }) {
+  constructor(spec: {
+    bwrap: string;
+    args: string[];
+    init: HostInit;
+    log: Logger;
+    seccomp?: Buffer | undefined;
+    prelude?: string;
+    egress?: EgressAdopter | undefined;
+  }) {
     this.#log = spec.log;
+    // With an egress proxy to adopt the sandbox's listener, the host gets an IPC channel (the last
+    // descriptor) that carries that listener and nothing else; bubblewrap clears the environment,
+    // so the variable that tells Node where the channel is is set again inside.
+    const handOver = spec.egress !== undefined && spec.init.egress !== undefined ? spec.egress : undefined;
+    this.#egress = handOver;
+    this.#egressPort = spec.init.egress?.port ?? 0;
     // fd 3 is bubblewrap's --info-fd: it reports the host-side pid of the sandbox's init.
     // fd 4 (with a filter) carries the seccomp filter; bubblewrap closes it once read.
     // bubblewrap's own processes (the sandbox's init among them, whose /proc entry the agent can
     // read) start with an empty environment: the worker's never enters the sandbox, not even there.
     const filter = spec.seccomp === undefined ? [] : seccompArgs(4);
-    const stdio: 'pipe'[] = Array.from({ length: spec.seccomp === undefined ? 4 : 5 }, () => 'pipe');
-    this.#child = spawnClosingInherited(spec.bwrap, ['--info-fd', '3', ...filter, ...spec.args], { stdio, env: {} }, spec.prelude);
+    const stdio: Array<'pipe' | 'ipc'> = Array.from({ length: spec.seccomp === undefined ? 4 : 5 }, () => 'pipe');
+    let args = spec.args;
+    if (handOver) {
+      stdio.push('ipc');
+      args = withChannelVariable(args, stdio.length - 1);
+    }
+    this.#child = spawnClosingInherited(spec.bwrap, ['--info-fd', '3', ...filter, ...args], { stdio, env: {} }, spec.prelude);
+    if (handOver) this.#child.on('message', (message: unknown, handle: unknown) => this.#onHandOver(message, handle));
     if (spec.seccomp !== undefined) feedSeccomp(this.#child.stdio[4] as NodeJS.WritableStream | null, spec.seccomp);
-    this.#exited = new Promise((resolve) => this.#child.once('close', () => resolve()));
+    // Node counts an IPC channel toward 'close' only when the host closes it first; the worker
+    // closes its end on the hand-over, so with a channel the host's exit is the end to wait for.
+    this.#exited = new Promise((resolve) => this.#child.once(handOver ? 'exit' : 'close', () => resolve()));
     let info = '';
     const infoStream = this.#child.stdio[3] as NodeJS.ReadableStream | null;
     infoStream?.on('data', (d: Buffer) => {
@@ -112,6 +143,24 @@ export class ToolHostProcess {
       this.#fail(`the tool host ended (${how})${tail ? `: ${tail}` : ''}`);
     });
     this.#send(spec.init);
+  }
+
+  /**
+   * The host's one message over its channel: its loopback listener, checked, then served by the
+   * session's proxy. The channel is closed on the first message, whatever it holds; a refused one
+   * ends the host (a host that works never sends one).
+   */
+  #onHandOver(message: unknown, handle: unknown): void {
+    if (this.#child.connected) this.#child.disconnect();
+    if (this.#adopted !== undefined || this.#failure !== undefined || this.#egress === undefined) return closeHandle(handle);
+    const port = this.#egressPort;
+    const checked = checkHandedListener(message, handle, port);
+    if ('problem' in checked) {
+      this.#log.warn({ problem: checked.problem }, 'sandbox tool host handed over something other than its network listener; refused');
+      return this.#fail(`the tool host handed over ${checked.problem}`);
+    }
+    this.#adopted = this.#egress.adopt(checked.listener);
+    if (this.#readyLine) this.#onReady(undefined);
   }
 
   #onReady: (problem: string | undefined) => void;
@@ -217,7 +266,8 @@ export class ToolHostProcess {
     if ('problem' in decoded) return this.#fail(`the tool host sent ${decoded.problem}`);
     for (const m of decoded.messages) {
       if (m.t === 'ready') {
-        this.#onReady(undefined);
+        this.#readyLine = true;
+        if (this.#egress === undefined || this.#adopted !== undefined) this.#onReady(undefined);
         continue;
       }
       const pending = this.#pending.get(m.id);
@@ -231,6 +281,9 @@ export class ToolHostProcess {
   #fail(message: string): void {
     if (this.#failure !== undefined) return;
     this.#failure = message;
+    // The worker's copy of the sandbox's listener would keep its network namespace alive.
+    this.#adopted?.release();
+    if (this.#child.connected) this.#child.disconnect();
     this.#kill();
     this.#onReady(message);
     for (const p of this.#pending.values()) p.resolve({ kind: 'failed', message });
@@ -256,14 +309,30 @@ export class ToolHostProcess {
   }
 }
 
+/** Where the session's egress proxy takes the listener a host hands over. */
+export interface EgressAdopter {
+  adopt(listener: net.Server): { release(): void };
+}
+
+/**
+ * bubblewrap's arguments with `NODE_CHANNEL_FD` set inside, just before the `--` that ends
+ * bubblewrap's options (after its `--clearenv`): the command after it is the host's absolute paths.
+ */
+function withChannelVariable(args: string[], fd: number): string[] {
+  const end = args.lastIndexOf('--');
+  if (end < 0) return args;
+  return [...args.slice(0, end), '--setenv', 'NODE_CHANNEL_FD', String(fd), ...args.slice(end)];
+}
+
 /**
  * Closes every descriptor from `$1` up, then execs the rest of its arguments. Run by bash in the
  * child, so the worker's main thread never walks its own descriptor table: bash lists its
  * `/proc/<pid>/fd` (what it inherited across the exec) and closes each one at or above the first
- * descriptor that is not the child's stdio.
+ * descriptor that is not the child's stdio. No redirection on the loop: bash would keep stderr's
+ * copy on a descriptor the loop closes, and the host's stderr would end up nowhere.
  */
 const CLOSE_INHERITED_AND_EXEC =
-  'first=$1; shift; for p in /proc/$$/fd/*; do n=${p##*/}; if [ "$n" -ge "$first" ] 2>/dev/null; then eval "exec $n>&-"; fi; done 2>/dev/null; exec "$@"';
+  'first=$1; shift; for p in /proc/$$/fd/*; do n=${p##*/}; if [ "$n" -ge "$first" ]; then eval "exec $n>&-"; fi; done; exec "$@"';
 
 /**
  * Spawn with no descriptor but the child's stdio: a descriptor the worker inherited without
@@ -274,7 +343,9 @@ const CLOSE_INHERITED_AND_EXEC =
 function spawnClosingInherited(command: string, args: string[], options: SpawnOptions & { stdio: unknown[] }, prelude = ''): ChildProcess {
   return spawn(
     '/bin/bash',
-    ['-c', prelude + CLOSE_INHERITED_AND_EXEC, 'close-inherited', String(options.stdio.length), command, ...args],
+    // --norc: with a socket for stdin bash takes itself for a remote shell and would run the
+    // worker user's ~/.bashrc.
+    ['--norc', '-c', prelude + CLOSE_INHERITED_AND_EXEC, 'close-inherited', String(options.stdio.length), command, ...args],
     options,
   );
 }

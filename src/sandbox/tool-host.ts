@@ -96,33 +96,27 @@ function send(message: HostMessage): void {
 }
 
 /**
- * The sandbox's only way out: `127.0.0.1:port` of its own loopback, each connection piped to the
- * worker's egress proxy through the unix socket bound in. Listening before `ready`, so no tool runs
- * before the proxy variables point somewhere.
+ * The sandbox's only way out: listen on `127.0.0.1:port` of its own loopback (where the proxy
+ * variables point) and send that listener to the worker over the IPC channel it started this host
+ * with, so the worker's egress proxy accepts each connection itself and no process relays bytes.
+ * Done before `ready`, so no tool runs before the port answers. This host's copy is closed once
+ * sent, and so is the channel, before the toolset exists: no process the agent runs inherits it.
  */
-function relayEgress(egress: NonNullable<HostInit['egress']>): Promise<void> {
-  // Large stream buffers: a download through the relay moves in big writes, not 16 KiB stop-and-go.
-  const server = net.createServer({ highWaterMark: RELAY_BUFFER_BYTES }, (client) => {
-    const upstream = net.connect({ path: egress.socket, highWaterMark: RELAY_BUFFER_BYTES } as net.NetConnectOpts);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    const end = (): void => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end);
-    upstream.on('error', end);
-  });
-  return new Promise((resolve, reject) => {
+async function handOverEgress(port: number): Promise<void> {
+  if (process.send === undefined) throw new Error('it has no channel to hand its network listener to the worker');
+  const send = process.send.bind(process);
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(egress.port, '127.0.0.1', () => resolve());
+    server.listen(port, '127.0.0.1', () => resolve());
   });
+  await new Promise<void>((resolve, reject) => send({ t: 'egress-listener' }, server, {}, (e) => (e ? reject(e) : resolve())));
+  server.close();
+  process.disconnect();
 }
 
-const RELAY_BUFFER_BYTES = 1 << 20;
-
 async function init(message: HostInit): Promise<void> {
-  if (message.egress) await relayEgress(message.egress);
+  if (message.egress) await handOverEgress(message.egress.port);
   shellPerThread = message.shellPerThread === true;
   const list = betaAgentToolset20260401({
     workdir: message.workdir,

@@ -1,7 +1,9 @@
 /**
  * The egress proxy of one session's sandbox, run by the worker outside it. The sandbox has a
- * network namespace of its own with loopback only; its tool host relays `127.0.0.1:<port>` to this
- * proxy's unix socket, the only way out. The proxy speaks HTTP: `CONNECT host:port` opens a
+ * network namespace of its own with loopback only; its tool host listens on `127.0.0.1:<port>`
+ * there and hands that listener to this proxy (see `egress-listener.ts`), which accepts the
+ * sandbox's connections itself: the only way out. The proxy also listens on a unix socket (bound
+ * into the sandbox, and used by `doctor`'s probe). The proxy speaks HTTP: `CONNECT host:port` opens a
  * tunnel (HTTPS, git, anything over TCP), and an absolute-URI request (`GET http://host/...`) is
  * forwarded. Each request is judged by the pure policy of `egress-policy.ts`:
  *
@@ -78,6 +80,11 @@ export class EgressProxy {
   readonly #onRefused: (refusal: EgressRefusal) => void;
   readonly #server: http.Server;
   readonly #open = new Set<Duplex>();
+  /** The listener `listen` made, and those adopted from sandboxes. */
+  #own: net.Server | undefined;
+  readonly #adopted = new Set<net.Server>();
+  readonly #maxClients: number;
+  #clients = 0;
 
   constructor(
     policy: EgressPolicy,
@@ -93,32 +100,70 @@ export class EgressProxy {
     this.#server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
       this.#tunnel(req, socket, head).catch(() => socket.destroy()),
     );
-    this.#server.maxConnections = opts.maxConnections ?? EGRESS_MAX_CONNECTIONS;
-    this.#server.on('connection', (s: net.Socket) => this.#track(s));
+    this.#maxClients = opts.maxConnections ?? EGRESS_MAX_CONNECTIONS;
     this.#server.on('clientError', (_e, socket: Duplex) => socket.destroy());
   }
 
-  /** Listen on a unix socket path (or any `net` listen options); resolves once listening. */
+  /**
+   * Listen on a unix socket path (or any `net` listen options); resolves once listening. The HTTP
+   * server never listens itself: every listener hands its connections to {@link #accept}.
+   */
   listen(where: string | net.ListenOptions): Promise<void> {
+    const listener = this.#listener();
     return new Promise((resolve, reject) => {
-      this.#server.once('error', reject);
-      this.#server.listen(where, () => {
-        this.#server.off('error', reject);
+      listener.once('error', reject);
+      listener.listen(where, () => {
+        listener.off('error', reject);
+        this.#own = listener;
         resolve();
       });
     });
   }
 
+  /**
+   * Serve the connections of a listening socket made elsewhere (a sandbox's loopback listener,
+   * handed over by its tool host): each one is judged like any other, under the same bound. The
+   * caller checked what it is (see `egress-listener.ts`). Closed with the proxy, or by `release`.
+   */
+  adopt(handed: net.Server): { release(): void } {
+    const listener = this.#listener();
+    listener.on('error', () => listener.close());
+    listener.listen(handed);
+    this.#adopted.add(listener);
+    return {
+      release: () => {
+        this.#adopted.delete(listener);
+        listener.close();
+      },
+    };
+  }
+
   /** The TCP address, when listening on one (tests). */
   address(): net.AddressInfo | string | null {
-    return this.#server.address();
+    return this.#own?.address() ?? null;
   }
 
   /** Stop listening and cut every connection, tunnels included. */
   async close(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    const closing = [this.#own, ...this.#adopted].filter((l) => l !== undefined);
+    this.#adopted.clear();
+    const closed = Promise.all(closing.map((l) => new Promise<void>((resolve) => l.close(() => resolve()))));
     for (const s of this.#open) s.destroy();
     await closed;
+  }
+
+  /** A listener whose connections go to {@link #accept}, with the large buffers bulk transfers want. */
+  #listener(): net.Server {
+    return net.createServer({ highWaterMark: STREAM_BUFFER_BYTES } as net.ServerOpts, (s) => this.#accept(s));
+  }
+
+  /** One client connection, from any listener: closed past the bound, else served by the HTTP server. */
+  #accept(s: net.Socket): void {
+    if (this.#clients >= this.#maxClients) return void s.destroy();
+    this.#clients++;
+    s.once('close', () => this.#clients--);
+    this.#track(s);
+    this.#server.emit('connection', s);
   }
 
   #track(s: Duplex): void {

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import type * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { EgressPolicy } from './egress-policy.js';
@@ -10,10 +11,10 @@ let pruned = false;
 
 /** Where the proxy's unix socket appears inside a sandbox. */
 export const EGRESS_SOCKET_IN_SANDBOX = '/run/maw-egress.sock';
-/** The port on the sandbox's own loopback where the tool host relays to the proxy. */
+/** The port on the sandbox's own loopback where the proxy accepts the sandbox's connections (the tool host's listener, handed over). */
 export const EGRESS_RELAY_PORT = 3128;
 
-/** The proxy variables a sandbox's tools get: every tool that honours them sends its traffic to the relay. */
+/** The proxy variables a sandbox's tools get: every tool that honours them sends its traffic to the proxy. */
 export function egressEnvironment(port = EGRESS_RELAY_PORT): Record<string, string> {
   const url = `http://127.0.0.1:${port}`;
   const noProxy = 'localhost,127.0.0.1,::1';
@@ -50,6 +51,14 @@ export class SessionEgress {
     this.#proxy = new EgressProxy(policy, opts);
     this.ready = this.#proxy.listen(this.socketPath);
     this.ready.catch(() => {});
+  }
+
+  /**
+   * Serve a sandbox's loopback listener, handed over by its tool host and checked by the caller
+   * (see `egress-listener.ts`); `release` closes it when that sandbox ends.
+   */
+  adopt(listener: net.Server): { release(): void } {
+    return this.#proxy.adopt(listener);
   }
 
   /** Stop the proxy, cut its connections and remove its folder. Idempotent. */

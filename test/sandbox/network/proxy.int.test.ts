@@ -91,6 +91,29 @@ describe('the default network (unrestricted) through the egress proxy', () => {
     expect(s.refusals).toEqual([]);
   }, 120_000);
 
+  it("serves the sandbox's 127.0.0.1:3128 from the worker: no process inside holds that listener or the host's channel", async () => {
+    const s = await session(allowTestRange);
+    expect(await s.bash(`curl -sS -m 20 http://${testHost.address}:8080/hello`)).toContain('hello from the test host via 8080\nexit=0');
+    // 3128 is 0C38; state 0A is LISTEN. The socket exists in the sandbox's namespace, held by the worker alone.
+    const holders = await s.bash(
+      `inode=$(awk '$2 == "0100007F:0C38" && $4 == "0A" {print $10}' /proc/net/tcp); echo "listener=$inode"; ` +
+        `for p in /proc/[0-9]*; do ls -l $p/fd 2>/dev/null; done | grep -c "socket:\\[$inode\\]"`,
+    );
+    expect(holders).toMatch(/listener=[1-9][0-9]*\n0\n/);
+    // The host closed its IPC channel before the toolset existed. Sockets made inside are listed in
+    // the sandbox's own /proc/net/unix; those the worker made (the host's stdio and, were it still
+    // open, its channel) are not: the host keeps only its stdio of them, the shell none.
+    const outside = (pid: string): string =>
+      `ls -l /proc/${pid}/fd | awk '/socket:/ {print $9, $11}' | while read fd s; do i=\${s#socket:[}; i=\${i%]}; ` +
+      `awk -v i="$i" 'NR > 1 && $7 == i {f = 1} END {exit !f}' /proc/net/unix || grep -qw "$i" /proc/net/tcp || printf '%s ' "$fd"; done; echo`;
+    const channel = await s.bash(
+      `tr '\\0' ' ' < /proc/$PPID/cmdline; echo; echo "host: $(${outside('$PPID')})"; echo "shell: $(${outside('$$')})"`,
+    );
+    expect(channel).toContain('tool-host.cjs');
+    expect(channel).toMatch(/\nhost: 0 1 2 ?\n/);
+    expect(channel).toMatch(/\nshell: ?\n/);
+  }, 60_000);
+
   it("refuses the worker host's own address even inside an allowed range, and names the rule", async () => {
     const s = await session(allowTestRange);
     const out = await s.bash(`curl -sS -m 10 -i http://${testHost.hostSide}:${hostListenerPort}/`);

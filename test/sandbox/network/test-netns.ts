@@ -29,7 +29,15 @@ function run(cmd: string, args: string[]): string {
   return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-export async function startTestHost(): Promise<TestHost> {
+export interface TestHostOptions {
+  /**
+   * Shape what the test host sends (its side of the veth, inside its namespace) to this rate, in
+   * tc's notation (`1gbit`): a token bucket standing in for a real link. Default: unshaped.
+   */
+  rate?: string;
+}
+
+export async function startTestHost(opts: TestHostOptions = {}): Promise<TestHost> {
   const id = `${process.pid % 10_000}${Math.floor(Math.random() * 100)}`;
   const ns = `maw-t-${id}`;
   const vh = `mawh${id}`;
@@ -65,6 +73,28 @@ export async function startTestHost(): Promise<TestHost> {
     run('ip', ['netns', 'exec', ns, 'ip', 'addr', 'add', `${otherAddress}/29`, 'dev', vn]);
     run('ip', ['netns', 'exec', ns, 'ip', 'link', 'set', vn, 'up']);
     run('ip', ['netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up']);
+    if (opts.rate !== undefined) {
+      // Only the namespace's own device: the bucket holds a few large (GSO) packets, and a packet
+      // waits at most 50 ms for tokens before it is dropped.
+      run('ip', [
+        'netns',
+        'exec',
+        ns,
+        'tc',
+        'qdisc',
+        'add',
+        'dev',
+        vn,
+        'root',
+        'tbf',
+        'rate',
+        opts.rate,
+        'burst',
+        '512kb',
+        'latency',
+        '50ms',
+      ]);
+    }
     // A repository to clone, served as plain files (git's dumb HTTP protocol).
     const src = path.join(tmp, 'src');
     await fsp.mkdir(src);
