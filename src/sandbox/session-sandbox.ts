@@ -206,6 +206,8 @@ export class SessionSandbox {
       log: this.#log,
       prelude: this.#limits.prelude(),
     });
+    // The start runs at the worker's CPU weight until the host is ready (its calls wait for that) or failed.
+    void this.#host.ready().then(this.#limits.sandboxStarting());
     return this.#host;
   }
 }

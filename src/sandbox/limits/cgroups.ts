@@ -24,6 +24,9 @@ import type { ResolvedSandboxLimits } from './limits.js';
  *   where it is (v1 allows tasks beside child cgroups).
  * ```
  *
+ * While a sandbox starts, the parent's weight rises to the worker's and the starting session's
+ * leaf outweighs its siblings (see `start-weight.ts`).
+ *
  * `<pid>` is the worker's process id: a session cgroup whose worker is gone is a leftover, which
  * {@link sweepSandboxCgroups} kills and removes (at the next start and in `recover`). The sandbox
  * enters its cgroup before anything runs in it: the shell that execs bubblewrap writes its own pid
@@ -148,7 +151,7 @@ function setUpV2(root: string, own: string, name: string, wanted: CgroupControll
   const parent = path.join(dir, name);
   fs.mkdirSync(parent, { recursive: true });
   fs.writeFileSync(path.join(parent, 'cgroup.subtree_control'), usable.map((c) => `+${c}`).join(' '));
-  if (usable.includes('cpu') && limits.cpuWeight !== null) fs.writeFileSync(path.join(parent, 'cpu.weight'), String(limits.cpuWeight));
+  if (usable.includes('cpu') && limits.cpuWeight !== null) writeCpuWeight(parent, 'v2', limits.cpuWeight);
   return { kind: 'v2', root, parents: Object.fromEntries(usable.map((c) => [c, parent])) };
 }
 
@@ -171,15 +174,22 @@ function setUpV1(
     if (ownPath === undefined || !fs.existsSync(mount)) continue;
     const parent = path.join(mount, ownPath, name);
     fs.mkdirSync(parent, { recursive: true });
-    if (c === 'cpu' && limits.cpuWeight !== null) {
-      fs.writeFileSync(path.join(parent, 'cpu.shares'), String(Math.max(2, Math.round(limits.cpuWeight * V1_SHARES_PER_WEIGHT))));
-    }
+    if (c === 'cpu' && limits.cpuWeight !== null) writeCpuWeight(parent, 'v1', limits.cpuWeight);
     parents[c] = parent;
   }
   if (Object.keys(parents).length === 0) {
     return { kind: 'none', problem: `cgroup v1: none of the ${wanted.join(', ')} controllers is mounted under ${root}`, fix: CGROUP_FIX };
   }
   return { kind: 'v1', root, parents };
+}
+
+/**
+ * Write a cgroup's CPU weight on the v2 scale (the worker's is 100): `cpu.weight` on v2,
+ * `cpu.shares` (1024 per 100) on v1. Throws when the cgroupfs refuses.
+ */
+export function writeCpuWeight(dir: string, kind: 'v1' | 'v2', weight: number): void {
+  if (kind === 'v2') fs.writeFileSync(path.join(dir, 'cpu.weight'), String(weight));
+  else fs.writeFileSync(path.join(dir, 'cpu.shares'), String(Math.max(2, Math.round(weight * V1_SHARES_PER_WEIGHT))));
 }
 
 /**
@@ -269,6 +279,11 @@ export class SessionCgroup {
     return [...new Set(Object.values(this.#dirs))];
   }
 
+  /** Set this session's CPU weight beside the other sessions' (v2 scale); nothing without a CPU cgroup. Throws when refused. */
+  setCpuWeight(weight: number): void {
+    if (this.#dirs.cpu !== undefined) writeCpuWeight(this.#dirs.cpu, this.#support.kind, weight);
+  }
+
   /** What the kernel counted so far; a counter it does not offer reads 0. */
   counters(): CgroupCounters {
     const v2 = this.#support.kind === 'v2';
@@ -294,7 +309,7 @@ export class SessionCgroup {
         fs.writeFileSync(path.join(memory, 'memory.oom.group'), '1');
       }
       if (pids && l.maxProcesses !== null) fs.writeFileSync(path.join(pids, 'pids.max'), String(l.maxProcesses));
-      if (cpu && l.cpuWeight !== null) fs.writeFileSync(path.join(cpu, 'cpu.weight'), '100');
+      if (cpu && l.cpuWeight !== null) writeCpuWeight(cpu, 'v2', 100);
       return;
     }
     if (memory && l.memoryMiB !== null) {
@@ -304,7 +319,7 @@ export class SessionCgroup {
       writeIfPresent(path.join(memory, 'memory.memsw.limit_in_bytes'), bytes);
     }
     if (pids && l.maxProcesses !== null) fs.writeFileSync(path.join(pids, 'pids.max'), String(l.maxProcesses));
-    if (cpu && l.cpuWeight !== null) fs.writeFileSync(path.join(cpu, 'cpu.shares'), '1024');
+    if (cpu && l.cpuWeight !== null) writeCpuWeight(cpu, 'v1', 100);
   }
 }
 
