@@ -87,6 +87,8 @@ describe('on cgroup v2 with a delegated subtree', () => {
     const leaf = path.join(support.parents.memory!, '777-sesn_01___x');
     expect(cg.dirs).toEqual([leaf]);
     expect(cg.procsFiles).toEqual([path.join(leaf, 'cgroup.procs')]);
+    expect(cg.entries).toEqual([{ file: path.join(leaf, 'cgroup.procs'), moves: 'process' }]);
+    expect(limitPrelude({ entries: cg.entries, openFiles: null })).toContain(`echo $$ > '${leaf}/cgroup.procs' ||`);
     expect(read(path.join(leaf, 'memory.max'))).toBe(String(256 * 1024 * 1024));
     expect(read(path.join(leaf, 'memory.swap.max'))).toBe('0');
     expect(read(path.join(leaf, 'memory.oom.group'))).toBe('1');
@@ -214,7 +216,9 @@ describe.runIf(realV1)("on this host's cgroup v1 hierarchy, as root", () => {
       String(256 * 1024 * 1024),
     );
     expect(read(path.join(support.parents.pids!, `${gone}-sesn_crashed`, 'pids.max')).trim()).toBe('128');
-    const prelude = limitPrelude({ procsFiles: cg.procsFiles, openFiles: 512 });
+    // The shell moves itself (its only thread) through each hierarchy's tasks file.
+    expect(cg.entries).toEqual(cg.dirs.map((d) => ({ file: path.join(d, 'tasks'), moves: 'self' })));
+    const prelude = limitPrelude({ entries: cg.entries, openFiles: 512 });
     const child = spawn('/bin/bash', ['-c', `${prelude}exec sleep 300`], { stdio: 'ignore' });
     children.push(child);
     const ended = new Promise<string | null>((resolve) => child.once('exit', (_c, signal) => resolve(signal)));

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { coerceError } from '../../errors.js';
 import type { ResolvedSandboxLimits } from './limits.js';
+import type { CgroupEntry } from './wrapper.js';
 
 /**
  * A cgroup per session sandbox, so that the kernel bounds each one's memory, processes and CPU
@@ -29,8 +30,8 @@ import type { ResolvedSandboxLimits } from './limits.js';
  *
  * `<pid>` is the worker's process id: a session cgroup whose worker is gone is a leftover, which
  * {@link sweepSandboxCgroups} kills and removes (at the next start and in `recover`). The sandbox
- * enters its cgroup before anything runs in it: the shell that execs bubblewrap writes its own pid
- * to each `cgroup.procs` first (see `wrapper.ts`).
+ * enters its cgroup before anything runs in it: the shell that execs bubblewrap moves itself into
+ * each hierarchy first (see `wrapper.ts`).
  */
 
 export type CgroupController = 'memory' | 'pids' | 'cpu';
@@ -272,6 +273,12 @@ export class SessionCgroup {
   /** The `cgroup.procs` files a process writes its pid to, to enter this cgroup. */
   get procsFiles(): string[] {
     return [...new Set(Object.values(this.#dirs))].map((d) => path.join(d, 'cgroup.procs'));
+  }
+
+  /** The writes that put the sandbox's spawn wrapper (a shell) into this cgroup (see `wrapper.ts`). */
+  get entries(): CgroupEntry[] {
+    const v1 = this.#support.kind === 'v1';
+    return this.dirs.map((d) => ({ file: path.join(d, v1 ? 'tasks' : 'cgroup.procs'), moves: v1 ? 'self' : 'process' }));
   }
 
   /** The folders of this cgroup (one per hierarchy). */

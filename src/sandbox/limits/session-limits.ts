@@ -152,7 +152,7 @@ export class SessionLimits {
 
   /** The shell lines the spawn wrapper runs before it execs bubblewrap. */
   prelude(): string {
-    return limitPrelude({ procsFiles: this.#cgroup?.procsFiles ?? [], openFiles: this.#runtime.limits.openFiles });
+    return limitPrelude({ entries: this.#cgroup?.entries ?? [], openFiles: this.#runtime.limits.openFiles });
   }
 
   /**
