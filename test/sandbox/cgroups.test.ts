@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   cgroupParentName,
   probeCgroupSupport,
+  releaseSandboxCgroups,
   SessionCgroup,
   setUpSandboxCgroups,
   sweepSandboxCgroups,
@@ -157,6 +158,24 @@ describe('on cgroup v2 with a delegated subtree', () => {
     for (const kept of [live, mine, other]) expect(fs.existsSync(kept.dirs[0]!)).toBe(true);
   });
 
+  it("the worker's stop removes its parent once no session cgroup is left in it", async () => {
+    const { root, own } = fakeV2();
+    const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' }) as Exclude<
+      CgroupSupport,
+      { kind: 'none' }
+    >;
+    const parent = path.join(own, cgroupParentName('/var/state/w1'));
+    const cg = SessionCgroup.create(support, 'sesn_open', small);
+    expect(releaseSandboxCgroups(support)).toEqual([]);
+    expect(fs.existsSync(cg.dirs[0]!)).toBe(true);
+    await cg.destroy();
+    expect(releaseSandboxCgroups(support)).toEqual([parent]);
+    expect(fs.existsSync(parent)).toBe(false);
+    expect(fs.existsSync(path.join(own, 'worker'))).toBe(true);
+    expect(releaseSandboxCgroups(support)).toEqual([]);
+    expect(releaseSandboxCgroups({ kind: 'none', problem: '', fix: '' })).toEqual([]);
+  });
+
   it('probes without writing: which controllers a delegated cgroup offers', () => {
     const { root, own } = fakeV2({ controllers: 'memory pids\n' });
     expect(probeCgroupSupport({ root, selfCgroup: '0::/svc\n' })).toEqual({ kind: 'v2', controllers: ['memory', 'pids'] });
@@ -238,7 +257,13 @@ describe.runIf(realV1)("on this host's cgroup v1 hierarchy, as root", () => {
     expect(await ended).toBe('SIGKILL');
     for (const d of cg.dirs) expect(fs.existsSync(d)).toBe(false);
     for (const d of live.dirs) expect(fs.existsSync(d)).toBe(true);
+    // The worker's stop: its parents go once the last session's cgroup is gone, in every hierarchy.
+    const parents = [...new Set(Object.values(support.parents))];
+    expect(parents).toHaveLength(3);
+    expect(releaseSandboxCgroups(support)).toEqual([]);
     await live.destroy();
     for (const d of live.dirs) expect(fs.existsSync(d)).toBe(false);
+    expect(releaseSandboxCgroups(support).sort()).toEqual(parents.sort());
+    for (const p of parents) expect(fs.existsSync(p)).toBe(false);
   }, 30_000);
 });

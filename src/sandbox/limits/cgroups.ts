@@ -367,6 +367,34 @@ export async function sweepSandboxCgroups(
   return removed;
 }
 
+/**
+ * Remove the worker's `maw-<key>` parents once it has stopped and its sessions' cgroups are gone:
+ * a parent that still holds a session's cgroup (the kernel refuses to remove it) is left, as is
+ * anything the setup changed in the worker's own cgroup. Returns the folders removed; never throws.
+ */
+export function releaseSandboxCgroups(support: CgroupSupport): string[] {
+  if (support.kind === 'none') return [];
+  const removed: string[] = [];
+  for (const parent of new Set(Object.values(support.parents))) {
+    try {
+      fs.rmdirSync(parent);
+      removed.push(parent);
+    } catch (e) {
+      // A cgroupfs answers EBUSY for a cgroup with children; a plain folder standing in for one (a
+      // test's) is empty but for its control files once it has no child folder.
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' || safeReaddir(parent).some((d) => d.isDirectory())) continue;
+      try {
+        fs.rmSync(parent, { recursive: true, force: true });
+        removed.push(parent);
+      } catch {
+        // Left as it is.
+      }
+    }
+  }
+  return removed;
+}
+
 /** Folders named `name` under `top`, searched breadth-first to a bounded depth and count. */
 function findNamed(top: string, name: string): string[] {
   const found: string[] = [];
