@@ -208,6 +208,8 @@ export class SessionSandbox {
       // The host hands its loopback listener to the proxy, which then accepts the sandbox's connections itself.
       egress,
     });
+    // The start runs at the worker's CPU weight until the host is ready (its calls wait for that) or failed.
+    void this.#host.ready().then(this.#limits.sandboxStarting());
     return this.#host;
   }
 }

@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   cgroupParentName,
   probeCgroupSupport,
+  releaseSandboxCgroups,
   SessionCgroup,
   setUpSandboxCgroups,
   sweepSandboxCgroups,
@@ -87,6 +88,8 @@ describe('on cgroup v2 with a delegated subtree', () => {
     const leaf = path.join(support.parents.memory!, '777-sesn_01___x');
     expect(cg.dirs).toEqual([leaf]);
     expect(cg.procsFiles).toEqual([path.join(leaf, 'cgroup.procs')]);
+    expect(cg.entries).toEqual([{ file: path.join(leaf, 'cgroup.procs'), moves: 'process' }]);
+    expect(limitPrelude({ entries: cg.entries, openFiles: null })).toContain(`echo $$ > '${leaf}/cgroup.procs' ||`);
     expect(read(path.join(leaf, 'memory.max'))).toBe(String(256 * 1024 * 1024));
     expect(read(path.join(leaf, 'memory.swap.max'))).toBe('0');
     expect(read(path.join(leaf, 'memory.oom.group'))).toBe('1');
@@ -155,6 +158,24 @@ describe('on cgroup v2 with a delegated subtree', () => {
     for (const kept of [live, mine, other]) expect(fs.existsSync(kept.dirs[0]!)).toBe(true);
   });
 
+  it("the worker's stop removes its parent once no session cgroup is left in it", async () => {
+    const { root, own } = fakeV2();
+    const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' }) as Exclude<
+      CgroupSupport,
+      { kind: 'none' }
+    >;
+    const parent = path.join(own, cgroupParentName('/var/state/w1'));
+    const cg = SessionCgroup.create(support, 'sesn_open', small);
+    expect(releaseSandboxCgroups(support)).toEqual([]);
+    expect(fs.existsSync(cg.dirs[0]!)).toBe(true);
+    await cg.destroy();
+    expect(releaseSandboxCgroups(support)).toEqual([parent]);
+    expect(fs.existsSync(parent)).toBe(false);
+    expect(fs.existsSync(path.join(own, 'worker'))).toBe(true);
+    expect(releaseSandboxCgroups(support)).toEqual([]);
+    expect(releaseSandboxCgroups({ kind: 'none', problem: '', fix: '' })).toEqual([]);
+  });
+
   it('probes without writing: which controllers a delegated cgroup offers', () => {
     const { root, own } = fakeV2({ controllers: 'memory pids\n' });
     expect(probeCgroupSupport({ root, selfCgroup: '0::/svc\n' })).toEqual({ kind: 'v2', controllers: ['memory', 'pids'] });
@@ -214,7 +235,9 @@ describe.runIf(realV1)("on this host's cgroup v1 hierarchy, as root", () => {
       String(256 * 1024 * 1024),
     );
     expect(read(path.join(support.parents.pids!, `${gone}-sesn_crashed`, 'pids.max')).trim()).toBe('128');
-    const prelude = limitPrelude({ procsFiles: cg.procsFiles, openFiles: 512 });
+    // The shell moves itself (its only thread) through each hierarchy's tasks file.
+    expect(cg.entries).toEqual(cg.dirs.map((d) => ({ file: path.join(d, 'tasks'), moves: 'self' })));
+    const prelude = limitPrelude({ entries: cg.entries, openFiles: 512 });
     const child = spawn('/bin/bash', ['-c', `${prelude}exec sleep 300`], { stdio: 'ignore' });
     children.push(child);
     const ended = new Promise<string | null>((resolve) => child.once('exit', (_c, signal) => resolve(signal)));
@@ -234,7 +257,13 @@ describe.runIf(realV1)("on this host's cgroup v1 hierarchy, as root", () => {
     expect(await ended).toBe('SIGKILL');
     for (const d of cg.dirs) expect(fs.existsSync(d)).toBe(false);
     for (const d of live.dirs) expect(fs.existsSync(d)).toBe(true);
+    // The worker's stop: its parents go once the last session's cgroup is gone, in every hierarchy.
+    const parents = [...new Set(Object.values(support.parents))];
+    expect(parents).toHaveLength(3);
+    expect(releaseSandboxCgroups(support)).toEqual([]);
     await live.destroy();
     for (const d of live.dirs) expect(fs.existsSync(d)).toBe(false);
+    expect(releaseSandboxCgroups(support).sort()).toEqual(parents.sort());
+    for (const p of parents) expect(fs.existsSync(p)).toBe(false);
   }, 30_000);
 });

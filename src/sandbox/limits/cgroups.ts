@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { coerceError } from '../../errors.js';
 import type { ResolvedSandboxLimits } from './limits.js';
+import type { CgroupEntry } from './wrapper.js';
 
 /**
  * A cgroup per session sandbox, so that the kernel bounds each one's memory, processes and CPU
@@ -24,10 +25,13 @@ import type { ResolvedSandboxLimits } from './limits.js';
  *   where it is (v1 allows tasks beside child cgroups).
  * ```
  *
+ * While a sandbox starts, the parent's weight rises to the worker's and the starting session's
+ * leaf outweighs its siblings (see `start-weight.ts`).
+ *
  * `<pid>` is the worker's process id: a session cgroup whose worker is gone is a leftover, which
  * {@link sweepSandboxCgroups} kills and removes (at the next start and in `recover`). The sandbox
- * enters its cgroup before anything runs in it: the shell that execs bubblewrap writes its own pid
- * to each `cgroup.procs` first (see `wrapper.ts`).
+ * enters its cgroup before anything runs in it: the shell that execs bubblewrap moves itself into
+ * each hierarchy first (see `wrapper.ts`).
  */
 
 export type CgroupController = 'memory' | 'pids' | 'cpu';
@@ -148,7 +152,7 @@ function setUpV2(root: string, own: string, name: string, wanted: CgroupControll
   const parent = path.join(dir, name);
   fs.mkdirSync(parent, { recursive: true });
   fs.writeFileSync(path.join(parent, 'cgroup.subtree_control'), usable.map((c) => `+${c}`).join(' '));
-  if (usable.includes('cpu') && limits.cpuWeight !== null) fs.writeFileSync(path.join(parent, 'cpu.weight'), String(limits.cpuWeight));
+  if (usable.includes('cpu') && limits.cpuWeight !== null) writeCpuWeight(parent, 'v2', limits.cpuWeight);
   return { kind: 'v2', root, parents: Object.fromEntries(usable.map((c) => [c, parent])) };
 }
 
@@ -171,15 +175,22 @@ function setUpV1(
     if (ownPath === undefined || !fs.existsSync(mount)) continue;
     const parent = path.join(mount, ownPath, name);
     fs.mkdirSync(parent, { recursive: true });
-    if (c === 'cpu' && limits.cpuWeight !== null) {
-      fs.writeFileSync(path.join(parent, 'cpu.shares'), String(Math.max(2, Math.round(limits.cpuWeight * V1_SHARES_PER_WEIGHT))));
-    }
+    if (c === 'cpu' && limits.cpuWeight !== null) writeCpuWeight(parent, 'v1', limits.cpuWeight);
     parents[c] = parent;
   }
   if (Object.keys(parents).length === 0) {
     return { kind: 'none', problem: `cgroup v1: none of the ${wanted.join(', ')} controllers is mounted under ${root}`, fix: CGROUP_FIX };
   }
   return { kind: 'v1', root, parents };
+}
+
+/**
+ * Write a cgroup's CPU weight on the v2 scale (the worker's is 100): `cpu.weight` on v2,
+ * `cpu.shares` (1024 per 100) on v1. Throws when the cgroupfs refuses.
+ */
+export function writeCpuWeight(dir: string, kind: 'v1' | 'v2', weight: number): void {
+  if (kind === 'v2') fs.writeFileSync(path.join(dir, 'cpu.weight'), String(weight));
+  else fs.writeFileSync(path.join(dir, 'cpu.shares'), String(Math.max(2, Math.round(weight * V1_SHARES_PER_WEIGHT))));
 }
 
 /**
@@ -264,9 +275,20 @@ export class SessionCgroup {
     return [...new Set(Object.values(this.#dirs))].map((d) => path.join(d, 'cgroup.procs'));
   }
 
+  /** The writes that put the sandbox's spawn wrapper (a shell) into this cgroup (see `wrapper.ts`). */
+  get entries(): CgroupEntry[] {
+    const v1 = this.#support.kind === 'v1';
+    return this.dirs.map((d) => ({ file: path.join(d, v1 ? 'tasks' : 'cgroup.procs'), moves: v1 ? 'self' : 'process' }));
+  }
+
   /** The folders of this cgroup (one per hierarchy). */
   get dirs(): string[] {
     return [...new Set(Object.values(this.#dirs))];
+  }
+
+  /** Set this session's CPU weight beside the other sessions' (v2 scale); nothing without a CPU cgroup. Throws when refused. */
+  setCpuWeight(weight: number): void {
+    if (this.#dirs.cpu !== undefined) writeCpuWeight(this.#dirs.cpu, this.#support.kind, weight);
   }
 
   /** What the kernel counted so far; a counter it does not offer reads 0. */
@@ -294,7 +316,7 @@ export class SessionCgroup {
         fs.writeFileSync(path.join(memory, 'memory.oom.group'), '1');
       }
       if (pids && l.maxProcesses !== null) fs.writeFileSync(path.join(pids, 'pids.max'), String(l.maxProcesses));
-      if (cpu && l.cpuWeight !== null) fs.writeFileSync(path.join(cpu, 'cpu.weight'), '100');
+      if (cpu && l.cpuWeight !== null) writeCpuWeight(cpu, 'v2', 100);
       return;
     }
     if (memory && l.memoryMiB !== null) {
@@ -304,7 +326,7 @@ export class SessionCgroup {
       writeIfPresent(path.join(memory, 'memory.memsw.limit_in_bytes'), bytes);
     }
     if (pids && l.maxProcesses !== null) fs.writeFileSync(path.join(pids, 'pids.max'), String(l.maxProcesses));
-    if (cpu && l.cpuWeight !== null) fs.writeFileSync(path.join(cpu, 'cpu.shares'), '1024');
+    if (cpu && l.cpuWeight !== null) writeCpuWeight(cpu, 'v1', 100);
   }
 }
 
@@ -341,6 +363,34 @@ export async function sweepSandboxCgroups(
   const removed: string[] = [];
   for (const dirs of leftovers.values()) {
     if (await killAndRemove(dirs, v2 ? 'v2' : 'v1')) removed.push(...dirs);
+  }
+  return removed;
+}
+
+/**
+ * Remove the worker's `maw-<key>` parents once it has stopped and its sessions' cgroups are gone:
+ * a parent that still holds a session's cgroup (the kernel refuses to remove it) is left, as is
+ * anything the setup changed in the worker's own cgroup. Returns the folders removed; never throws.
+ */
+export function releaseSandboxCgroups(support: CgroupSupport): string[] {
+  if (support.kind === 'none') return [];
+  const removed: string[] = [];
+  for (const parent of new Set(Object.values(support.parents))) {
+    try {
+      fs.rmdirSync(parent);
+      removed.push(parent);
+    } catch (e) {
+      // A cgroupfs answers EBUSY for a cgroup with children; a plain folder standing in for one (a
+      // test's) is empty but for its control files once it has no child folder.
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' || safeReaddir(parent).some((d) => d.isDirectory())) continue;
+      try {
+        fs.rmSync(parent, { recursive: true, force: true });
+        removed.push(parent);
+      } catch {
+        // Left as it is.
+      }
+    }
   }
   return removed;
 }

@@ -10,8 +10,10 @@ import {
   type CgroupController,
   type CgroupHostFacts,
   type CgroupSupport,
+  writeCpuWeight,
 } from './cgroups.js';
 import { LimitWatch } from './limit-watch.js';
+import { SandboxStarts } from './start-weight.js';
 import type { ResolvedSandboxLimits, SandboxLimitHit } from './limits.js';
 import { limitPrelude } from './wrapper.js';
 
@@ -24,6 +26,8 @@ export interface SandboxLimitsRuntime {
   /** Why, and the fix; empty when everything is enforced. */
   problem: string;
   fix: string;
+  /** The worker's starting sandboxes, whose CPU weight it raises (where the sandboxes have a CPU cgroup). */
+  starts?: SandboxStarts;
 }
 
 const LIMIT_OF: Record<CgroupController, keyof ResolvedSandboxLimits> = { memory: 'memoryMiB', pids: 'maxProcesses', cpu: 'cpuWeight' };
@@ -44,6 +48,15 @@ export async function prepareSandboxLimits(
     if (removed.length > 0) ctx.log.warn({ cgroups: removed }, 'removed the sandbox cgroups a worker that is gone left behind');
   }
   const runtime = describeEnforcement(limits, cgroups);
+  const cpuParent = cgroups.kind !== 'none' ? cgroups.parents.cpu : undefined;
+  if (cgroups.kind !== 'none' && cpuParent !== undefined && limits.cpuWeight !== null) {
+    const kind = cgroups.kind;
+    runtime.starts = new SandboxStarts(
+      limits.cpuWeight,
+      (weight) => writeCpuWeight(cpuParent, kind, weight),
+      (e) => ctx.log.warn({ err: coerceError(e) }, "the sandboxes' CPU weight could not be set for a sandbox's start"),
+    );
+  }
   if (runtime.unenforced.length > 0) {
     ctx.log.warn(
       { unenforced: runtime.unenforced, cgroup: cgroups.kind },
@@ -139,7 +152,19 @@ export class SessionLimits {
 
   /** The shell lines the spawn wrapper runs before it execs bubblewrap. */
   prelude(): string {
-    return limitPrelude({ procsFiles: this.#cgroup?.procsFiles ?? [], openFiles: this.#runtime.limits.openFiles });
+    return limitPrelude({ entries: this.#cgroup?.entries ?? [], openFiles: this.#runtime.limits.openFiles });
+  }
+
+  /**
+   * A sandbox of this session starts now: its start runs at the worker's CPU weight (see
+   * `start-weight.ts`). Returns the start's end, to call once its tool host is ready, failed or
+   * closed (again: nothing).
+   */
+  sandboxStarting(): () => void {
+    const cgroup = this.#cgroup;
+    const starts = this.#runtime.starts;
+    if (cgroup === undefined || starts === undefined) return () => {};
+    return starts.begin((weight) => cgroup.setCpuWeight(weight));
   }
 
   /** The session's cgroup folders (one per hierarchy), when it has a cgroup. */

@@ -2,8 +2,8 @@ import * as fs from 'node:fs';
 
 /**
  * The shell lines the sandbox's spawn wrapper runs before it execs bubblewrap, so that every
- * process of the sandbox starts bounded: it enters the session's cgroup (its own pid into each
- * `cgroup.procs`; a refused write ends it, so nothing runs outside the cgroup it was meant for),
+ * process of the sandbox starts bounded: it enters the session's cgroup (see {@link CgroupEntry};
+ * a refused write ends it, so nothing runs outside the cgroup it was meant for),
  * raises its OOM score (the kernel kills a sandbox's process before the worker's; as root the
  * sandbox, which has no capability, cannot lower it again), and sets its rlimits (no core files;
  * open files, soft and hard, so the agent cannot raise them). Everything it execs inherits these.
@@ -18,11 +18,23 @@ export const SANDBOX_OOM_SCORE_ADJ = 1000;
 /** Exit status of the wrapper when the sandbox could not be bounded as asked. */
 export const LIMIT_SETUP_EXIT = 125;
 
-export function limitPrelude(opts: { procsFiles: readonly string[]; openFiles: number | null }): string {
+/**
+ * One write that puts the wrapper's shell into a cgroup. `self`: `0` into a cgroup v1 `tasks`
+ * file, which moves the writing thread itself (the shell has no other thread): the kernel then
+ * takes no lock over every thread group of the host, where moving a whole process waits for an
+ * RCU grace period, 15 to 30 ms here, on every sandbox's start. `process`: the shell's pid into
+ * `cgroup.procs` (cgroup v2, which moves only whole processes between its domain cgroups).
+ */
+export interface CgroupEntry {
+  file: string;
+  moves: 'self' | 'process';
+}
+
+export function limitPrelude(opts: { entries: readonly CgroupEntry[]; openFiles: number | null }): string {
   const lines: string[] = [];
-  for (const file of opts.procsFiles) {
+  for (const { file, moves } of opts.entries) {
     lines.push(
-      `echo $$ > ${quote(file)} || { echo ${quote(`could not enter the sandbox's cgroup (${file})`)} >&2; exit ${LIMIT_SETUP_EXIT}; }`,
+      `echo ${moves === 'self' ? '0' : '$$'} > ${quote(file)} || { echo ${quote(`could not enter the sandbox's cgroup (${file})`)} >&2; exit ${LIMIT_SETUP_EXIT}; }`,
     );
   }
   lines.push(`echo ${SANDBOX_OOM_SCORE_ADJ} > /proc/$$/oom_score_adj 2>/dev/null`);
