@@ -11,8 +11,8 @@ import * as path from 'node:path';
 export interface CpuGroup {
   /** CPU of every process that ran in the group, in ms. */
   cpuMs(): number;
-  /** Remove the group once its processes are gone (best effort). */
-  remove(): void;
+  /** Remove the group once its processes are gone: true when it is gone (now or before). */
+  remove(): boolean;
 }
 
 const CANDIDATES: Array<{ root: string; read: (dir: string) => number }> = [
@@ -44,8 +44,10 @@ export function createCpuGroup(pid: number): CpuGroup | undefined {
         remove: () => {
           try {
             fs.rmdirSync(dir);
-          } catch {
-            // Still busy or already gone.
+            return true;
+          } catch (e) {
+            // Still busy (processes in it), or already gone.
+            return (e as NodeJS.ErrnoException).code === 'ENOENT';
           }
         },
       };

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { startEmulator, type Emulator, type RequestRecord } from '../src/testing/index.js';
 import type { ChildKind } from './build-children.js';
 import type { ChildConfig, ChildMessage, FloorConfig, Usage } from './child/protocol.js';
-import { createCpuGroup } from './cpu-group.js';
+import { createCpuGroup, type CpuGroup } from './cpu-group.js';
 
 export interface ChildHandle {
   /** The child's process id. */
@@ -83,6 +83,7 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
   const emu = await startEmulator({ mountRoot, latencyMs: opts.latencyMs, leaseTtlSeconds: 30 });
   const children: ChildProcess[] = [];
   const exits: Promise<unknown>[] = [];
+  const groups: CpuGroup[] = [];
   try {
     return await body({
       emu,
@@ -103,8 +104,9 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
           ...(c.floor !== undefined ? { floor: c.floor } : {}),
           ...(c.sandbox !== undefined ? { sandbox: c.sandbox } : {}),
         };
-        const { child, handle } = await spawnChild(opts.bundle, config, [...(opts.execArgv ?? []), ...(c.execArgv ?? [])]);
+        const { child, handle, group } = await spawnChild(opts.bundle, config, [...(opts.execArgv ?? []), ...(c.execArgv ?? [])]);
         children.push(child);
+        if (group) groups.push(group);
         exits.push(new Promise((resolve) => child.once('exit', resolve)));
         return handle;
       },
@@ -113,17 +115,22 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
     // A stopped child exits by itself (and writes its CPU profile, if any); a stuck one is killed.
     await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, CHILD_EXIT_GRACE_MS).unref())]);
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    // Each child's CPU group goes once the last process counted in it (a sandbox's init) is gone.
+    for (let i = 0; i < 50 && groups.some((g) => !g.remove()); i++) await new Promise((r) => setTimeout(r, 100));
     await emu.close();
     await fsp.rm(tmp, { recursive: true, force: true });
   }
 }
 
-async function spawnChild(bundle: string, config: ChildConfig, execArgv: string[]): Promise<{ child: ChildProcess; handle: ChildHandle }> {
+async function spawnChild(
+  bundle: string,
+  config: ChildConfig,
+  execArgv: string[],
+): Promise<{ child: ChildProcess; handle: ChildHandle; group: CpuGroup | undefined }> {
   const child = fork(bundle, [JSON.stringify(config)], { execArgv, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   // Moved into a CPU group of its own before it has started anything, so what it starts is counted.
   const group = child.pid !== undefined ? createCpuGroup(child.pid) : undefined;
   const counted = (u: Usage): Usage => (group ? { ...u, cpuMs: group.cpuMs() } : u);
-  child.once('exit', () => setTimeout(() => group?.remove(), 2_000).unref());
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString('utf8')).slice(-4000);
@@ -174,7 +181,7 @@ async function spawnChild(bundle: string, config: ChildConfig, execArgv: string[
       }
     },
   };
-  return { child, handle };
+  return { child, handle, group };
 }
 
 /** Requests of one route (its template, e.g. `POST /v1/sessions/:id/events`) whose path contains `needle`. */

@@ -9,6 +9,7 @@ import { bwrapArgs } from './bwrap-args.js';
 import { bwrapFeatures, feedSeccomp, seccompArgs } from './bwrap-features.js';
 import { hostLayout, type HostLayout } from './host-layout.js';
 import { HOST_NETWORK_WARNING } from './network/network-option.js';
+import { releaseSandboxCgroups } from './limits/cgroups.js';
 import { prepareSandboxLimits, type SandboxLimitsRuntime } from './limits/session-limits.js';
 import type { ResolvedSandboxOptions } from './options.js';
 import { hostSeccompFilter } from './seccomp/filter.js';
@@ -39,6 +40,15 @@ export type SandboxRuntime =
       limits?: SandboxLimitsRuntime;
     } & SandboxKernelHardening)
   | { kind: 'none'; chosen: boolean; problem?: string };
+
+/**
+ * What a stopped worker's sandboxes leave on the host, removed: the empty parent cgroups of its
+ * sessions' cgroups (a parent another worker of the same state folder still uses is left). Returns
+ * the folders removed; never throws.
+ */
+export function releaseSandboxRuntime(runtime: SandboxRuntime): string[] {
+  return runtime.kind === 'bwrap' && runtime.limits !== undefined ? releaseSandboxCgroups(runtime.limits.cgroups) : [];
+}
 
 /** Whether a sandbox can start on this host, and if not, why and how to fix it. */
 export type SandboxProbe =

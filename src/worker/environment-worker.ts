@@ -15,7 +15,7 @@ import { PathLocks } from './path-locks.js';
 import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork, type ClaimSlots } from './poller.js';
 import { scopedClient } from './scoped-client.js';
 import { defaultStateDir } from '../memory/index.js';
-import { resolveSandbox, type SandboxRuntime } from '../sandbox/runtime.js';
+import { releaseSandboxRuntime, resolveSandbox, type SandboxRuntime } from '../sandbox/runtime.js';
 import { sweepEmptySessionFolders } from './store-placement.js';
 
 export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
@@ -274,6 +274,12 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       this.#closeCtrl.abort(new Error('worker closing'));
       for (const wake of this.#slotWaiters.splice(0)) wake();
       await this.#drained();
+      // Every session has ended: the sandboxes' empty parent cgroups go with the worker.
+      const runtime = await this.#sandbox?.catch(() => undefined);
+      if (runtime !== undefined) {
+        const released = releaseSandboxRuntime(runtime);
+        if (released.length > 0) this.#log.debug({ cgroups: released }, "removed the sandboxes' parent cgroups");
+      }
       this.#log.info('worker closed');
       safeEmit(this, this.#log, 'closed', {});
     })();

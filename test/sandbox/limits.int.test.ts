@@ -58,11 +58,13 @@ interface Run {
   workerAlive: boolean;
   sessionA: string;
   log: string;
+  /** The worker's `maw-<key>` parent cgroups still present after close(). */
+  parentsLeft: string[];
 }
 
 let current: Harness | undefined;
 afterEach(async () => {
-  // The worker's parent cgroup (empty by now) is removed with its temp state folder.
+  // A parent cgroup the worker left (it removes its own on close) goes with the temp state folder.
   if (current) for (const dir of parentCgroups(current.stateDir)) fs.rmdirSync(dir);
   await current?.cleanup();
   current = undefined;
@@ -98,6 +100,7 @@ async function runTenants(limits: SandboxLimits | null | undefined, order: Attac
   const metrics = worker.metrics();
   await worker.close();
   await running;
+  const parentsLeft = parentCgroups(h.stateDir);
   const texts = Object.fromEntries(order.map((k, i) => [k, doneA.toolResults[i]?.text ?? ''])) as Record<Attack, string>;
   return {
     h,
@@ -112,6 +115,7 @@ async function runTenants(limits: SandboxLimits | null | undefined, order: Attac
     workerAlive,
     sessionA: a.sessionId,
     log: h.capture.raw.join('\n'),
+    parentsLeft,
   };
 }
 
@@ -176,6 +180,8 @@ describe('one session cannot starve the other', () => {
     expect(run.log).toContain('the sandbox reached its memory limit of 256 MiB');
     expectBServedUnharmed(run);
     expect(sessionCgroupsLeft(run.h.stateDir)).toEqual([]);
+    // The worker removed its parent cgroups when it closed.
+    expect(run.parentsLeft).toEqual([]);
   }, 240_000);
 
   it('with the default limits, the same work fits: nothing is refused or killed', async () => {
@@ -188,6 +194,8 @@ describe('one session cannot starve the other', () => {
     expect(run.hits).toEqual([]);
     expectBServedUnharmed(run);
     expect(sessionCgroupsLeft(run.h.stateDir)).toEqual([]);
+    // The worker removed its parent cgroups when it closed.
+    expect(run.parentsLeft).toEqual([]);
   }, 240_000);
 
   it('with limits: null, the same attacks succeed (the damage the limits prevent)', async () => {
