@@ -155,8 +155,10 @@ describe('the packed tarball', () => {
     for (const file of await fs.readdir(dist, { recursive: true })) {
       if (!/\.(c?js)$/.test(file)) continue;
       const text = await fs.readFile(path.join(dist, file), 'utf8');
-      // `require2(`: the bundler renames a local `require` (prom-client is loaded lazily through one).
-      for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\d*\s*\(\s*)["']([^"'./][^"']*)["']/g)) {
+      // `require2(`: the bundler renames a local `require`; `createRequire)(importMetaUrl)(`: the
+      // syntax minifier calls the made `require` in place (prom-client is loaded lazily through one).
+      const call = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\d*\s*\(\s*|createRequire\)?\s*\([\w.$]*\)\s*\(\s*)["']([^"'./][^"']*)["']/g;
+      for (const m of text.matchAll(call)) {
         const spec = m[1]!;
         if (!/^(@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*(\/[\w./-]*)?$/.test(spec)) continue; // not a module name (text in a template)
         if (spec.startsWith('node:') || builtins.has(spec)) continue;
