@@ -18,6 +18,7 @@ import { checkHandedListener } from '../../../src/sandbox/network/egress-listene
 import type { EgressRefusal } from '../../../src/sandbox/network/egress-proxy.js';
 import { SessionEgress } from '../../../src/sandbox/network/session-egress.js';
 import { ToolHostProcess } from '../../../src/sandbox/tool-host-process.js';
+import type { HostInit } from '../../../src/sandbox/protocol.js';
 
 const HOST = fileURLToPath(new URL('./fixtures/hand-over-host.cjs', import.meta.url));
 
@@ -92,14 +93,7 @@ describe('the egress listener hand-over', () => {
     const host = new ToolHostProcess({
       bwrap: path.join(dir, 'launch'),
       args: ['--clearenv', '--', process.execPath, HOST, mode, String(port), path.join(dir, 'port')],
-      init: {
-        t: 'init',
-        workdir: dir,
-        allowedRoots: [],
-        readOnlyRoots: [],
-        maxFileBytes: undefined,
-        egress: { socket: '/run/maw-egress.sock', port },
-      },
+      init: initWithEgress(dir, port),
       log,
       egress,
     });
@@ -148,6 +142,18 @@ describe('the egress listener hand-over', () => {
   }
 });
 
+/** The host's init message for a sandbox whose egress listens on `port`. */
+function initWithEgress(dir: string, port: number): HostInit {
+  return {
+    t: 'init',
+    workdir: dir,
+    allowedRoots: [],
+    readOnlyRoots: [],
+    maxFileBytes: undefined,
+    egress: { socket: '/run/maw-egress.sock', port },
+  };
+}
+
 describe('a tool host with a network but no channel', () => {
   it("fails to start, and its own reason reaches the worker (its stderr, with no shell's rc file in it)", async () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-no-channel-'));
@@ -157,14 +163,7 @@ describe('a tool host with a network but no channel', () => {
       const host = new ToolHostProcess({
         bwrap: path.join(dir, 'launch'),
         args: ['--', process.execPath, entry],
-        init: {
-          t: 'init',
-          workdir: dir,
-          allowedRoots: [],
-          readOnlyRoots: [],
-          maxFileBytes: undefined,
-          egress: { socket: '/run/maw-egress.sock', port: await freePort() },
-        },
+        init: initWithEgress(dir, await freePort()),
         log: pino({ level: 'silent' }),
       });
       const problem = await host.ready();
