@@ -125,7 +125,14 @@ function parentCgroups(stateDir: string): string[] {
   const found: string[] = [];
   const walk = (dir: string, depth: number): void => {
     if (depth > 6) return;
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      // Removed while walked: another test's worker closed and took its own parent away.
+      return;
+    }
+    for (const e of entries) {
       if (!e.isDirectory()) continue;
       const p = path.join(dir, e.name);
       if (e.name === name) found.push(p);
