@@ -23,40 +23,73 @@ export const CHILD_OUT_DIR = path.resolve(here, '..', 'node_modules', '.cache', 
  * compares a change with what came before it.
  */
 export async function buildChildren(opts: { baseRef?: string } = {}): Promise<Record<ChildKind, string>> {
-  const officialEntry = opts.baseRef === undefined ? path.join(here, 'child', 'official.ts') : checkoutBase(opts.baseRef);
+  const base = opts.baseRef === undefined ? undefined : await buildBase(opts.baseRef);
   await build({
-    config: false,
+    ...CHILD_BUILD,
     entry: {
-      official: officialEntry,
+      ...(base === undefined ? { official: path.join(here, 'child', 'official.ts') } : {}),
       ours: path.join(here, 'child', 'ours.ts'),
       floor: path.join(here, 'child', 'floor.ts'),
     },
     outDir: CHILD_OUT_DIR,
-    format: ['esm'],
-    platform: 'node',
-    target: 'node20',
-    splitting: true,
-    sourcemap: false,
-    dts: false,
     clean: true,
-    silent: true,
-    outExtension: () => ({ js: '.mjs' }),
   });
   return {
-    official: path.join(CHILD_OUT_DIR, 'official.mjs'),
+    official: base ?? path.join(CHILD_OUT_DIR, 'official.mjs'),
     ours: path.join(CHILD_OUT_DIR, 'ours.mjs'),
     floor: path.join(CHILD_OUT_DIR, 'floor.mjs'),
   };
 }
 
-/** `src/` of `ref` beside a copy of today's children; returns the path of that copy's `ours.ts`. */
-function checkoutBase(ref: string): string {
+const CHILD_BUILD = {
+  config: false,
+  format: ['esm'],
+  platform: 'node',
+  target: 'node20',
+  splitting: true,
+  sourcemap: false,
+  dts: false,
+  silent: true,
+  outExtension: () => ({ js: '.mjs' }),
+} satisfies Parameters<typeof build>[0];
+
+/**
+ * `src/` of `ref` beside a copy of today's children, bundled as a package folder of its own: its
+ * child under `out/`, its sandbox tool host under `dist/` and a `package.json` with the package's
+ * name, so the base finds and starts its own tool host (the worker and the tool host speak a
+ * protocol that changes between commits), not today's. Returns the path of the base child.
+ */
+async function buildBase(ref: string): Promise<string> {
   const repo = path.resolve(here, '..');
   const base = path.join(path.dirname(CHILD_OUT_DIR), 'maw-bench-base');
   fs.rmSync(base, { recursive: true, force: true });
   fs.mkdirSync(base, { recursive: true });
-  const archive = execFileSync('git', ['archive', '--format=tar', ref, 'src'], { cwd: repo, maxBuffer: 64 * 1024 * 1024 });
+  const archive = execFileSync('git', ['archive', '--format=tar', ref, 'src', 'package.json'], {
+    cwd: repo,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   execFileSync('tar', ['-x', '-C', base], { input: archive });
   fs.cpSync(path.join(here, 'child'), path.join(base, 'bench', 'child'), { recursive: true });
-  return path.join(base, 'bench', 'child', 'ours.ts');
+  await build({
+    ...CHILD_BUILD,
+    entry: { official: path.join(base, 'bench', 'child', 'ours.ts') },
+    outDir: path.join(base, 'out'),
+    clean: true,
+  });
+  const toolHost = path.join(base, 'src', 'sandbox', 'tool-host.ts');
+  if (fs.existsSync(toolHost)) {
+    await build({
+      config: false,
+      entry: { 'sandbox/tool-host': toolHost },
+      format: ['cjs'],
+      platform: 'node',
+      target: 'node20',
+      sourcemap: false,
+      dts: false,
+      silent: true,
+      outDir: path.join(base, 'dist'),
+      clean: true,
+    });
+  }
+  return path.join(base, 'out', 'official.mjs');
 }
