@@ -38,6 +38,10 @@ export interface JobContext {
     floor?: FloorConfig;
     execArgv?: string[];
     sandbox?: ChildConfig['sandbox'];
+    /** The environment the child serves (another one of the emulator's); default: the emulator's own. */
+    environment?: { id: string; key: string };
+    /** A name for a workdir and state folder of the child's own; default: the job's, shared by its children. */
+    folder?: string;
   }): Promise<ChildHandle>;
 }
 
@@ -93,12 +97,14 @@ export async function withJob<T>(opts: JobOptions, body: (ctx: JobContext) => Pr
       quick: opts.quick,
       tmp,
       startChild: async (c = {}) => {
+        const own = c.folder !== undefined ? path.join(tmp, `child-${c.folder}`) : undefined;
+        if (own !== undefined) await fsp.mkdir(path.join(own, 'work'), { recursive: true });
         const config: ChildConfig = {
           baseURL: emu.baseURL,
-          environmentId: emu.environmentId,
-          environmentKey: emu.environmentKey,
-          workdir,
-          stateDir,
+          environmentId: c.environment?.id ?? emu.environmentId,
+          environmentKey: c.environment?.key ?? emu.environmentKey,
+          workdir: own !== undefined ? path.join(own, 'work') : workdir,
+          stateDir: own !== undefined ? path.join(own, 'state') : stateDir,
           concurrency: c.concurrency ?? 1,
           memorySyncIntervalMs: 5_000,
           ...(c.floor !== undefined ? { floor: c.floor } : {}),

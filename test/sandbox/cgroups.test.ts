@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   cgroupParentName,
+  emptyPollMs,
   probeCgroupSupport,
   releaseSandboxCgroups,
   SessionCgroup,
@@ -119,6 +120,21 @@ describe('on cgroup v2 with a delegated subtree', () => {
     expect(await ended).toBe('SIGKILL');
     expect(writes).toContain('cgroup.kill');
     expect(fs.existsSync(cg.dirs[0]!)).toBe(false);
+  });
+
+  it('a cgroup that is emptying is looked at again after 1 ms, then after twice as long each time, at most every 20 ms', () => {
+    const table: Array<[looks: number, ms: number]> = [
+      [0, 1],
+      [1, 1],
+      [2, 2],
+      [3, 4],
+      [4, 8],
+      [5, 16],
+      [6, 20],
+      [7, 20],
+      [1000, 20],
+    ];
+    for (const [looks, ms] of table) expect([looks, emptyPollMs(looks)]).toEqual([looks, ms]);
   });
 
   it('a cgroup without the memory controller enforces the rest and names memoryMiB as not enforced', () => {

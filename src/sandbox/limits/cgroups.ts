@@ -64,6 +64,8 @@ const DEFAULT_ROOT = '/sys/fs/cgroup';
 const V1_SHARES_PER_WEIGHT = 1024 / 100;
 /** Milliseconds a killed cgroup has to empty before it is left to the next sweep. */
 const EMPTY_WAIT_MS = 5_000;
+/** The longest pause between two looks at a cgroup that is emptying. */
+const EMPTY_POLL_MAX_MS = 20;
 
 export const CGROUP_FIX =
   'give the worker a cgroup it may manage: on cgroup v2, delegate a subtree to it (systemd: Delegate=yes in its unit, ' +
@@ -416,8 +418,18 @@ function findNamed(top: string, name: string): string[] {
   return found;
 }
 
+/**
+ * The pause before the next look at a cgroup that is emptying, after `looks` looks: 1 ms, doubling
+ * up to {@link EMPTY_POLL_MAX_MS}. A session's cgroup often still lists its sandbox's last process
+ * for a moment after the sandbox's end was seen, and the next session waits for the removal.
+ */
+export function emptyPollMs(looks: number): number {
+  return Math.min(EMPTY_POLL_MAX_MS, 2 ** Math.max(0, looks - 1));
+}
+
 async function killAndRemove(dirs: string[], kind: 'v1' | 'v2'): Promise<boolean> {
   const deadline = Date.now() + EMPTY_WAIT_MS;
+  let looks = 0;
   for (const dir of dirs) {
     if (kind === 'v2') writeIfPresent(path.join(dir, 'cgroup.kill'), '1');
   }
@@ -434,7 +446,7 @@ async function killAndRemove(dirs: string[], kind: 'v1' | 'v2'): Promise<boolean
       }
     }
     if (left === 0 || Date.now() > deadline) break;
-    await sleep(20);
+    await sleep(emptyPollMs(++looks));
   }
   let removedAll = true;
   for (const dir of dirs) {
@@ -453,7 +465,7 @@ async function killAndRemove(dirs: string[], kind: 'v1' | 'v2'): Promise<boolean
         }
         // EBUSY: the last processes are still exiting.
         if (code === 'EBUSY' && Date.now() < deadline) {
-          await sleep(20);
+          await sleep(emptyPollMs(++looks));
           continue;
         }
         removedAll = false;
