@@ -14,6 +14,7 @@ import { ToolCallRecord } from './tool-guard.js';
 import { PathLocks } from './path-locks.js';
 import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork, type ClaimSlots } from './poller.js';
 import { scopedClient } from './scoped-client.js';
+import { preloadPageTransport } from '../api/page-fetch.js';
 import { defaultStateDir } from '../memory/index.js';
 import { releaseSandboxRuntime, resolveSandbox, type SandboxRuntime } from '../sandbox/runtime.js';
 import { sweepEmptySessionFolders } from './store-placement.js';
@@ -183,6 +184,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       this.#running = false;
       throw e;
     }
+    preloadPageTransport();
     const detachRunSignal = onAbort(signal, () => void this.close());
     const detachOwnSignal = this.#listenToOwnSignal();
     const poller = new Poller({
