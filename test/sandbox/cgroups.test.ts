@@ -174,6 +174,29 @@ describe('on cgroup v2 with a delegated subtree', () => {
     for (const kept of [live, mine, other]) expect(fs.existsSync(kept.dirs[0]!)).toBe(true);
   });
 
+  it("the sweep finds a dead worker's leftovers deep in a wide hierarchy (more folders per level than it reads at once)", async () => {
+    const { root } = fakeV2();
+    // 100 sibling folders on each of three levels above the one that holds the leftover parent.
+    let deep = root;
+    for (const level of ['a', 'b', 'c']) {
+      for (let i = 0; i < 100; i++) fs.mkdirSync(path.join(deep, `${level}${i}`));
+      deep = path.join(deep, `${level}99`);
+    }
+    fs.writeFileSync(path.join(deep, 'cgroup.controllers'), 'cpuset cpu io memory pids\n');
+    fs.writeFileSync(path.join(deep, 'cgroup.subtree_control'), '');
+    fs.writeFileSync(path.join(deep, 'cgroup.procs'), '');
+    const rel = path.relative(root, deep);
+    const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: `0::/${rel}\n`, isRoot: false }) as Exclude<
+      CgroupSupport,
+      { kind: 'none' }
+    >;
+    const dead = SessionCgroup.create(support, 'sesn_dead', small, 999_999_999);
+    expect(dead.dirs[0]!.startsWith(deep)).toBe(true);
+    const removed = await sweepSandboxCgroups('/var/state/w1', { root });
+    expect(removed).toEqual(dead.dirs);
+    expect(fs.existsSync(dead.dirs[0]!)).toBe(false);
+  });
+
   it("the worker's stop removes its parent once no session cgroup is left in it", async () => {
     const { root, own } = fakeV2();
     const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' }) as Exclude<
