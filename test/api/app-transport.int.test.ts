@@ -251,6 +251,50 @@ describe("the app's transport carries every request", () => {
     });
   }, 70_000);
 
+  it("a polling worker has the transport's modules loaded before any work item, and only once it polls", () => {
+    // A fresh process, so no other test has loaded them: importing the library loads nothing of
+    // undici's; run() loads the page transport before its first claim, not inside the first mount.
+    const script = `
+      const fs = await import('node:fs');
+      const os = await import('node:os');
+      const path = await import('node:path');
+      const { createRequire } = await import('node:module');
+      const cache = createRequire(${JSON.stringify(path.join(ROOT, 'package.json'))}).cache;
+      const loaded = () => Object.keys(cache).some((k) => k.endsWith(path.join('undici', 'lib', 'api', 'api-request.js')));
+      const { startEmulator } = await import(${JSON.stringify(path.join(ROOT, 'src/testing/index.ts'))});
+      const { EnvironmentWorker } = await import(${JSON.stringify(path.join(ROOT, 'src/index.ts'))});
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'maw-preload-'));
+      const emu = await startEmulator({ mountRoot: path.join(dir, 'mnt') });
+      const afterImport = loaded();
+      const worker = new EnvironmentWorker({
+        client: emu.client(),
+        environmentId: emu.environmentId,
+        environmentKey: emu.environmentKey,
+        workdir: path.join(dir, 'work'),
+        stateDir: path.join(dir, 'state'),
+        sandbox: 'none',
+        logger: (await import('pino')).default({ level: 'silent' }),
+      });
+      const ctrl = new AbortController();
+      const running = worker.run(ctrl.signal);
+      await new Promise((resolve) => worker.once('polled', resolve));
+      const afterPoll = loaded();
+      const claims = emu.requests.filter((r) => r.path.includes('/work/') && r.method === 'POST').length;
+      ctrl.abort();
+      await running;
+      await emu.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+      process.stdout.write(JSON.stringify({ afterImport, afterPoll, claims }));
+    `;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual({ afterImport: false, afterPoll: true, claims: 0 });
+  }, 70_000);
+
   it('a client whose fetchOptions carry a dispatcher keeps it over the global one', async () => {
     const seen: string[] = [];
     const global = getGlobalDispatcher();
