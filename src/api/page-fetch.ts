@@ -1,23 +1,25 @@
 /**
- * The transport of listing pages: a `fetch` for the SDK whose successful answers are read with
- * undici's `request()` straight into a buffer the caller lends (a pooled page buffer), never into a
- * WHATWG stream and a second copy. Only the read differs from the runtime's `fetch`: every request
- * goes through the dispatcher the app chose, so a proxy agent, an `Agent` trusting a private CA or a
- * `MockAgent` sees listing pages as it sees every other request.
+ * The transport of listing pages and memory writes: a `fetch` for the SDK over undici's
+ * `dispatch()`, whose successful answers are copied chunk by chunk straight into a buffer the caller
+ * lends (a pooled page buffer), never into a stream and a second copy. Only the read differs from
+ * the runtime's `fetch`: every request goes through the dispatcher the app chose, so a proxy agent,
+ * an `Agent` trusting a private CA or a `MockAgent` sees listing pages as it sees every other
+ * request.
  *
  * Which dispatcher, in order: the one the client's `fetchOptions` carry; else the process's global
- * dispatcher (what the runtime's `fetch` uses); else an agent of this module's own, which is never
- * installed globally. A client with a `fetch` of its own (a mock, an instrumented wrapper) is left
- * alone: its pages are read from its own responses (see `readBodyToPage`).
+ * dispatcher (what the runtime's `fetch` uses), unless it is the option-less agent the runtime
+ * installs for itself; else the library's own agent (`own-agent.ts`), which is never installed
+ * globally. A client with a `fetch` of its own (a mock, an instrumented wrapper) is left alone: its
+ * pages are read from its own responses (see `readBodyToPage`).
  *
  * Answers are asked for compressed (`gzip`, `br`) and decoded as they are read; the page bound
  * applies to the decoded bytes, so a small compressed answer that inflates past it is refused as a
  * plain one of that size would be.
  */
-import type { Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import type Anthropic from '@anthropic-ai/sdk';
-import type { Agent, Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { isDefaultAgent, ownAgent } from './own-agent.js';
 import { undiciParts } from './undici-parts.js';
 
 /** A buffer lent for a body: `bytes` is exactly the body's length; `done` gives it back. */
@@ -107,16 +109,25 @@ export function preloadPageTransport(): void {
   undiciParts();
 }
 
-let ownAgent: Agent | undefined;
+let ownAgentUsed = false;
 
-/** The dispatcher a request goes through: the client's, else the process's, else this module's own. */
+/**
+ * The dispatcher a request goes through: the client's; else the process's global one, unless that
+ * is the default agent the runtime's `fetch` installs (no app chose it), for which the library's own
+ * agent stands in; else the library's own.
+ */
 export function dispatcherFor(init: RequestInit | undefined): Dispatcher {
   const given = (init as { dispatcher?: unknown } | undefined)?.dispatcher;
   if (isDispatcher(given)) return given;
   const global = (globalThis as Record<symbol, unknown>)[GLOBAL_DISPATCHER];
-  if (isDispatcher(global)) return global;
-  ownAgent ??= new (undiciParts().Agent)();
-  return ownAgent;
+  if (isDispatcher(global) && !isDefaultAgent(global)) return global;
+  ownAgentUsed = true;
+  return ownAgent();
+}
+
+/** True once a request went through the library's own agent (tests). */
+export function ownAgentWasUsed(): boolean {
+  return ownAgentUsed;
 }
 
 function isDispatcher(value: unknown): value is Dispatcher {
@@ -124,7 +135,7 @@ function isDispatcher(value: unknown): value is Dispatcher {
 }
 
 /**
- * A `fetch` over undici's `request()`: a 2xx body lands in one buffer `pages.lend` gives (found on
+ * A `fetch` over undici's `dispatch()`: a 2xx body lands in one buffer `pages.lend` gives (found on
  * the response with {@link takeLentBody}); any other answer's body (at most `maxBodyBytes`) is
  * read into a buffer of its own for the SDK to read its error. It behaves as `fetch` does where the
  * SDK relies on it: an abort rejects with an `AbortError`; no answer, a malformed one or one over
@@ -142,129 +153,231 @@ export function pageFetch(maxBodyBytes: number, pages: PageFetchOptions): typeof
     if (signal?.aborted) throw abortError();
     const headers = headerObject(init.headers);
     headers['accept-encoding'] ??= 'gzip, br';
-    let answer: Dispatcher.ResponseData;
+    let target: URL;
     try {
-      const target = new URL(url);
-      answer = await undiciParts().request.call(dispatcherFor(init), {
-        origin: target.origin,
-        path: `${target.pathname}${target.search}`,
-        method: (init.method ?? 'GET').toUpperCase() as Dispatcher.HttpMethod,
-        headers,
-        body: body ?? null,
-        signal,
-        headersTimeout: pages.stallTimeoutMs,
-        bodyTimeout: pages.stallTimeoutMs,
-      });
+      target = new URL(url);
     } catch (e) {
-      throw signal?.aborted === true ? abortError() : fetchFailed(stalled(e, pages.stallTimeoutMs));
+      throw fetchFailed(e);
     }
-    // A body given up (over the bound, a failure) is destroyed: its error then has no reader left.
-    answer.body.on('error', () => {});
-    try {
-      return await readAnswer(answer, maxBodyBytes, pages);
-    } catch (e) {
-      answer.body.destroy();
-      throw signal?.aborted === true ? abortError() : fetchFailed(stalled(e, pages.stallTimeoutMs));
-    }
+    return new Promise<Response>((resolve, reject) => {
+      const reader = new AnswerReader(maxBodyBytes, pages, signal, resolve, reject);
+      try {
+        dispatcherFor(init).dispatch(
+          {
+            origin: target.origin,
+            path: `${target.pathname}${target.search}`,
+            method: (init.method ?? 'GET').toUpperCase() as Dispatcher.HttpMethod,
+            headers,
+            body: body ?? null,
+            headersTimeout: pages.stallTimeoutMs,
+            bodyTimeout: pages.stallTimeoutMs,
+          },
+          reader,
+        );
+      } catch (e) {
+        reader.onError(e as Error);
+      }
+    });
   };
 }
 
-/** The answer as the `Response` the SDK reads. */
-async function readAnswer(answer: Dispatcher.ResponseData, maxBodyBytes: number, pages: PageFetchOptions): Promise<Response> {
-  const coding = contentCoding(answer.headers['content-encoding']);
-  const source = decoded(answer.body, coding);
-  const declared = coding === 'identity' ? declaredLength(answer.headers['content-length']) : undefined;
-  const status = answer.statusCode;
-  const responseHeaders = new Headers();
-  for (const [name, value] of Object.entries(answer.headers)) {
-    if (value === undefined) continue;
-    // A decoded body has neither its coding nor its wire length any more.
-    if (coding !== 'identity' && (name === 'content-encoding' || name === 'content-length')) continue;
-    for (const v of Array.isArray(value) ? value : [value]) responseHeaders.append(name, v);
-  }
-  const init = { status, headers: responseHeaders };
-  if (NULL_BODY_STATUSES.has(status)) {
-    source.destroy();
-    return new BufferedResponse(null, init) as unknown as Response;
-  }
-  if (status < 200 || status >= 300) {
-    const bytes = await readPlain(source, maxBodyBytes);
-    return new BufferedResponse(bytes, init) as unknown as Response;
-  }
-  if (pages.lend === undefined) {
-    const bytes = await readPlain(source, maxBodyBytes);
-    return new BufferedResponse(bytes, init) as unknown as Response;
-  }
-  const lent = await readLent(source, declared, maxBodyBytes, pages.lend);
-  const response = new BufferedResponse(null, init);
-  (response as unknown as { [LENT]?: LentAnswer })[LENT] = lent;
-  return response as unknown as Response;
-}
+/** Where an answer's body goes: nowhere (a status without one), a buffer of its own, or a lent one. */
+type Sink = 'none' | 'plain' | 'lent';
 
-/** The body as the caller lends for it: in place when its length is declared, else in a buffer that doubles. */
-async function readLent(
-  source: Readable,
-  declared: number | undefined,
-  cap: number,
-  lend: (length: number) => LentBody,
-): Promise<LentAnswer> {
-  if (declared !== undefined && declared > cap) {
-    source.destroy();
-    return { kind: 'over-cap', bytes: declared, declared: true };
+/**
+ * One answer, read as undici hands it over. Each chunk is copied before `onData` returns and the
+ * connection is never paused: the library's own agent reads into one buffer it reuses (see
+ * `own-agent.ts`). A failure or an abort settles the answer at once and tears the request down.
+ */
+class AnswerReader implements Dispatcher.DispatchHandlers {
+  readonly #cap: number;
+  readonly #pages: PageFetchOptions;
+  readonly #signal: AbortSignal | undefined;
+  readonly #resolve: (r: Response) => void;
+  readonly #reject: (e: unknown) => void;
+  readonly #onAbort = (): void => this.#fail(abortError());
+  #abort: ((reason: Error) => void) | undefined;
+  #settled = false;
+  #init: ResponseInit = {};
+  #sink: Sink = 'none';
+  #declared: number | undefined;
+  #decoder: zlib.Gunzip | zlib.BrotliDecompress | zlib.Inflate | undefined;
+  #lent: LentBody | undefined;
+  #at = 0;
+  #parts: Buffer[] = [];
+
+  constructor(
+    maxBodyBytes: number,
+    pages: PageFetchOptions,
+    signal: AbortSignal | undefined,
+    resolve: (r: Response) => void,
+    reject: (e: unknown) => void,
+  ) {
+    this.#cap = maxBodyBytes;
+    this.#pages = pages;
+    this.#signal = signal;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    signal?.addEventListener('abort', this.#onAbort, { once: true });
   }
-  let lent: LentBody | undefined = declared !== undefined ? lend(declared) : undefined;
-  let at = 0;
-  try {
-    for await (const chunk of source as AsyncIterable<Buffer>) {
-      if (at + chunk.length > cap) {
-        source.destroy();
-        lent?.done();
-        lent = undefined;
-        return { kind: 'over-cap', bytes: at + chunk.length, declared: false };
-      }
-      if (declared !== undefined) {
-        if (at + chunk.length > declared) throw new AnswerProblem(`the body passed its declared length of ${declared} bytes`);
-      } else if (lent === undefined || at + chunk.length > lent.bytes.length) {
-        const need = at + chunk.length;
-        const next = lend(Math.min(cap, Math.max(need, 2 * (lent?.bytes.length ?? 0), GROWING_START_BYTES)));
-        if (lent !== undefined) {
-          lent.bytes.copy(next.bytes, 0, 0, at);
-          lent.done();
+
+  onConnect(abort: (reason?: Error) => void): void {
+    this.#abort = abort;
+    if (this.#settled) abort(abortError());
+  }
+
+  onHeaders(status: number, raw: Array<Buffer | string | Array<Buffer | string>>, _resume: () => void): boolean {
+    if (this.#settled) return true;
+    try {
+      const pairs: Array<[string, string]> = [];
+      let encoding: string | undefined;
+      let length: string | undefined;
+      for (let i = 0; i + 1 < raw.length; i += 2) {
+        const name = latin1(raw[i] as Buffer | string).toLowerCase();
+        const values = raw[i + 1]!;
+        for (const v of Array.isArray(values) ? values : [values]) {
+          const value = latin1(v);
+          if (name === 'content-encoding') encoding = encoding === undefined ? value : `${encoding},${value}`;
+          else if (name === 'content-length') length = value;
+          pairs.push([name, value]);
         }
-        lent = next;
       }
-      chunk.copy(lent!.bytes, at);
-      at += chunk.length;
+      const coding = contentCoding(encoding);
+      const headers = new Headers();
+      for (const [name, value] of pairs) {
+        // A decoded body has neither its coding nor its wire length any more.
+        if (coding !== 'identity' && (name === 'content-encoding' || name === 'content-length')) continue;
+        headers.append(name, value);
+      }
+      this.#init = { status, headers };
+      if (NULL_BODY_STATUSES.has(status)) return true;
+      this.#declared = coding === 'identity' ? declaredLength(length) : undefined;
+      if (status < 200 || status >= 300 || this.#pages.lend === undefined) {
+        this.#sink = 'plain';
+      } else {
+        this.#sink = 'lent';
+        if (this.#declared !== undefined && this.#declared > this.#cap) {
+          this.#overCap(this.#declared, true);
+          return true;
+        }
+        if (this.#declared !== undefined) this.#lent = this.#pages.lend(this.#declared);
+      }
+      if (coding !== 'identity') this.#decodeWith(coding);
+    } catch (e) {
+      this.#fail(e);
     }
-    if (declared !== undefined && at !== declared) throw new AnswerProblem(`the body ended after ${at} of its declared ${declared} bytes`);
-    if (lent === undefined) return { kind: 'body', body: lend(0) };
-    if (lent.bytes.length !== at) {
-      // A buffer of exactly the body's length, as the caller's pages expect.
-      const exact = lend(at);
-      lent.bytes.copy(exact.bytes, 0, 0, at);
-      lent.done();
-      lent = exact;
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.#settled) return true;
+    // The decoder reads its input later: it gets a copy, as the chunk's buffer is reused.
+    if (this.#decoder !== undefined) this.#decoder.write(Buffer.from(chunk));
+    else this.#take(chunk);
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.#settled) return;
+    if (this.#decoder !== undefined) this.#decoder.end();
+    else this.#finish();
+  }
+
+  onError(err: Error): void {
+    this.#fail(err);
+  }
+
+  #decodeWith(coding: Exclude<Coding, 'identity'>): void {
+    const decoder = coding === 'gzip' ? zlib.createGunzip() : coding === 'br' ? zlib.createBrotliDecompress() : zlib.createInflate();
+    decoder.on('data', (chunk: Buffer) => this.#take(chunk));
+    decoder.on('end', () => this.#finish());
+    decoder.on('error', (e) => this.#fail(e));
+    this.#decoder = decoder;
+  }
+
+  #take(chunk: Buffer): void {
+    if (this.#settled || this.#sink === 'none') return;
+    const end = this.#at + chunk.length;
+    if (this.#sink === 'plain') {
+      if (end > this.#cap) return this.#fail(new AnswerProblem(`the answer passed ${this.#cap} bytes, more than it can weigh`));
+      this.#parts.push(Buffer.from(chunk));
+      this.#at = end;
+      return;
     }
-    return { kind: 'body', body: lent };
-  } catch (e) {
-    lent?.done();
-    throw e;
+    if (end > this.#cap) return this.#overCap(end, false);
+    const declared = this.#declared;
+    if (declared !== undefined) {
+      if (end > declared) return this.#fail(new AnswerProblem(`the body passed its declared length of ${declared} bytes`));
+    } else if (this.#lent === undefined || end > this.#lent.bytes.length) {
+      const size = Math.min(this.#cap, Math.max(end, 2 * (this.#lent?.bytes.length ?? 0), GROWING_START_BYTES));
+      const next = this.#pages.lend!(size);
+      if (this.#lent !== undefined) {
+        this.#lent.bytes.copy(next.bytes, 0, 0, this.#at);
+        this.#lent.done();
+      }
+      this.#lent = next;
+    }
+    this.#lent!.bytes.set(chunk, this.#at);
+    this.#at = end;
+  }
+
+  #finish(): void {
+    if (this.#settled) return;
+    const response = new BufferedResponse(this.#sink === 'plain' ? this.#plainBytes() : null, this.#init);
+    if (this.#sink === 'lent') {
+      const at = this.#at;
+      if (this.#declared !== undefined && at !== this.#declared) {
+        return this.#fail(new AnswerProblem(`the body ended after ${at} of its declared ${this.#declared} bytes`));
+      }
+      let lent = this.#lent ?? this.#pages.lend!(0);
+      if (lent.bytes.length !== at) {
+        // A buffer of exactly the body's length, as the caller's pages expect.
+        const exact = this.#pages.lend!(at);
+        lent.bytes.copy(exact.bytes, 0, 0, at);
+        lent.done();
+        lent = exact;
+      }
+      this.#lent = undefined;
+      (response as unknown as { [LENT]?: LentAnswer })[LENT] = { kind: 'body', body: lent };
+    }
+    this.#settle();
+    this.#resolve(response as unknown as Response);
+  }
+
+  #plainBytes(): Buffer {
+    const parts = this.#parts;
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.#at);
+  }
+
+  /** A page over the bound: answered as such, not read further, and not asked for again. */
+  #overCap(bytes: number, declared: boolean): void {
+    this.#settle();
+    this.#resolve(
+      Object.assign(new BufferedResponse(null, this.#init), { [LENT]: { kind: 'over-cap', bytes, declared } }) as unknown as Response,
+    );
+    this.#abort?.(new AnswerProblem('the answer passed its bound'));
+  }
+
+  #fail(e: unknown): void {
+    if (this.#settled) return;
+    this.#settle();
+    const aborted = this.#signal?.aborted === true;
+    this.#reject(aborted ? abortError() : fetchFailed(stalled(e, this.#pages.stallTimeoutMs)));
+    this.#abort?.(e instanceof Error ? e : new AnswerProblem(String(e)));
+  }
+
+  #settle(): void {
+    this.#settled = true;
+    this.#signal?.removeEventListener('abort', this.#onAbort);
+    this.#lent?.done();
+    this.#lent = undefined;
+    this.#parts = [];
+    this.#decoder?.destroy();
   }
 }
 
-/** An answer the caller does not lend for (an error's body), at most `cap` bytes. */
-async function readPlain(source: Readable, cap: number): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of source as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (total > cap) {
-      source.destroy();
-      throw new AnswerProblem(`the answer passed ${cap} bytes, more than it can weigh`);
-    }
-    parts.push(chunk);
-  }
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, total);
+function latin1(value: Buffer | string): string {
+  return typeof value === 'string' ? value : value.toString('latin1');
 }
 
 type Coding = 'identity' | 'gzip' | 'br' | 'deflate';
@@ -276,16 +389,6 @@ function contentCoding(value: string | string[] | undefined): Coding {
   if (text === 'br') return 'br';
   if (text === 'deflate') return 'deflate';
   throw new AnswerProblem(`the answer is encoded as ${JSON.stringify(text.slice(0, 40))}, which was not asked for`);
-}
-
-/** The body's bytes as sent, decoded as they arrive. A decoder's failure fails the read. */
-function decoded(body: Readable, coding: Coding): Readable {
-  if (coding === 'identity') return body;
-  const decoder = coding === 'gzip' ? zlib.createGunzip() : coding === 'br' ? zlib.createBrotliDecompress() : zlib.createInflate();
-  body.on('error', (e) => decoder.destroy(e));
-  decoder.on('error', () => {});
-  decoder.on('close', () => body.destroy());
-  return body.pipe(decoder);
 }
 
 /** undici's head and body timeouts, said as what they mean here. */

@@ -215,7 +215,8 @@ describe("the app's transport carries every request", () => {
 
   it("importing the library and reading pages leaves the process's global dispatcher as it was", () => {
     // Node installs its own default dispatcher the first time its web globals are touched (as any
-    // app's first fetch does); the library must neither replace it nor add one of its own.
+    // app's first fetch does); the library must neither replace it nor add one of its own. That
+    // option-less default carries nothing an app chose, so the library's own agent stands in for it.
     const script = `
       const key = Symbol.for('undici.globalDispatcher.1');
       void globalThis.Response;
@@ -224,6 +225,7 @@ describe("the app's transport carries every request", () => {
       const pages = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-fetch.ts'))});
       const afterImport = globalThis[key] === nodeDefault;
       const chosen = pages.dispatcherFor(undefined) === nodeDefault;
+      const ownForDefault = pages.dispatcherFor(undefined) === (await import(${JSON.stringify(path.join(ROOT, 'src/api/own-agent.ts'))})).ownAgent();
       Object.defineProperty(globalThis, key, { value: undefined, writable: true });
       const own = pages.dispatcherFor(undefined);
       process.stdout.write(JSON.stringify({
@@ -231,6 +233,7 @@ describe("the app's transport carries every request", () => {
         nodeDefault: nodeDefault !== undefined,
         afterImport,
         chosen,
+        ownForDefault,
         own: typeof own.dispatch,
         ownInstalled: globalThis[key] !== undefined,
       }));
@@ -245,7 +248,8 @@ describe("the app's transport carries every request", () => {
       lib: 'function',
       nodeDefault: true,
       afterImport: true,
-      chosen: true,
+      chosen: false,
+      ownForDefault: true,
       own: 'function',
       ownInstalled: false,
     });
@@ -260,7 +264,7 @@ describe("the app's transport carries every request", () => {
       const path = await import('node:path');
       const { createRequire } = await import('node:module');
       const cache = createRequire(${JSON.stringify(path.join(ROOT, 'package.json'))}).cache;
-      const loaded = () => Object.keys(cache).some((k) => k.endsWith(path.join('undici', 'lib', 'api', 'api-request.js')));
+      const loaded = () => Object.keys(cache).some((k) => k.endsWith(path.join('undici', 'lib', 'dispatcher', 'agent.js')));
       const { startEmulator } = await import(${JSON.stringify(path.join(ROOT, 'src/testing/index.ts'))});
       const { EnvironmentWorker } = await import(${JSON.stringify(path.join(ROOT, 'src/index.ts'))});
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'maw-preload-'));
