@@ -36,6 +36,18 @@ export function ownAgent(): Agent {
  * they move, and then the global dispatcher is simply used.
  */
 export function isDefaultAgent(dispatcher: Dispatcher): boolean {
+  let known = recognised.get(dispatcher);
+  if (known === undefined) {
+    known = hasDefaultOptions(dispatcher);
+    recognised.set(dispatcher, known);
+  }
+  return known;
+}
+
+/** What {@link isDefaultAgent} found for each dispatcher it was asked about (an agent's options never change). */
+const recognised = new WeakMap<Dispatcher, boolean>();
+
+function hasDefaultOptions(dispatcher: Dispatcher): boolean {
   if (dispatcher.constructor?.name !== 'Agent') return false;
   const own = dispatcher as unknown as Record<symbol, unknown>;
   let options: unknown;
