@@ -22,9 +22,25 @@ const MAX_TLS_SESSIONS = 100;
 
 let agent: Agent | undefined;
 
-export function ownAgent(): Agent {
-  agent ??= new (undiciParts().Agent)({ connect: connectReusingReads });
+/**
+ * The agent, built at its first use from the same undici as `runtimeDefault` (the runtime's own
+ * default agent, when that is the global dispatcher), else from the undici package. The runtime's
+ * copy already carries the SDK's other calls (polls, the event stream), so its code is loaded,
+ * compiled and warm, and a second copy of undici is never loaded: in a fresh process the package's
+ * copy cost about 0.3 to 0.5 s more CPU over its first 600 requests.
+ */
+export function ownAgent(runtimeDefault?: Dispatcher): Agent {
+  if (agent === undefined) {
+    const Runtime = runtimeDefault !== undefined && isDefaultAgent(runtimeDefault) ? runtimeDefault.constructor : undefined;
+    const AgentClass = (Runtime as typeof Agent | undefined) ?? undiciParts().Agent;
+    agent = new AgentClass({ connect: connectReusingReads });
+  }
   return agent;
+}
+
+/** True once the agent was built (tests). */
+export function ownAgentBuilt(): boolean {
+  return agent !== undefined;
 }
 
 /**

@@ -20,7 +20,6 @@ import * as zlib from 'node:zlib';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Dispatcher } from 'undici';
 import { isDefaultAgent, ownAgent } from './own-agent.js';
-import { undiciParts } from './undici-parts.js';
 
 /** A buffer lent for a body: `bytes` is exactly the body's length; `done` gives it back. */
 export interface LentBody {
@@ -102,14 +101,12 @@ export function isRuntimeFetch(f: unknown): boolean {
 }
 
 /**
- * Load the transport's modules now (about 40 ms of CPU on this project's test VM), so a worker
- * pays for them when it starts rather than inside its first session's mount.
+ * Make the transport ready now, so a worker pays for it when it starts rather than inside its
+ * first session's mount (the SDK's first poll would load the runtime's `fetch` a moment later).
  */
 export function preloadPageTransport(): void {
-  undiciParts();
+  dispatcherFor(undefined);
 }
-
-let ownAgentUsed = false;
 
 /**
  * The dispatcher a request goes through: the client's; else the process's global one, unless that
@@ -119,15 +116,23 @@ let ownAgentUsed = false;
 export function dispatcherFor(init: RequestInit | undefined): Dispatcher {
   const given = (init as { dispatcher?: unknown } | undefined)?.dispatcher;
   if (isDispatcher(given)) return given;
-  const global = (globalThis as Record<symbol, unknown>)[GLOBAL_DISPATCHER];
-  if (isDispatcher(global) && !isDefaultAgent(global)) return global;
-  ownAgentUsed = true;
-  return ownAgent();
+  const global = globalDispatcher();
+  if (global === undefined) return ownAgent();
+  return isDefaultAgent(global) ? ownAgent(global) : global;
 }
 
-/** True once a request went through the library's own agent (tests). */
-export function ownAgentWasUsed(): boolean {
-  return ownAgentUsed;
+/**
+ * The process's global dispatcher, with the runtime's `fetch` machinery loaded first: loading it
+ * installs the runtime's default agent when none is set, as the first `fetch` of any app does.
+ */
+function globalDispatcher(): Dispatcher | undefined {
+  const read = (): unknown => (globalThis as Record<symbol, unknown>)[GLOBAL_DISPATCHER];
+  let global = read();
+  if (!isDispatcher(global)) {
+    void globalThis.Response;
+    global = read();
+  }
+  return isDispatcher(global) ? global : undefined;
 }
 
 function isDispatcher(value: unknown): value is Dispatcher {

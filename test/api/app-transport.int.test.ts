@@ -255,16 +255,19 @@ describe("the app's transport carries every request", () => {
     });
   }, 70_000);
 
-  it("a polling worker has the transport's modules loaded before any work item, and only once it polls", () => {
-    // A fresh process, so no other test has loaded them: importing the library loads nothing of
-    // undici's; run() loads the page transport before its first claim, not inside the first mount.
+  it("a polling worker has the transport ready before any work item, built on the runtime's own undici", () => {
+    // A fresh process: importing the library builds nothing; run() builds the library's own agent
+    // before its first claim, not inside the first mount, from the class of the runtime's default
+    // agent, so the undici package's copy is never loaded.
     const script = `
       const fs = await import('node:fs');
       const os = await import('node:os');
       const path = await import('node:path');
       const { createRequire } = await import('node:module');
       const cache = createRequire(${JSON.stringify(path.join(ROOT, 'package.json'))}).cache;
-      const loaded = () => Object.keys(cache).some((k) => k.endsWith(path.join('undici', 'lib', 'dispatcher', 'agent.js')));
+      const packageCopy = () => Object.keys(cache).some((k) => k.endsWith(path.join('undici', 'lib', 'dispatcher', 'agent.js')));
+      const ownAgentModule = await import(${JSON.stringify(path.join(ROOT, 'src/api/own-agent.ts'))});
+      const loaded = () => ownAgentModule.ownAgentBuilt();
       const { startEmulator } = await import(${JSON.stringify(path.join(ROOT, 'src/testing/index.ts'))});
       const { EnvironmentWorker } = await import(${JSON.stringify(path.join(ROOT, 'src/index.ts'))});
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'maw-preload-'));
@@ -283,12 +286,13 @@ describe("the app's transport carries every request", () => {
       const running = worker.run(ctrl.signal);
       await new Promise((resolve) => worker.once('polled', resolve));
       const afterPoll = loaded();
+      const runtimeClass = ownAgentModule.ownAgent().constructor === globalThis[Symbol.for('undici.globalDispatcher.1')].constructor;
       const claims = emu.requests.filter((r) => r.path.includes('/work/') && r.method === 'POST').length;
       ctrl.abort();
       await running;
       await emu.close();
       fs.rmSync(dir, { recursive: true, force: true });
-      process.stdout.write(JSON.stringify({ afterImport, afterPoll, claims }));
+      process.stdout.write(JSON.stringify({ afterImport, afterPoll, claims, runtimeClass, packageCopy: packageCopy() }));
     `;
     const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
       cwd: ROOT,
@@ -296,7 +300,7 @@ describe("the app's transport carries every request", () => {
       timeout: 60_000,
     });
     expect(run.stderr).toBe('');
-    expect(JSON.parse(run.stdout)).toEqual({ afterImport: false, afterPoll: true, claims: 0 });
+    expect(JSON.parse(run.stdout)).toEqual({ afterImport: false, afterPoll: true, claims: 0, runtimeClass: true, packageCopy: false });
   }, 70_000);
 
   it('a client whose fetchOptions carry a dispatcher keeps it over the global one', async () => {

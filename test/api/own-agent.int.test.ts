@@ -2,7 +2,8 @@
  * Pins the library's own undici agent, the one requests take when the app chose no transport:
  * - it stands in only for an option-less `Agent` (what the runtime's `fetch` installs), never for
  *   an agent or dispatcher an app configured; the recognition reads undici's own fields, and the
- *   first test fails if they move;
+ *   first test fails if they move; it is built from the runtime's own undici when that agent is
+ *   there, else from the undici package;
  * - its connections read into one buffer each, reused: many concurrent bodies of distinct bytes
  *   arrive whole and unmixed, over HTTP and over TLS (whose sessions are resumed);
  * - a large body arrives in one buffer per connection, where an agent on Node's sockets hands
@@ -184,6 +185,38 @@ describe("the library's own agent", () => {
     }, 60_000);
   });
 
+  it("is built from the undici package when the runtime's default agent is not there, and reads as well", () => {
+    // A fresh process whose global dispatcher was removed after the runtime's fetch loaded.
+    const script = `
+      const http = await import('node:http');
+      const { createRequire } = await import('node:module');
+      void globalThis.Response;
+      Object.defineProperty(globalThis, Symbol.for('undici.globalDispatcher.1'), { value: undefined, writable: true });
+      const { pageFetch, takeLentBody, dispatcherFor } = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-fetch.ts'))});
+      const { ownAgent } = await import(${JSON.stringify(path.join(ROOT, 'src/api/own-agent.ts'))});
+      const server = http.createServer((req, res) => res.end(Buffer.alloc(3_000_000, 7)));
+      await new Promise((r) => server.listen(0, '127.0.0.1', r));
+      const get = pageFetch(8 << 20, { lend: (n) => ({ bytes: Buffer.alloc(n), done() {} }), stallTimeoutMs: 10000 });
+      const lent = takeLentBody(await get('http://127.0.0.1:' + server.address().port + '/'));
+      const PackageAgent = createRequire(${JSON.stringify(path.join(ROOT, 'package.json'))})('undici/lib/dispatcher/agent.js');
+      server.close();
+      process.stdout.write(JSON.stringify({
+        whole: lent.kind === 'body' && lent.body.bytes.length === 3_000_000 && lent.body.bytes.every((x) => x === 7),
+        own: dispatcherFor(undefined) === ownAgent(),
+        packageClass: ownAgent() instanceof PackageAgent,
+        installed: globalThis[Symbol.for('undici.globalDispatcher.1')] !== undefined,
+      }));
+      process.exit(0);
+    `;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual({ whole: true, own: true, packageClass: true, installed: false });
+  }, 70_000);
+
   it('over TLS: bodies whole and unmixed, and a new connection resumes the TLS session', () => {
     // A fresh process that trusts the test CA the way an operator would (NODE_EXTRA_CA_CERTS), so
     // the library's own agent, not one configured with a CA, makes the connections.
@@ -191,7 +224,8 @@ describe("the library's own agent", () => {
       const https = await import('node:https');
       const fs = await import('node:fs');
       const crypto = await import('node:crypto');
-      const { pageFetch, takeLentBody, ownAgentWasUsed } = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-fetch.ts'))});
+      const { pageFetch, takeLentBody, dispatcherFor } = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-fetch.ts'))});
+      const { ownAgent } = await import(${JSON.stringify(path.join(ROOT, 'src/api/own-agent.ts'))});
       let resumed = 0, fresh = 0;
       const server = https.createServer({ cert: fs.readFileSync(${JSON.stringify(CERT_FILE)}), key: fs.readFileSync(${JSON.stringify(KEY_FILE)}) }, (req, res) => {
         const n = Number(req.url.split('/')[2]);
@@ -214,7 +248,7 @@ describe("the library's own agent", () => {
         return lent.body.bytes.length === n && lent.body.bytes.every((x) => x === n % 251);
       }));
       server.close();
-      process.stdout.write(JSON.stringify({ ok, many, own: ownAgentWasUsed(), resumedAny: resumed > 0, fresh: fresh >= 1 }));
+      process.stdout.write(JSON.stringify({ ok, many, own: dispatcherFor(undefined) === ownAgent(), runtimeClass: ownAgent().constructor === globalThis[Symbol.for('undici.globalDispatcher.1')].constructor, resumedAny: resumed > 0, fresh: fresh >= 1 }));
       process.exit(0);
     `;
     const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
@@ -228,6 +262,7 @@ describe("the library's own agent", () => {
       ok: [true, true, true],
       many: [true, true, true, true],
       own: true,
+      runtimeClass: true,
       resumedAny: true,
       fresh: true,
     });
