@@ -10,7 +10,6 @@
  *   and writes reach the mock;
  * - importing the library, and reading a page with no global dispatcher set, installs none.
  */
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -21,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import Anthropic from '@anthropic-ai/sdk';
 import { Agent, getGlobalDispatcher, MockAgent, ProxyAgent, setGlobalDispatcher, type Dispatcher } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runInFreshProcess } from './fresh-process.js';
 import { RemoteStore } from '../../src/memory/remote/remote-store.js';
 import { harness, type Harness } from '../worker/helpers.js';
 
@@ -238,13 +238,7 @@ describe("the app's transport carries every request", () => {
         ownInstalled: globalThis[key] !== undefined,
       }));
     `;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    expect(run.stderr).toBe('');
-    expect(JSON.parse(run.stdout)).toEqual({
+    expect(runInFreshProcess(script)).toEqual({
       lib: 'function',
       nodeDefault: true,
       afterImport: true,
@@ -294,13 +288,7 @@ describe("the app's transport carries every request", () => {
       fs.rmSync(dir, { recursive: true, force: true });
       process.stdout.write(JSON.stringify({ afterImport, afterPoll, claims, runtimeClass, packageCopy: packageCopy() }));
     `;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    expect(run.stderr).toBe('');
-    expect(JSON.parse(run.stdout)).toEqual({ afterImport: false, afterPoll: true, claims: 0, runtimeClass: true, packageCopy: false });
+    expect(runInFreshProcess(script)).toEqual({ afterImport: false, afterPoll: true, claims: 0, runtimeClass: true, packageCopy: false });
   }, 70_000);
 
   it('a client whose fetchOptions carry a dispatcher keeps it over the global one', async () => {

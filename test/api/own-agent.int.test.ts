@@ -9,7 +9,6 @@
  * - a large body arrives in one buffer per connection, where an agent on Node's sockets hands
  *   over a new buffer per read.
  */
-import { spawnSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -18,6 +17,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, MockAgent, Pool, ProxyAgent, interceptors, type Dispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runInFreshProcess } from './fresh-process.js';
 import { isDefaultAgent, ownAgent } from '../../src/api/own-agent.js';
 import { dispatcherFor, pageFetch, takeLentBody, type LentBody } from '../../src/api/page-fetch.js';
 
@@ -88,13 +88,7 @@ describe("the library's own agent", () => {
       const { isDefaultAgent } = await import(${JSON.stringify(path.join(ROOT, 'src/api/own-agent.ts'))});
       process.stdout.write(JSON.stringify({ name: d?.constructor?.name, isDefault: isDefaultAgent(d) }));
     `;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    expect(run.stderr).toBe('');
-    expect(JSON.parse(run.stdout)).toEqual({ name: 'Agent', isDefault: true });
+    expect(runInFreshProcess(script)).toEqual({ name: 'Agent', isDefault: true });
 
     const ca = fs.readFileSync(CERT_FILE);
     expect(isDefaultAgent(new Agent())).toBe(true);
@@ -208,13 +202,7 @@ describe("the library's own agent", () => {
       }));
       process.exit(0);
     `;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    expect(run.stderr).toBe('');
-    expect(JSON.parse(run.stdout)).toEqual({ whole: true, own: true, packageClass: true, installed: false });
+    expect(runInFreshProcess(script)).toEqual({ whole: true, own: true, packageClass: true, installed: false });
   }, 70_000);
 
   it('over TLS: bodies whole and unmixed, and a new connection resumes the TLS session', () => {
@@ -251,14 +239,7 @@ describe("the library's own agent", () => {
       process.stdout.write(JSON.stringify({ ok, many, own: dispatcherFor(undefined) === ownAgent(), runtimeClass: ownAgent().constructor === globalThis[Symbol.for('undici.globalDispatcher.1')].constructor, resumedAny: resumed > 0, fresh: fresh >= 1 }));
       process.exit(0);
     `;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 60_000,
-      env: { ...process.env, NODE_EXTRA_CA_CERTS: CERT_FILE },
-    });
-    expect(run.stderr).toBe('');
-    expect(JSON.parse(run.stdout)).toEqual({
+    expect(runInFreshProcess(script, { ...process.env, NODE_EXTRA_CA_CERTS: CERT_FILE })).toEqual({
       ok: [true, true, true],
       many: [true, true, true, true],
       own: true,
