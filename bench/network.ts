@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import pino from 'pino';
 import type { SandboxNetworkOption } from '../src/sandbox/network/network-option.js';
 import { resolveSandboxOption } from '../src/sandbox/options.js';
-import { resolveSandbox } from '../src/sandbox/runtime.js';
+import { resolveSandbox } from '../src/sandbox/resolve.js';
 import { SessionSandbox } from '../src/sandbox/session-sandbox.js';
 import type { Emulator, ScriptStep } from '../src/testing/index.js';
 import { startTestHost } from '../test/sandbox/network/test-netns.js';

@@ -13,7 +13,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import pino from 'pino';
 import { resolveSandboxOption } from '../src/sandbox/options.js';
-import { resolveSandbox, type SandboxRuntime } from '../src/sandbox/runtime.js';
+import { resolveSandbox } from '../src/sandbox/resolve.js';
+import type { SandboxRuntime } from '../src/sandbox/runtime.js';
 import { SessionSandbox } from '../src/sandbox/session-sandbox.js';
 import { createCpuGroup } from './cpu-group.js';
 

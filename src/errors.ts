@@ -14,7 +14,7 @@
  * | `MAW_WORK_FAILED`            | {@link WorkItemFailedError} | read `cause` (the typed reason) and `outcome`; the item is already stopped |
  * | `MAW_REMOTE_LIMIT`           | {@link RemoteLimitError} | check the base URL points at the API; the answer broke a documented bound |
  * | `MAW_STATE_FILE`             | {@link StateFileError}   | check the file named under `stateDir`; an unreadable one is ignored |
- * | `MAW_SANDBOX`                | {@link SandboxUnavailableError} | install bubblewrap or allow user namespaces, as the message says; or choose `sandbox: 'none'` |
+ * | `MAW_SANDBOX`                | {@link SandboxUnavailableError} | make a sandbox start as the message says (bubblewrap, user namespaces, a container's /proc, seccomp or AppArmor settings); or choose `sandbox: 'none'` |
  * | `MAW_INTERNAL`               | {@link InternalError}    | report it: a rule of the library itself broke (the message says which) |
  *
  * What the library throws or rejects with is one of these; an error from Node, the SDK or a tool
@@ -235,8 +235,18 @@ function safeString(v: unknown): string {
  * `sandbox: 'bwrap'` was asked for and no sandbox can start here: bubblewrap is missing, user
  * namespaces are blocked, or the platform has none. `reason` says which; the message gives the fix.
  */
+/**
+ * Why no sandbox starts: `platform` (not Linux), `missing` (no bubblewrap), `host_entry_missing`
+ * (the package is not built), `userns_disabled` (user namespaces off by sysctl), `apparmor` (an
+ * AppArmor restriction or profile), `seccomp` (a container's seccomp profile refuses namespaces or
+ * mount), `proc_masked` (a container's masked `/proc`), `uid_map` (no uid map for the sandbox's user
+ * namespace), `probe_failed` (anything else; the message has bubblewrap's words).
+ */
+export type SandboxFailureReason =
+  'platform' | 'missing' | 'host_entry_missing' | 'userns_disabled' | 'apparmor' | 'seccomp' | 'proc_masked' | 'uid_map' | 'probe_failed';
+
 export class SandboxUnavailableError extends WorkerError {
-  readonly reason: 'platform' | 'missing' | 'probe_failed' | 'host_entry_missing';
+  readonly reason: SandboxFailureReason;
 
   constructor(reason: SandboxUnavailableError['reason'], message: string, options?: { cause?: unknown }) {
     super('MAW_SANDBOX', message, options);

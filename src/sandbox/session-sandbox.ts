@@ -9,6 +9,8 @@ import { egressPolicyFor } from './network/network-option.js';
 import { EGRESS_RELAY_PORT, EGRESS_SOCKET_IN_SANDBOX, egressEnvironment, SessionEgress } from './network/session-egress.js';
 import type { SandboxLimitHit } from './limits/limits.js';
 import { describeEnforcement, SessionLimits } from './limits/session-limits.js';
+import { readFallbackFacts } from './limits/without-cgroup.js';
+import { LIMIT_SETUP_EXIT, processesHardLimit } from './launcher.js';
 import type { SandboxRuntime } from './runtime.js';
 import { toolsetShellPerThread } from './sdk-bounds.js';
 import { sandboxEnvironment } from './tool-env.js';
@@ -69,7 +71,12 @@ export class SessionSandbox {
 
   /** Start the first host now, so the first tool call does not wait for it. */
   warmUp(): void {
-    this.#current();
+    this.#hostOrStart();
+  }
+
+  /** Start the host (when none runs) and resolve once it is ready (`undefined`), or with why it never will be. */
+  started(): Promise<string | undefined> {
+    return this.#hostOrStart().ready();
   }
 
   /** Hosts started for this session so far (1 + one per failure that was followed by a call). */
@@ -105,7 +112,7 @@ export class SessionSandbox {
 
   async #run(tool: string, input: unknown, context: BetaToolRunContext | undefined): Promise<string | ToolResultBlocks> {
     if (this.#closed) throw new ToolError(`${tool}: the session's sandbox is closed`);
-    const host = this.#current();
+    const host = this.#hostOrStart();
     if (this.#egress) {
       const listening = await this.#egress.ready.then(
         () => undefined,
@@ -118,7 +125,7 @@ export class SessionSandbox {
       signal: context?.signal,
       thread: threadOf(context),
     });
-    const note = await this.#limitNote(host);
+    const note = await this.#enforceLimitHits(host);
     if (result.kind === 'failed') {
       throw new ToolError(`${tool}: the sandbox could not run this call (${result.message}); the next call starts a new sandbox${note}`);
     }
@@ -140,7 +147,7 @@ export class SessionSandbox {
    * a memory or process limit the sandbox is restarted for the next call: what was left running in
    * it (a fork bomb, a process stuck at the limit) ends with it.
    */
-  async #limitNote(host: ToolHostProcess): Promise<string> {
+  async #enforceLimitHits(host: ToolHostProcess): Promise<string> {
     const hits = this.#limits?.check(host.alive ? host.sandboxPid : undefined) ?? [];
     if (hits.length === 0) return '';
     for (const hit of hits) this.#spec.onLimitHit?.(hit);
@@ -154,7 +161,8 @@ export class SessionSandbox {
     return `\n\n[${sentences.join('; ')}]`;
   }
 
-  #current(): ToolHostProcess {
+  /** The running host, or a new one: its sandbox started, its cgroup and egress proxy made on the first. */
+  #hostOrStart(): ToolHostProcess {
     if (this.#host?.alive) return this.#host;
     this.#hostsStarted++;
     const { layout, options } = this.#runtime;
@@ -171,7 +179,8 @@ export class SessionSandbox {
     const stores = spec.stores ?? spec.allowedRoots.map((p) => ({ hostPath: p, path: p, readOnly: spec.readOnlyRoots.includes(p) }));
     // The session's cgroup is made with its first sandbox and kept across restarts.
     this.#limits ??= new SessionLimits(
-      this.#runtime.limits ?? describeEnforcement(options.limits, { kind: 'none', problem: 'no cgroup was set up', fix: '' }),
+      this.#runtime.limits ??
+        describeEnforcement(options.limits, { kind: 'none', problem: 'no cgroup was set up', fix: '' }, readFallbackFacts()),
       spec.sessionId ?? spec.workdir.split('/').pop() ?? 'session',
       this.#log,
     );
@@ -187,13 +196,11 @@ export class SessionSandbox {
       userNamespace: this.#runtime.userNamespace,
       disableNestedUserNamespaces: this.#runtime.disableUserns,
       env: { ...sandboxEnvironment(process.env, options.env, spec.workdir), ...(egress ? egressEnvironment() : {}) },
-      command: [layout.node, layout.hostEntry],
+      command: withProcessLimit([layout.node, layout.hostEntry], this.#limits.processesInside),
       tmpBytes: this.#limits.tmpBytes,
     };
     this.#host = new ToolHostProcess({
-      bwrap: this.#runtime.bwrap,
-      args: bwrapArgs(view),
-      seccomp: this.#runtime.seccomp,
+      launch: { bwrap: this.#runtime.bwrap, args: bwrapArgs(view), seccomp: this.#runtime.seccomp, bounds: this.#limits.bounds() },
       init: {
         t: 'init',
         workdir: spec.workdir,
@@ -204,7 +211,6 @@ export class SessionSandbox {
         ...(egress ? { egress: { socket: EGRESS_SOCKET_IN_SANDBOX, port: EGRESS_RELAY_PORT } } : {}),
       },
       log: this.#log,
-      prelude: this.#limits.prelude(),
       // The host hands its loopback listener to the proxy, which then accepts the sandbox's connections itself.
       egress,
     });
@@ -223,6 +229,26 @@ function threadOf(context: BetaToolRunContext | undefined): CallThread | undefin
   const thread = (context as { _sessionThread?: unknown } | undefined)?._sessionThread as Partial<CallThread> | undefined;
   if (typeof thread?.key !== 'string' || !(thread.signal instanceof AbortSignal)) return undefined;
   return { key: thread.key, signal: thread.signal };
+}
+
+/**
+ * The sandbox's first command under `RLIMIT_NPROC` (soft and hard) set inside its user namespace,
+ * where the kernel counts the processes of that namespace alone; never above the worker's own hard
+ * limit (the sandbox could not set it). `undefined`: the command as it is.
+ */
+export function withProcessLimit(command: readonly string[], processes: number | undefined): string[] {
+  if (processes === undefined) return [...command];
+  const hard = processesHardLimit();
+  const n = hard === undefined ? processes : Math.min(processes, hard);
+  return [
+    '/bin/bash',
+    '--norc',
+    '-c',
+    `ulimit -u "$1" || exit ${LIMIT_SETUP_EXIT}; shift; exec "$@"`,
+    'maw-processes',
+    String(n),
+    ...command,
+  ];
 }
 
 function withNote(content: ToolResultBlocks | string, note: string): ToolResultBlocks | string {

@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import * as fs from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import type * as net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../internal/logger.js';
-import { feedSeccomp, seccompArgs } from './bwrap-features.js';
+import { LaunchedSandbox, SANDBOX_START_TIMEOUT_MS, type SandboxLaunch } from './launcher.js';
 import { checkHandedListener, closeHandle } from './network/egress-listener.js';
 import { encodeLine, LineDecoder, type HostInit, type ToolContent, type WorkerMessage } from './protocol.js';
 
@@ -25,7 +24,7 @@ export interface CallThread {
 }
 
 /** Milliseconds a host may take to start (namespaces, Node, the SDK toolset) before it is given up. */
-export const HOST_START_TIMEOUT_MS = 20_000;
+export const HOST_START_TIMEOUT_MS = SANDBOX_START_TIMEOUT_MS;
 /**
  * Milliseconds a cancelled or timed-out call may take to answer before its host is killed: the
  * host stops it in two steps a second apart (see tool-host.ts), each of which ends it normally.
@@ -54,6 +53,7 @@ interface Pending {
  */
 export class ToolHostProcess {
   readonly #child: ChildProcess;
+  readonly #sandbox: LaunchedSandbox;
   readonly #log: Logger;
   readonly #decoder = new LineDecoder();
   readonly #pending = new Map<number, Pending>();
@@ -62,7 +62,6 @@ export class ToolHostProcess {
   readonly #exited: Promise<void>;
   #nextId = 1;
   #failure: string | undefined;
-  #sandboxInit: number | undefined;
   #stderr = '';
   /** close() ended the host's stdin: its exit is the expected end, not a failure. */
   #closing = false;
@@ -76,50 +75,22 @@ export class ToolHostProcess {
   readonly #egressPort: number;
 
   /**
-   * `seccomp`: the encoded filter bubblewrap installs in the sandbox (none when undefined).
-   * `prelude`: shell lines the spawn wrapper runs before it execs bubblewrap (the sandbox's limits).
+   * `launch`: the sandbox to start, as the launcher takes it (its IPC channel is added here when
+   * `egress` is to adopt the host's loopback listener).
    */
-  constructor(spec: {
-    bwrap: string;
-    args: string[];
-    init: HostInit;
-    log: Logger;
-    seccomp?: Buffer | undefined;
-    prelude?: string;
-    egress?: EgressAdopter | undefined;
-  }) {
+  constructor(spec: { launch: Omit<SandboxLaunch, 'channel'>; init: HostInit; log: Logger; egress?: EgressAdopter | undefined }) {
     this.#log = spec.log;
     // With an egress proxy to adopt the sandbox's listener, the host gets an IPC channel (the last
-    // descriptor) that carries that listener and nothing else; bubblewrap clears the environment,
-    // so the variable that tells Node where the channel is is set again inside.
+    // descriptor) that carries that listener and nothing else.
     const handOver = spec.egress !== undefined && spec.init.egress !== undefined ? spec.egress : undefined;
     this.#egress = handOver;
     this.#egressPort = spec.init.egress?.port ?? 0;
-    // fd 3 is bubblewrap's --info-fd: it reports the host-side pid of the sandbox's init.
-    // fd 4 (with a filter) carries the seccomp filter; bubblewrap closes it once read.
-    // bubblewrap's own processes (the sandbox's init among them, whose /proc entry the agent can
-    // read) start with an empty environment: the worker's never enters the sandbox, not even there.
-    const filter = spec.seccomp === undefined ? [] : seccompArgs(4);
-    const stdio: Array<'pipe' | 'ipc'> = Array.from({ length: spec.seccomp === undefined ? 4 : 5 }, () => 'pipe');
-    let args = spec.args;
-    if (handOver) {
-      stdio.push('ipc');
-      args = withChannelVariable(args, stdio.length - 1);
-    }
-    this.#child = spawnClosingInherited(spec.bwrap, ['--info-fd', '3', ...filter, ...args], { stdio, env: {} }, spec.prelude);
+    this.#sandbox = new LaunchedSandbox({ ...spec.launch, channel: handOver !== undefined });
+    this.#child = this.#sandbox.child;
     if (handOver) this.#child.on('message', (message: unknown, handle: unknown) => this.#onHandOver(message, handle));
-    if (spec.seccomp !== undefined) feedSeccomp(this.#child.stdio[4] as NodeJS.WritableStream | null, spec.seccomp);
     // Node counts an IPC channel toward 'close' only when the host closes it first; the worker
     // closes its end on the hand-over, so with a channel the host's exit is the end to wait for.
     this.#exited = new Promise((resolve) => this.#child.once(handOver ? 'exit' : 'close', () => resolve()));
-    let info = '';
-    const infoStream = this.#child.stdio[3] as NodeJS.ReadableStream | null;
-    infoStream?.on('data', (d: Buffer) => {
-      info += d.toString('utf8');
-      const m = /"child-pid"\s*:\s*(\d+)/.exec(info);
-      if (m && this.#sandboxInit === undefined) this.#sandboxInit = Number(m[1]);
-    });
-    infoStream?.on('error', () => {});
     this.#child.stdin?.on('error', () => {});
     this.#child.stderr?.on('data', (d: Buffer) => {
       this.#stderr = (this.#stderr + d.toString('utf8')).slice(-STDERR_TAIL_BYTES);
@@ -167,7 +138,7 @@ export class ToolHostProcess {
 
   /** The host-side pid of the sandbox's init, once bubblewrap reported it. */
   get sandboxPid(): number | undefined {
-    return this.#sandboxInit;
+    return this.#sandbox.sandboxPid;
   }
 
   /** False once the host failed or was closed. */
@@ -194,6 +165,9 @@ export class ToolHostProcess {
   ): Promise<HostCallResult> {
     const problem = await this.#ready;
     if (problem !== undefined) return { kind: 'failed', message: problem };
+    // The host may have failed after it was ready and before this call was registered: nothing
+    // would then answer it.
+    if (this.#failure !== undefined) return { kind: 'failed', message: this.#failure };
     const id = this.#nextId++;
     return new Promise<HostCallResult>((resolve) => {
       let grace: NodeJS.Timeout | undefined;
@@ -296,14 +270,15 @@ export class ToolHostProcess {
     // Gone already (bubblewrap exits only once its namespace is empty): its init's pid may be reused.
     if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
     // The init first: bubblewrap then exits once the kernel has ended the whole namespace.
-    if (this.#sandboxInit !== undefined) {
+    const init = this.#sandbox.sandboxPid;
+    if (init !== undefined) {
       try {
-        process.kill(this.#sandboxInit, 'SIGKILL');
+        process.kill(init, 'SIGKILL');
       } catch {
         // Already gone.
       }
     }
-    const fallback = setTimeout(() => this.#child.kill('SIGKILL'), this.#sandboxInit === undefined ? 0 : EXIT_WAIT_MS);
+    const fallback = setTimeout(() => this.#child.kill('SIGKILL'), init === undefined ? 0 : EXIT_WAIT_MS);
     fallback.unref();
     void this.#exited.then(() => clearTimeout(fallback));
   }
@@ -312,40 +287,4 @@ export class ToolHostProcess {
 /** Where the session's egress proxy takes the listener a host hands over. */
 export interface EgressAdopter {
   adopt(listener: net.Server): { release(): void };
-}
-
-/**
- * bubblewrap's arguments with `NODE_CHANNEL_FD` set inside, just before the `--` that ends
- * bubblewrap's options (after its `--clearenv`): the command after it is the host's absolute paths.
- */
-function withChannelVariable(args: string[], fd: number): string[] {
-  const end = args.lastIndexOf('--');
-  if (end < 0) return args;
-  return [...args.slice(0, end), '--setenv', 'NODE_CHANNEL_FD', String(fd), ...args.slice(end)];
-}
-
-/**
- * Closes every descriptor from `$1` up, then execs the rest of its arguments. Run by bash in the
- * child, so the worker's main thread never walks its own descriptor table: bash lists its
- * `/proc/<pid>/fd` (what it inherited across the exec) and closes each one at or above the first
- * descriptor that is not the child's stdio. No redirection on the loop: bash would keep stderr's
- * copy on a descriptor the loop closes, and the host's stderr would end up nowhere.
- */
-const CLOSE_INHERITED_AND_EXEC =
-  'first=$1; shift; for p in /proc/$$/fd/*; do n=${p##*/}; if [ "$n" -ge "$first" ]; then eval "exec $n>&-"; fi; done; exec "$@"';
-
-/**
- * Spawn with no descriptor but the child's stdio: a descriptor the worker inherited without
- * close-on-exec (from a service manager, a test runner, a parent's extra pipe, a native module)
- * would otherwise pass into the sandbox, where the agent could read or write it. bash closes them
- * all before it execs the command.
- */
-function spawnClosingInherited(command: string, args: string[], options: SpawnOptions & { stdio: unknown[] }, prelude = ''): ChildProcess {
-  return spawn(
-    '/bin/bash',
-    // --norc: with a socket for stdin bash takes itself for a remote shell and would run the
-    // worker user's ~/.bashrc.
-    ['--norc', '-c', prelude + CLOSE_INHERITED_AND_EXEC, 'close-inherited', String(options.stdio.length), command, ...args],
-    options,
-  );
 }

@@ -31,6 +31,11 @@ export interface WebhookWorker {
     signal?: AbortSignal;
   }): Promise<ItemOutcome>;
   readonly closing?: boolean;
+  /**
+   * Resolves once the worker may serve sessions from a queue (an `EnvironmentWorker`'s: its
+   * sandbox working, or `'none'` chosen); rejects with why not. Called before the first claim.
+   */
+  readyToServe?(): Promise<void>;
 }
 
 export interface WebhookHandlerOptions {

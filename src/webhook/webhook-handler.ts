@@ -177,6 +177,24 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     }
   }
 
+  let ready: Promise<string | undefined> | undefined;
+  /**
+   * Why the worker may not serve sessions from the queue (no working sandbox with `'auto'`), found
+   * once before the first claim and logged once; `undefined` when it may. Nothing is claimed
+   * without it: every delivery is answered 503 with the reason, so the sender retries later.
+   */
+  function readiness(): Promise<string | undefined> {
+    ready ??= Promise.resolve(o.worker.readyToServe?.()).then(
+      () => undefined,
+      (err: unknown) => {
+        const e = coerceError(err);
+        log.error({ err: e }, `the webhook handler serves no session: ${e.message}`);
+        return e.message;
+      },
+    );
+    return ready;
+  }
+
   async function handle(req: WebhookRequest): Promise<WebhookResponse> {
     if (closing || o.worker.closing) return json(503, { error: 'shutting down; deliver again later' });
     if (Buffer.byteLength(req.body, 'utf8') > o.maxBodyBytes) return json(413, { error: `body over ${o.maxBodyBytes} bytes` });
@@ -199,6 +217,8 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
       log.debug({ type }, 'webhook event type ignored');
       return json(200, { ignored: type ?? null });
     }
+    const unready = await readiness();
+    if (unready !== undefined) return json(503, { error: 'sandbox_unavailable', message: unready });
     const webhookId = headers['webhook-id'] ?? event.id ?? '';
     if (deliveries.isDone(webhookId)) {
       log.info({ webhook_id: webhookId }, 'webhook redelivery ignored: its drain already reached the end of the queue');

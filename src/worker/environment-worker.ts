@@ -16,7 +16,8 @@ import { defaultWorkerId, Poller, workQueueApi, type ClaimedWork, type ClaimSlot
 import { scopedClient } from './scoped-client.js';
 import { preloadPageTransport } from '../api/page-fetch.js';
 import { defaultStateDir } from '../memory/index.js';
-import { releaseSandboxRuntime, resolveSandbox, type SandboxRuntime } from '../sandbox/runtime.js';
+import { resolveSandbox, sandboxForServing, type SandboxServing } from '../sandbox/resolve.js';
+import { releaseSandboxRuntime, type SandboxRuntime } from '../sandbox/runtime.js';
 import { sweepEmptySessionFolders } from './store-placement.js';
 
 export type { ItemOutcome, ItemStatus, WorkerEventMap } from './events.js';
@@ -110,6 +111,8 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   readonly #onSignalAbort = (): void => void this.close();
   #warnedOverConcurrency = false;
   #sandbox: Promise<SandboxRuntime> | undefined;
+  /** readyToServe() was called: this worker serves sessions from a queue, whatever its concurrency. */
+  #servesQueue = false;
 
   constructor(options: EnvironmentWorkerOptions, internals: WorkerInternals = {}) {
     super();
@@ -177,46 +180,55 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     }
     if (this.#running) throw new ConfigError('run() is already running on this worker; call it once');
     this.#running = true;
-    let sandbox: SandboxRuntime;
     try {
-      sandbox = await this.#sandboxRuntime();
-    } catch (e) {
-      this.#running = false;
-      throw e;
-    }
-    preloadPageTransport();
-    const detachRunSignal = onAbort(signal, () => void this.close());
-    const detachOwnSignal = this.#listenToOwnSignal();
-    const poller = new Poller({
-      api: workQueueApi(scopedClient(this.#opts.client, environmentKey), this.#opts.requestOptions),
-      environmentId,
-      workerId: this.workerId,
-      logger: this.#log.child({ component: 'poller' }),
-      clock: this.#opts.clock,
-      slots: this.#claimSlots,
-      onPolled: (workId) => safeEmit(this, this.#log, 'polled', { workId }),
-      onPollFailed: (error, retryInMs) => safeEmit(this, this.#log, 'pollFailed', { error, retryInMs }),
-    });
-    this.#poller = poller;
-    if (this.#opts.memorySyncIntervalMs !== null) {
-      // Leftovers of a worker that died on this host: entries with nothing to save are dropped,
-      // the others named (the next session of their store adopts them).
-      await this.#memory.sweep?.({ logger: this.#log, stateDir: this.#opts.stateDir });
-      await sweepEmptySessionFolders(this.#opts.stateDir ?? defaultStateDir());
-    }
-    this.#log.info({ environment_id: environmentId, concurrency: this.#opts.concurrency }, 'worker polling for work');
-    try {
-      for await (const work of poller.claims(this.#closeCtrl.signal)) {
-        // The slot the poll held now belongs to the running item.
-        this.#claimsHeld--;
-        this.#startItem(work, environmentKey, sandbox);
+      // Before anything is claimed: a worker that cannot isolate its sessions does not start.
+      const sandbox = await this.#sandboxFor('sessions');
+      preloadPageTransport();
+      const poller = new Poller({
+        api: workQueueApi(scopedClient(this.#opts.client, environmentKey), this.#opts.requestOptions),
+        environmentId,
+        workerId: this.workerId,
+        logger: this.#log.child({ component: 'poller' }),
+        clock: this.#opts.clock,
+        slots: this.#claimSlots,
+        onPolled: (workId) => safeEmit(this, this.#log, 'polled', { workId }),
+        onPollFailed: (error, retryInMs) => safeEmit(this, this.#log, 'pollFailed', { error, retryInMs }),
+      });
+      this.#poller = poller;
+      const detachRunSignal = onAbort(signal, () => void this.close());
+      const detachOwnSignal = this.#listenToOwnSignal();
+      try {
+        if (this.#opts.memorySyncIntervalMs !== null) {
+          // Leftovers of a worker that died on this host: entries with nothing to save are dropped,
+          // the others named (the next session of their store adopts them).
+          await this.#memory.sweep?.({ logger: this.#log, stateDir: this.#opts.stateDir });
+          await sweepEmptySessionFolders(this.#opts.stateDir ?? defaultStateDir());
+        }
+        this.#log.info({ environment_id: environmentId, concurrency: this.#opts.concurrency }, 'worker polling for work');
+        for await (const work of poller.claims(this.#closeCtrl.signal)) {
+          // The slot the poll held now belongs to the running item.
+          this.#claimsHeld--;
+          this.#startItem(work, environmentKey, sandbox);
+        }
+      } finally {
+        detachRunSignal();
+        detachOwnSignal();
+        await this.#drained();
       }
     } finally {
-      detachRunSignal();
-      detachOwnSignal();
-      await this.#drained();
       this.#running = false;
     }
+  }
+
+  /**
+   * Resolves once this worker may serve sessions from a queue: its sandbox decided and, with
+   * `sandbox: 'auto'` on Linux, working. Rejects with a {@link SandboxUnavailableError} naming the
+   * cause and the fix otherwise. `run()` and the webhook handler call it before they claim
+   * anything; `handleItem()` on this worker then holds sessions to the same rule.
+   */
+  async readyToServe(): Promise<void> {
+    this.#servesQueue = true;
+    await this.#sandboxFor('sessions');
   }
 
   /**
@@ -245,7 +257,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       throw new MissingInputError('environmentKey (or workSecret)', 'ANTHROPIC_ENVIRONMENT_KEY or ANTHROPIC_WORK_SECRET');
     }
     const work: ClaimedWork = { id: workId, environmentId, data: { type: 'session', id: sessionId }, secret: workSecret ?? null };
-    const sandbox = await this.#sandboxRuntime();
+    const sandbox = await this.#sandboxFor(this.#servesQueue || this.#opts.concurrency > 1 ? 'sessions' : 'one-session');
     if (this.#active.size >= this.#opts.concurrency && !this.#warnedOverConcurrency) {
       this.#warnedOverConcurrency = true;
       this.#log.warn(
@@ -289,10 +301,11 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   }
 
   /**
-   * What this worker runs its sessions' tools in: decided (and probed) once, at the first run() or
-   * handleItem(); the warning for running without a sandbox is logged that once.
+   * What this worker runs its sessions' tools in: decided (and probed) once, at the first run(),
+   * readyToServe() or handleItem(), then held to how many sessions the caller serves (see
+   * `sandbox/resolve.ts`): a refusal where sessions share the process, a warning where one runs.
    */
-  #sandboxRuntime(): Promise<SandboxRuntime> {
+  async #sandboxFor(serving: SandboxServing): Promise<SandboxRuntime> {
     this.#sandbox ??= resolveSandbox(this.#opts.sandbox, {
       log: this.#log,
       concurrency: this.#opts.concurrency,
@@ -303,7 +316,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
       }
       return runtime;
     });
-    return this.#sandbox;
+    return sandboxForServing(await this.#sandbox, serving, this.#log);
   }
 
   #startItem(work: ClaimedWork, environmentKey: string | undefined, sandbox: SandboxRuntime, signal?: AbortSignal): Promise<ItemOutcome> {

@@ -3,8 +3,7 @@
 // installed) the real probe finds the host's loopback out of reach and the proxy refusing it.
 import { describe, expect, it } from 'vitest';
 import { checkNetwork } from '../../src/cli/doctor/checks.js';
-import { probeNetwork } from '../../src/sandbox/network/network-probe.js';
-import { probeSandbox } from '../../src/sandbox/runtime.js';
+import { probeSandbox } from '../../src/sandbox/probe.js';
 
 describe('checkNetwork', () => {
   const rows = [
@@ -36,13 +35,20 @@ describe('checkNetwork', () => {
 });
 
 describe('the real network probe', () => {
-  it("finds the host's loopback out of reach and the proxy refusing it", async () => {
+  it("from inside a session's sandbox, finds the host's loopback out of reach and the session's proxy refusing it", async () => {
     const sandbox = await probeSandbox();
     if (!sandbox.ok) throw new Error(`bubblewrap must work here: ${sandbox.problem}`);
-    const probe = await probeNetwork(sandbox);
-    expect(probe.namespace).toMatchObject({ ok: true });
-    expect(probe.namespace.detail).toContain('ECONNREFUSED');
-    expect(probe.proxy).toMatchObject({ ok: true });
-    expect(probe.proxy.detail).toContain('403');
+    const probe = sandbox.report.network;
+    expect(probe?.namespace).toMatchObject({ ok: true });
+    expect(probe?.namespace.detail).toContain('out of reach');
+    expect(probe?.proxy).toMatchObject({ ok: true });
+    expect(probe?.proxy.detail).toContain('403');
+  }, 30_000);
+
+  it("with the host's network chosen, reports no network rows", async () => {
+    const sandbox = await probeSandbox({ network: 'host' });
+    if (!sandbox.ok) throw new Error(`bubblewrap must work here: ${sandbox.problem}`);
+    expect(sandbox.report.network).toBeUndefined();
+    expect(sandbox.report.seccompMode).toBe(2);
   }, 30_000);
 });

@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { CGROUP_FIX } from '../../src/sandbox/limits/cgroups.js';
-import { BWRAP_INSTALL_FIX } from '../../src/sandbox/runtime.js';
+import { BWRAP_INSTALL_FIX } from '../../src/sandbox/probe.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   allPassed,
@@ -95,15 +95,33 @@ describe('single checks', () => {
       fixIncludes: 'Remove it',
     },
     { description: 'a missing /bin/bash fails', result: () => checkBash(false), status: 'fail', fixIncludes: 'bash' },
+    {
+      description: 'no bubblewrap off Linux only warns (there is none to install)',
+      result: () => checkSandbox({ ok: false, reason: 'platform', problem: 'Linux only', fix: 'run the worker in a Linux VM' }),
+      status: 'warn',
+      fixIncludes: "sandbox: 'none'",
+    },
+    {
+      description: "a container's masked /proc fails and names the container's fix",
+      result: () =>
+        checkSandbox({
+          ok: false,
+          reason: 'proc_masked',
+          problem: "a sandbox did not start (bwrap: Can't mount proc on /newroot/proc: Operation not permitted)",
+          fix: 'give the pod its own user namespace and an unmasked /proc: spec.hostUsers: false and procMount: Unmasked',
+        }),
+      status: 'fail',
+      fixIncludes: 'procMount: Unmasked',
+    },
     { description: 'a working bubblewrap passes', result: () => checkSandbox({ ok: true, bwrap: '/usr/bin/bwrap' }), status: 'pass' },
     {
-      description: 'a missing bubblewrap warns with the install line',
+      description: 'a missing bubblewrap fails with the install line (a queue worker would refuse to start)',
       result: () => checkSandbox({ ok: false, reason: 'missing', problem: 'bubblewrap (bwrap) is not on PATH', fix: BWRAP_INSTALL_FIX }),
-      status: 'warn',
+      status: 'fail',
       fixIncludes: 'apt-get install bubblewrap',
     },
     {
-      description: 'a probe sandbox that does not start warns with its fix',
+      description: 'a sandbox that does not start fails with its fix',
       result: () =>
         checkSandbox({
           ok: false,
@@ -111,7 +129,7 @@ describe('single checks', () => {
           problem: 'a probe sandbox did not start',
           fix: 'allow unprivileged user namespaces',
         }),
-      status: 'warn',
+      status: 'fail',
       fixIncludes: 'Allow unprivileged user namespaces',
     },
     {

@@ -23,7 +23,11 @@ import {
 } from '../../src/sandbox/limits/cgroups.js';
 import { resolveSandboxLimits, SANDBOX_LIMITS_DEFAULT } from '../../src/sandbox/limits/limits.js';
 import { describeEnforcement } from '../../src/sandbox/limits/session-limits.js';
-import { limitPrelude, SANDBOX_OOM_SCORE_ADJ } from '../../src/sandbox/limits/wrapper.js';
+import { SANDBOX_OOM_SCORE_ADJ, spawnWrapped, wrapperArguments } from '../../src/sandbox/launcher.js';
+import type { FallbackFacts } from '../../src/sandbox/limits/without-cgroup.js';
+
+/** A host where nothing stands in for a missing cgroup controller. */
+const NO_FALLBACKS: FallbackFacts = { kernelRelease: '5.10.0', hostUid: 0, nice: undefined };
 
 const small = resolveSandboxLimits({ memoryMiB: 256, maxProcesses: 128, tmpMiB: 64 });
 const temps: string[] = [];
@@ -90,7 +94,16 @@ describe('on cgroup v2 with a delegated subtree', () => {
     expect(cg.dirs).toEqual([leaf]);
     expect(cg.procsFiles).toEqual([path.join(leaf, 'cgroup.procs')]);
     expect(cg.entries).toEqual([{ file: path.join(leaf, 'cgroup.procs'), moves: 'process' }]);
-    expect(limitPrelude({ entries: cg.entries, openFiles: null })).toContain(`echo $$ > '${leaf}/cgroup.procs' ||`);
+    // The cgroup file reaches the wrapper as an argument, never inside its script.
+    expect(wrapperArguments({ cgroupEntries: cg.entries, openFiles: null, nice: null }, 4)).toEqual([
+      '4',
+      '-',
+      '-',
+      '-',
+      '1',
+      'process',
+      path.join(leaf, 'cgroup.procs'),
+    ]);
     expect(read(path.join(leaf, 'memory.max'))).toBe(String(256 * 1024 * 1024));
     expect(read(path.join(leaf, 'memory.swap.max'))).toBe('0');
     expect(read(path.join(leaf, 'memory.oom.group'))).toBe('1');
@@ -141,7 +154,7 @@ describe('on cgroup v2 with a delegated subtree', () => {
     const { root } = fakeV2({ controllers: 'cpu pids\n' });
     const support = setUpSandboxCgroups(small, '/var/state/w1', { root, selfCgroup: '0::/svc\n' });
     expect(support.kind).toBe('v2');
-    const described = describeEnforcement(small, support);
+    const described = describeEnforcement(small, support, NO_FALLBACKS);
     expect(described.unenforced).toEqual(['memoryMiB']);
     expect(described.problem).toContain('memory controller is not available');
     expect(described.fix).toContain('Delegate=yes');
@@ -232,7 +245,7 @@ describe('on cgroup v1 without root', () => {
       isRoot: false,
     });
     expect(support).toMatchObject({ kind: 'none', problem: expect.stringContaining('only root') });
-    expect(describeEnforcement(SANDBOX_LIMITS_DEFAULT, support).unenforced).toEqual(['memoryMiB', 'maxProcesses', 'cpuWeight']);
+    expect(describeEnforcement(SANDBOX_LIMITS_DEFAULT, support, NO_FALLBACKS).unenforced).toEqual(['memoryMiB', 'maxProcesses', 'cpuWeight']);
     expect(fs.readdirSync(path.join(root, 'memory'))).toEqual([]);
   });
 });
@@ -276,8 +289,7 @@ describe.runIf(realV1)("on this host's cgroup v1 hierarchy, as root", () => {
     expect(read(path.join(support.parents.pids!, `${gone}-sesn_crashed`, 'pids.max')).trim()).toBe('128');
     // The shell moves itself (its only thread) through each hierarchy's tasks file.
     expect(cg.entries).toEqual(cg.dirs.map((d) => ({ file: path.join(d, 'tasks'), moves: 'self' })));
-    const prelude = limitPrelude({ entries: cg.entries, openFiles: 512 });
-    const child = spawn('/bin/bash', ['-c', `${prelude}exec sleep 300`], { stdio: 'ignore' });
+    const child = spawnWrapped('/bin/sleep', ['300'], { cgroupEntries: cg.entries, openFiles: 512, nice: null }, ['ignore', 'ignore', 'ignore']);
     children.push(child);
     const ended = new Promise<string | null>((resolve) => child.once('exit', (_c, signal) => resolve(signal)));
     await new Promise((r) => setTimeout(r, 300));

@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveSandboxOption, type SandboxSettings } from '../../src/sandbox/options.js';
-import { resolveSandbox } from '../../src/sandbox/runtime.js';
+import { resolveSandbox } from '../../src/sandbox/resolve.js';
 import { SessionSandbox } from '../../src/sandbox/session-sandbox.js';
 
 const log = pino({ level: 'silent' });

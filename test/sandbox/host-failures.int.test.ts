@@ -8,9 +8,10 @@ import * as path from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveSandboxOption } from '../../src/sandbox/options.js';
-import { resolveSandbox } from '../../src/sandbox/runtime.js';
+import { resolveSandbox } from '../../src/sandbox/resolve.js';
 import { SessionSandbox } from '../../src/sandbox/session-sandbox.js';
 import { ToolHostProcess } from '../../src/sandbox/tool-host-process.js';
+import { NO_BOUNDS } from '../../src/sandbox/launcher.js';
 import { harness, type Harness } from '../worker/helpers.js';
 
 const log = pino({ level: 'silent' });
@@ -94,8 +95,7 @@ describe('a tool host that writes garbage', () => {
     const lines: string[] = [];
     const capture = pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) });
     const host = new ToolHostProcess({
-      bwrap: launcher,
-      args: [process.execPath, '-e', program],
+      launch: { bwrap: launcher, args: [process.execPath, '-e', program], seccomp: undefined, bounds: NO_BOUNDS },
       init: { t: 'init', workdir: dir, allowedRoots: [], readOnlyRoots: [], maxFileBytes: undefined },
       log: capture,
     });

@@ -4,7 +4,7 @@
 // breaches happens, so the assertions of the first test can fail. Needs bubblewrap: `.ci/run`
 // installs it, and this test fails (it does not skip) when the sandbox cannot start.
 import { describe, expect, it } from 'vitest';
-import { probeSandbox } from '../../src/sandbox/runtime.js';
+import { probeSandbox } from '../../src/sandbox/probe.js';
 import { runTenants } from './tenants.js';
 
 describe('two tenants on one worker with concurrency 2', () => {

@@ -5,7 +5,7 @@
 // from python, fails with its errno. With the hardening switched off (an internal switch of the
 // tests, not an option), the same attempts get through, so these tests can fail. The everyday
 // tools (git, python3, node, npm, pip, curl) still work under the filter.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -13,7 +13,8 @@ import { promisify } from 'node:util';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSandboxOption } from '../../src/sandbox/options.js';
-import { resolveSandbox, type SandboxRuntime } from '../../src/sandbox/runtime.js';
+import { resolveSandbox } from '../../src/sandbox/resolve.js';
+import type { SandboxRuntime } from '../../src/sandbox/runtime.js';
 import { SessionSandbox } from '../../src/sandbox/session-sandbox.js';
 import { REPO_ROOT } from '../cli/spawn-cli.js';
 import { captureLogger } from '../worker/helpers.js';
@@ -287,7 +288,18 @@ describe.runIf(onLinuxX64 && asRoot)('the kernel from a session sandbox, worker 
   });
 
   /** The fixture, run by uid 65534 (setpriv), its worker-side code and bubblewrap included. */
-  async function asNobody(hardening: 'on' | 'off', ...commands: string[]): Promise<{ uid: number; outputs: string[] }> {
+  async function asNobody(
+    hardening: 'on' | 'off',
+    ...commands: string[]
+  ): Promise<{ uid: number; outputs: string[] }> {
+    return asNobodyWith({}, hardening, ...commands);
+  }
+
+  async function asNobodyWith(
+    env: Record<string, string>,
+    hardening: 'on' | 'off',
+    ...commands: string[]
+  ): Promise<{ uid: number; outputs: string[] }> {
     const { stdout } = await promisify(execFile)(
       'setpriv',
       [
@@ -303,7 +315,7 @@ describe.runIf(onLinuxX64 && asRoot)('the kernel from a session sandbox, worker 
         hardening,
         ...commands,
       ],
-      { cwd: REPO_ROOT, env: { ...process.env, HOME: tmp }, timeout: 60_000 },
+      { cwd: REPO_ROOT, env: { ...process.env, HOME: tmp, ...env }, timeout: 60_000 },
     );
     return JSON.parse(stdout) as { uid: number; outputs: string[] };
   }
@@ -318,5 +330,44 @@ describe.runIf(onLinuxX64 && asRoot)('the kernel from a session sandbox, worker 
     const off = await asNobody('off', cmd);
     expect(off.outputs[0]).toMatch(/^Seccomp:\t0$/m);
     expect(off.outputs[0]).toMatch(/^r=0$/m);
+  }, 120_000);
+
+  it("without a cgroup, maxProcesses holds per sandbox: RLIMIT_NPROC in the sandbox's user namespace counts its processes only", async () => {
+    // 80 processes of the same user outside the sandbox: a per-user count would leave it none.
+    const outside = Array.from({ length: 80 }, () =>
+      spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', 'sleep', '60'], { stdio: 'ignore' }),
+    );
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      const forks = [
+        'import os, time',
+        'n = 0',
+        'for i in range(200):',
+        '    try:',
+        '        pid = os.fork()',
+        '    except OSError:',
+        '        break',
+        '    if pid == 0:',
+        '        time.sleep(30)',
+        '        os._exit(0)',
+        '    n += 1',
+        'print("started", n)',
+      ].join('\n');
+      const run = await asNobodyWith(
+        { MAW_TEST_MAX_PROCESSES: '64' },
+        'on',
+        `ulimit -u; python3 -c '${forks}'; pkill -9 -x sleep -P $$ 2>/dev/null; pkill -9 python3; true`,
+      );
+      expect(run.uid).toBe(65534);
+      expect(run.outputs[0]).toMatch(/^64$/m);
+      const started = Number(/started (\d+)/.exec(run.outputs[0]!)?.[1]);
+      console.log(`processes the sandbox could start under maxProcesses 64: ${started}`);
+      // Bounded below 64 (the tool host's threads and the shells count too), and not starved by the
+      // 80 processes of the same user outside.
+      expect(started).toBeGreaterThan(20);
+      expect(started).toBeLessThan(64);
+    } finally {
+      for (const c of outside) c.kill('SIGKILL');
+    }
   }, 120_000);
 });

@@ -10,7 +10,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { probeCgroupSupport, sweepSandboxCgroups } from '../../src/sandbox/limits/cgroups.js';
 import { resolveSandboxOption } from '../../src/sandbox/options.js';
-import { resolveSandbox } from '../../src/sandbox/runtime.js';
+import { resolveSandbox } from '../../src/sandbox/resolve.js';
 import { SessionSandbox } from '../../src/sandbox/session-sandbox.js';
 
 const log = pino({ level: 'silent' });

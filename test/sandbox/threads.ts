@@ -5,7 +5,7 @@
  */
 import pino from 'pino';
 import { resolveSandboxOption } from '../../src/sandbox/options.js';
-import { resolveSandbox } from '../../src/sandbox/runtime.js';
+import { resolveSandbox } from '../../src/sandbox/resolve.js';
 import { SessionSandbox } from '../../src/sandbox/session-sandbox.js';
 
 const log = pino({ level: 'silent' });

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ToolHostProcess } from '../../src/sandbox/tool-host-process.js';
+import { NO_BOUNDS } from '../../src/sandbox/launcher.js';
 
 // Answers init; a call with `answer: 'now'` at once, with `answer: 'on-timeout'` when told its
 // timeout, with `answer: 'never'` never. Writes every line it gets to the file named in argv.
@@ -36,8 +37,7 @@ describe('ToolHostProcess', () => {
     await fsp.writeFile(launcher, '#!/bin/sh\nshift 2\nexec "$@"\n', { mode: 0o755 });
     received = path.join(dir, 'received');
     host = new ToolHostProcess({
-      bwrap: launcher,
-      args: [process.execPath, '-e', STAND_IN, received],
+      launch: { bwrap: launcher, args: [process.execPath, '-e', STAND_IN, received], seccomp: undefined, bounds: NO_BOUNDS },
       init: { t: 'init', workdir: dir, allowedRoots: [], readOnlyRoots: [], maxFileBytes: undefined, shellPerThread: true },
       log: pino({ level: 'silent' }),
     });

@@ -3,7 +3,8 @@
  * every fact about the host comes from a probe, so tests feed plain objects and the real run feeds
  * {@link realProbes}. Each result carries the fix an operator should apply.
  */
-import type { SandboxKernelReport } from '../../sandbox/kernel-probe.js';
+import type { SandboxFailureReason } from '../../errors.js';
+import type { SandboxReport } from '../../sandbox/probe.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
 
@@ -64,16 +65,14 @@ export interface SandboxLimitsCheckInput {
   fix: string;
 }
 
-/** What the kernel probe found, for {@link checkUserNamespace} and {@link checkSeccomp}. */
-export type SandboxKernelCheckInput = SandboxKernelReport;
+/** What a session's sandbox saw of the kernel, for {@link checkUserNamespace} and {@link checkSeccomp}. */
+export type SandboxKernelCheckInput = { ran: false; problem: string } | ({ ran: true } & Omit<SandboxReport, 'network'>);
 
 /** What the network probe found, for {@link checkNetwork}; `undefined` when no sandbox starts here. */
 export type NetworkCheckInput = { namespace: { ok: boolean; detail: string }; proxy: { ok: boolean; detail: string } } | undefined;
 
 /** What the sandbox probe found, for {@link checkSandbox}. */
-export type SandboxCheckInput =
-  | { ok: true; bwrap: string }
-  | { ok: false; reason: 'platform' | 'missing' | 'probe_failed' | 'host_entry_missing'; problem: string; fix: string };
+export type SandboxCheckInput = { ok: true; bwrap: string } | { ok: false; reason: SandboxFailureReason; problem: string; fix: string };
 
 export interface DoctorInput {
   mountParent: string;
@@ -181,23 +180,28 @@ export function checkBash(executable: boolean): CheckResult {
 }
 
 /**
- * The session sandbox. Not a failure when it cannot start: the worker then runs tools in its own
- * process (`sandbox: 'auto'`), which is safe only for trusted agents, so it is a warning with the fix.
+ * The session sandbox, started as a session's is (the launcher, the tool host, one `bash` call).
+ * On Linux a failure: a worker with the default `sandbox: 'auto'` serving sessions from a queue
+ * refuses to start without it. Off Linux a warning: there is no bubblewrap to install.
  */
 export function checkSandbox(probe: SandboxCheckInput): CheckResult {
   const base = { id: 'sandbox', title: 'per-session tool sandbox (bubblewrap)' };
-  if (probe.ok) return { ...base, status: 'pass', detail: `${probe.bwrap} found; a probe sandbox started`, fix: '' };
+  if (probe.ok) return { ...base, status: 'pass', detail: `${probe.bwrap} found; a session's sandbox started and ran bash`, fix: '' };
   const found =
     probe.reason === 'missing'
       ? 'not found'
       : probe.reason === 'platform'
         ? 'not available on this platform'
         : 'found, but no sandbox starts';
+  const consequence =
+    probe.reason === 'platform'
+      ? "sessions' tools would run in the worker process"
+      : "`run`, the webhook handler and workers of concurrency above 1 refuse to start with sandbox 'auto'";
   return {
     ...base,
-    status: 'warn',
-    detail: `bubblewrap ${found}: ${probe.problem}; sessions' tools would run in the worker process`,
-    fix: `${probe.fix.charAt(0).toUpperCase()}${probe.fix.slice(1)}.`,
+    status: probe.reason === 'platform' ? 'warn' : 'fail',
+    detail: `bubblewrap ${found} (${probe.reason}): ${probe.problem}; ${consequence}`,
+    fix: `${probe.fix.charAt(0).toUpperCase()}${probe.fix.slice(1)}; or choose sandbox: 'none' (--sandbox none) for trusted agents.`,
   };
 }
 
@@ -280,7 +284,7 @@ export function checkNetwork(probe: NetworkCheckInput): CheckResult[] {
       detail: probe.namespace.detail,
       fix: probe.namespace.ok
         ? ''
-        : "Allow bubblewrap to create network namespaces (--unshare-net; in a container, CAP_SYS_ADMIN over its user namespace or a seccomp profile allowing unshare), or set sandbox.network to 'host' knowing it exposes the host's network.",
+        : "Allow bubblewrap to create network namespaces (--unshare-net; in a container, a seccomp profile allowing unshare: see docs/containers.md), or set sandbox.network to 'host' knowing it exposes the host's network.",
     },
     {
       ...proxy,
@@ -288,7 +292,7 @@ export function checkNetwork(probe: NetworkCheckInput): CheckResult[] {
       detail: probe.proxy.detail,
       fix: probe.proxy.ok
         ? ''
-        : "Check that the worker can create unix sockets in the temporary folder (TMPDIR) and that bubblewrap can bind them; or set sandbox.network to 'none' (no network) until fixed.",
+        : "Check that the sandbox's tool host can listen on its own loopback and hand that listener to the worker (the tool host's stderr, in the worker's log at debug, says why); or set sandbox.network to 'none' (no network) until fixed.",
     },
   ];
 }

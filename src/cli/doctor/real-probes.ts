@@ -4,11 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { statusOf } from '../../api/classify.js';
-import { probeSandboxKernel } from '../../sandbox/kernel-probe.js';
-import { probeNetwork } from '../../sandbox/network/network-probe.js';
 import { SANDBOX_LIMITS_DEFAULT } from '../../sandbox/limits/limits.js';
 import { hostEnforcement } from '../../sandbox/limits/session-limits.js';
-import { probeSandbox } from '../../sandbox/runtime.js';
+import { probeSandbox } from '../../sandbox/probe.js';
 import { headersOption } from '../custom-headers.js';
 import type { DirState, DoctorProbes } from './checks.js';
 
@@ -47,14 +45,20 @@ export const realProbes: DoctorProbes = {
     }
   },
   nowMs: () => Date.now(),
+  // One session's sandbox, started once (the probe is cached), answers every sandbox row.
   sandbox: async () => {
     const probe = await probeSandbox();
     return probe.ok ? { ok: true, bwrap: probe.bwrap } : { ok: false, reason: probe.reason, problem: probe.problem, fix: probe.fix };
   },
-  sandboxKernel: () => probeSandboxKernel(),
+  sandboxKernel: async () => {
+    const probe = await probeSandbox();
+    if (!probe.ok) return { ran: false, problem: probe.problem };
+    const { network: _network, ...kernel } = probe.report;
+    return { ran: true, ...kernel };
+  },
   network: async () => {
     const probe = await probeSandbox();
-    return probe.ok ? probeNetwork(probe) : undefined;
+    return probe.ok ? probe.report.network : undefined;
   },
   sandboxLimits: async () => hostEnforcement(SANDBOX_LIMITS_DEFAULT),
 };

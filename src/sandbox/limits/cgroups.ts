@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { coerceError } from '../../errors.js';
 import type { ResolvedSandboxLimits } from './limits.js';
-import type { CgroupEntry } from './wrapper.js';
+import type { CgroupEntry } from '../launcher.js';
 
 /**
  * A cgroup per session sandbox, so that the kernel bounds each one's memory, processes and CPU

@@ -14,15 +14,18 @@ import {
 } from './cgroups.js';
 import { LimitWatch } from './limit-watch.js';
 import { SandboxStarts } from './start-weight.js';
+import type { LaunchBounds } from '../launcher.js';
 import type { ResolvedSandboxLimits, SandboxLimitHit } from './limits.js';
-import { limitPrelude } from './wrapper.js';
+import { cgroupFallbacks, readFallbackFacts, type CgroupFallbacks, type FallbackFacts } from './without-cgroup.js';
 
 /** The limits of a worker's sandboxes as this host can enforce them, decided once at start. */
 export interface SandboxLimitsRuntime {
   limits: ResolvedSandboxLimits;
   cgroups: CgroupSupport;
-  /** The set limits this host cannot enforce (their cgroup controller is not the worker's to use). */
+  /** The set limits this host cannot enforce (no cgroup controller of the worker's, and no other way). */
   unenforced: Array<keyof ResolvedSandboxLimits>;
+  /** How the limits no cgroup holds are held otherwise (see `without-cgroup.ts`). */
+  fallbacks: CgroupFallbacks;
   /** Why, and the fix; empty when everything is enforced. */
   problem: string;
   fix: string;
@@ -30,7 +33,11 @@ export interface SandboxLimitsRuntime {
   starts?: SandboxStarts;
 }
 
-const LIMIT_OF: Record<CgroupController, keyof ResolvedSandboxLimits> = { memory: 'memoryMiB', pids: 'maxProcesses', cpu: 'cpuWeight' };
+const LIMIT_OF: Record<CgroupController, 'memoryMiB' | 'maxProcesses' | 'cpuWeight'> = {
+  memory: 'memoryMiB',
+  pids: 'maxProcesses',
+  cpu: 'cpuWeight',
+};
 
 /**
  * Decide how the worker bounds its sandboxes: make the cgroup parent where it can, remove the
@@ -40,14 +47,14 @@ const LIMIT_OF: Record<CgroupController, keyof ResolvedSandboxLimits> = { memory
  */
 export async function prepareSandboxLimits(
   limits: ResolvedSandboxLimits,
-  ctx: { stateDir: string; log: Logger; facts?: CgroupHostFacts },
+  ctx: { stateDir: string; log: Logger; facts?: CgroupHostFacts; fallbackFacts?: FallbackFacts },
 ): Promise<SandboxLimitsRuntime> {
   const cgroups = setUpSandboxCgroups(limits, ctx.stateDir, ctx.facts);
   if (cgroups.kind !== 'none') {
     const removed = await sweepSandboxCgroups(ctx.stateDir, ctx.facts ?? {});
     if (removed.length > 0) ctx.log.warn({ cgroups: removed }, 'removed the sandbox cgroups a worker that is gone left behind');
   }
-  const runtime = describeEnforcement(limits, cgroups);
+  const runtime = describeEnforcement(limits, cgroups, ctx.fallbackFacts ?? readFallbackFacts());
   const cpuParent = cgroups.kind !== 'none' ? cgroups.parents.cpu : undefined;
   if (cgroups.kind !== 'none' && cpuParent !== undefined && limits.cpuWeight !== null) {
     const kind = cgroups.kind;
@@ -57,11 +64,13 @@ export async function prepareSandboxLimits(
       (e) => ctx.log.warn({ err: coerceError(e) }, "the sandboxes' CPU weight could not be set for a sandbox's start"),
     );
   }
+  const held = heldWithoutCgroup(runtime.fallbacks);
   if (runtime.unenforced.length > 0) {
     ctx.log.warn(
-      { unenforced: runtime.unenforced, cgroup: cgroups.kind },
+      { unenforced: runtime.unenforced, cgroup: cgroups.kind, held_without_cgroup: held },
       `sandbox limits not enforced on this host: ${runtime.unenforced.map((k) => `${k} (${limits[k]})`).join(', ')}: ${runtime.problem}. ` +
-        `Fix: ${runtime.fix}. Enforced everywhere: tmpMiB, openFiles, no core files, the sandboxes' OOM score`,
+        `Fix: ${runtime.fix}. Enforced everywhere: tmpMiB, openFiles, no core files, the sandboxes' OOM score` +
+        (held.length > 0 ? `; held without a cgroup: ${held.join(', ')}` : ''),
     );
   } else {
     ctx.log.info(
@@ -72,25 +81,42 @@ export async function prepareSandboxLimits(
         cpu_weight: limits.cpuWeight,
         tmp_mib: limits.tmpMiB,
         open_files: limits.openFiles,
+        ...(held.length > 0 ? { held_without_cgroup: held } : {}),
       },
-      'each sandbox runs in a cgroup of its own with its limits',
+      held.length > 0
+        ? `each sandbox runs with its limits (${held.join(', ')})`
+        : 'each sandbox runs in a cgroup of its own with its limits',
     );
   }
   return runtime;
 }
 
-/** Which set limits {@link cgroups} leaves unenforced, and why. Pure. */
-export function describeEnforcement(limits: ResolvedSandboxLimits, cgroups: CgroupSupport): SandboxLimitsRuntime {
+/** Which set limits {@link cgroups} leaves unenforced, how the others are held without one, and why. Pure. */
+export function describeEnforcement(limits: ResolvedSandboxLimits, cgroups: CgroupSupport, facts: FallbackFacts): SandboxLimitsRuntime {
   const needed = neededControllers(limits);
   const missing = cgroups.kind === 'none' ? needed : needed.filter((c) => cgroups.parents[c] === undefined);
-  const unenforced = missing.map((c) => LIMIT_OF[c]);
+  const fallbacks = cgroupFallbacks(
+    limits,
+    missing.map((c) => LIMIT_OF[c]),
+    facts,
+  );
+  const unenforced = missing.map((c) => LIMIT_OF[c]).filter((k) => k in fallbacks.notHeld);
   const problem =
     unenforced.length === 0
       ? ''
-      : cgroups.kind === 'none'
-        ? cgroups.problem
-        : `cgroup ${cgroups.kind}: the ${missing.join(', ')} controller${missing.length > 1 ? 's are' : ' is'} not available to the worker`;
-  return { limits, cgroups, unenforced, problem, fix: unenforced.length === 0 ? '' : CGROUP_FIX };
+      : (cgroups.kind === 'none'
+          ? cgroups.problem
+          : `cgroup ${cgroups.kind}: the ${missing.join(', ')} controller${missing.length > 1 ? 's are' : ' is'} not available to the worker`) +
+        ` (${unenforced.map((k) => `${k}: ${fallbacks.notHeld[k as keyof CgroupFallbacks['notHeld']]}`).join('; ')})`;
+  return { limits, cgroups, unenforced, fallbacks, problem, fix: unenforced.length === 0 ? '' : CGROUP_FIX };
+}
+
+/** The limits held without a cgroup, as `name (how)`. */
+export function heldWithoutCgroup(fallbacks: CgroupFallbacks): string[] {
+  return [
+    ...(fallbacks.processes !== undefined ? [`maxProcesses ${fallbacks.processes} (RLIMIT_NPROC in the sandbox's user namespace)`] : []),
+    ...(fallbacks.nice !== undefined ? [`cpuWeight (niceness ${fallbacks.nice.level})`] : []),
+  ];
 }
 
 /**
@@ -100,16 +126,23 @@ export function describeEnforcement(limits: ResolvedSandboxLimits, cgroups: Cgro
 export function hostEnforcement(
   limits: ResolvedSandboxLimits,
   facts: CgroupHostFacts = {},
+  fallbackFacts: FallbackFacts = readFallbackFacts(),
 ): { cgroup: 'v1' | 'v2' | 'none'; enforced: string[]; unenforced: string[]; problem: string; fix: string } {
   const probe = probeCgroupSupport(facts);
   const support: CgroupSupport =
     probe.kind === 'none' ? probe : { kind: probe.kind, root: '', parents: Object.fromEntries(probe.controllers.map((c) => [c, c])) };
-  const described = describeEnforcement(limits, support);
+  const described = describeEnforcement(limits, support, fallbackFacts);
+  const held = heldWithoutCgroup(described.fallbacks);
   const named = (k: keyof ResolvedSandboxLimits): string => `${k} ${limits[k]}`;
   const set = (Object.keys(limits) as Array<keyof ResolvedSandboxLimits>).filter((k) => limits[k] !== null);
   return {
     cgroup: probe.kind,
-    enforced: [...set.filter((k) => !described.unenforced.includes(k)).map(named), 'no core files', 'OOM score 1000', 'read-only /dev'],
+    enforced: [
+      ...set.filter((k) => !described.unenforced.includes(k)).map((k) => held.find((h) => h.startsWith(`${k} `)) ?? named(k)),
+      'no core files',
+      'OOM score 1000',
+      'read-only /dev',
+    ],
     unenforced: described.unenforced.map(named),
     problem: described.problem,
     fix: described.fix,
@@ -150,9 +183,18 @@ export class SessionLimits {
     return mib === null ? null : mib * 1024 * 1024;
   }
 
-  /** The shell lines the spawn wrapper runs before it execs bubblewrap. */
-  prelude(): string {
-    return limitPrelude({ entries: this.#cgroup?.entries ?? [], openFiles: this.#runtime.limits.openFiles });
+  /** How the launcher's wrapper bounds each sandbox of the session before bubblewrap starts. */
+  bounds(): LaunchBounds {
+    return {
+      cgroupEntries: this.#cgroup?.entries ?? [],
+      openFiles: this.#runtime.limits.openFiles,
+      nice: this.#runtime.fallbacks.nice ?? null,
+    };
+  }
+
+  /** `RLIMIT_NPROC` to set inside the sandbox's user namespace, where no pids cgroup holds `maxProcesses`. */
+  get processesInside(): number | undefined {
+    return this.#runtime.fallbacks.processes;
   }
 
   /**

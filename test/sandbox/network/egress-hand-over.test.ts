@@ -18,6 +18,7 @@ import { checkHandedListener } from '../../../src/sandbox/network/egress-listene
 import type { EgressRefusal } from '../../../src/sandbox/network/egress-proxy.js';
 import { SessionEgress } from '../../../src/sandbox/network/session-egress.js';
 import { ToolHostProcess } from '../../../src/sandbox/tool-host-process.js';
+import { NO_BOUNDS } from '../../../src/sandbox/launcher.js';
 import type { HostInit } from '../../../src/sandbox/protocol.js';
 
 const HOST = fileURLToPath(new URL('./fixtures/hand-over-host.cjs', import.meta.url));
@@ -91,8 +92,7 @@ describe('the egress listener hand-over', () => {
   function start(mode: string, port: number): ToolHostProcess {
     const log = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line) as Record<string, unknown>) });
     const host = new ToolHostProcess({
-      bwrap: path.join(dir, 'launch'),
-      args: ['--clearenv', '--', process.execPath, HOST, mode, String(port), path.join(dir, 'port')],
+      launch: { bwrap: path.join(dir, 'launch'), args: ['--clearenv', '--', process.execPath, HOST, mode, String(port), path.join(dir, 'port')], seccomp: undefined, bounds: NO_BOUNDS },
       init: initWithEgress(dir, port),
       log,
       egress,
@@ -161,8 +161,7 @@ describe('a tool host with a network but no channel', () => {
       await fsp.writeFile(path.join(dir, 'launch'), LAUNCHER, { mode: 0o755 });
       const entry = fileURLToPath(new URL('../../../dist/sandbox/tool-host.cjs', import.meta.url));
       const host = new ToolHostProcess({
-        bwrap: path.join(dir, 'launch'),
-        args: ['--', process.execPath, entry],
+        launch: { bwrap: path.join(dir, 'launch'), args: ['--', process.execPath, entry], seccomp: undefined, bounds: NO_BOUNDS },
         init: initWithEgress(dir, await freePort()),
         log: pino({ level: 'silent' }),
       });

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EgressRefusal } from '../../../src/sandbox/network/egress-proxy.js';
 import type { SandboxNetworkOption } from '../../../src/sandbox/network/network-option.js';
 import { resolveSandboxOption } from '../../../src/sandbox/options.js';
-import { resolveSandbox } from '../../../src/sandbox/runtime.js';
+import { resolveSandbox } from '../../../src/sandbox/resolve.js';
 import { SessionSandbox } from '../../../src/sandbox/session-sandbox.js';
 import { startTestHost, type TestHost } from './test-netns.js';
 
