@@ -1,5 +1,5 @@
 import { Command as CommanderCommand, CommanderError } from 'commander';
-import { ConfigError, MissingInputError, PlatformError, RemoteApiError, WorkerError } from '../errors.js';
+import { ConfigError, MissingInputError, PlatformError, RemoteApiError, SandboxUnavailableError, WorkerError } from '../errors.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 import type { Command } from './command.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
@@ -101,7 +101,9 @@ function unwrap(text: string): string {
 /** The exit code a thrown error stands for. */
 export function exitCodeForError(e: unknown): ExitCode {
   if (e instanceof UsageError) return EXIT.USAGE;
-  if (e instanceof ConfigError || e instanceof PlatformError || e instanceof MissingInputError) return EXIT.CONFIG;
+  if (e instanceof ConfigError || e instanceof PlatformError || e instanceof MissingInputError || e instanceof SandboxUnavailableError) {
+    return EXIT.CONFIG;
+  }
   return EXIT.UNEXPECTED;
 }
 

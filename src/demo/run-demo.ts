@@ -5,6 +5,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { createLogger } from '../internal/logger.js';
 import { startEmulator } from '../testing/index.js';
+import { probeSandbox } from '../sandbox/probe.js';
 import { EnvironmentWorker, type EnvironmentWorkerOptions } from '../worker/environment-worker.js';
 import { DEMO } from './scenario.js';
 import { formatExpectations, formatSummaryTable, type Expectation, type StoreSummaryRow } from './summary.js';
@@ -61,6 +62,19 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const prefsDir = path.join(mountRoot, 'user-preferences');
     const handbookDir = path.join(mountRoot, 'company-handbook');
 
+    // The demo's agent is a script of this package: where no sandbox starts, it still runs, with its
+    // tools in this process, chosen here and said (a worker serving real sessions would refuse).
+    let sandbox = options.sandbox;
+    if (sandbox === undefined) {
+      const probe = await probeSandbox();
+      if (!probe.ok) {
+        sandbox = 'none';
+        out(
+          `no sandbox starts here (${probe.reason}: ${probe.problem}); the demo runs its scripted agent's tools in this process. ` +
+            `A worker serving real sessions would refuse to start. Fix: ${probe.fix}\n`,
+        );
+      }
+    }
     worker = new EnvironmentWorker({
       client: emu.client(),
       environmentId: emu.environmentId,
@@ -71,7 +85,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       maxIdleMs: 5_000,
       finalFlushMs: 15_000,
       logger,
-      ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
+      ...(sandbox !== undefined ? { sandbox } : {}),
     });
     const t0 = performance.now();
     const stamp = (): string => `${((performance.now() - t0) / 1000).toFixed(1).padStart(5)}s`;

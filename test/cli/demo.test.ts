@@ -2,6 +2,9 @@
 // a failing verdict exits 5, a passing one 0, a crash 1 — through runCli with
 // an injected runner, the same path the shipped command and `npm run demo` take. Then the real
 // command once end to end, spawned through the CLI entry: exit 0 and the summary table printed.
+import * as fsp from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { createDemoCommand, type DemoRunner } from '../../src/cli/demo-command.js';
@@ -70,5 +73,22 @@ describe('the demo command', () => {
     expect(out).toMatch(/^Company Handbook\s+read_only\s+2\s+0\s+0\s+0\s+[1-9]\d*\s+\d+ ms\s+yes$/m);
     expect(out).not.toContain('FAIL');
     expect(out).toMatch(/^demo passed in \d+\.\d s$/m);
+  }, 90_000);
+
+  it('runs where no sandbox can start (no bubblewrap on PATH), saying so: exit 0 and "demo passed"', async () => {
+    // A PATH with every program of /usr/bin but bubblewrap (the agent's bash still finds rm).
+    const bin = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-demo-bin-'));
+    for (const name of await fsp.readdir('/usr/bin'))
+      if (name !== 'bwrap') await fsp.symlink(path.join('/usr/bin', name), path.join(bin, name));
+    const cli = spawnCli(['demo'], childEnv({ PATH: bin }));
+    const { code } = await cli.exited;
+    const out = cli.stdout();
+    expect({ code, stderr: cli.stderr() }).toEqual({ code: 0, stderr: '' });
+    expect(out).toMatch(
+      /^no sandbox starts here \(missing: bubblewrap \(bwrap\) is not on PATH\); the demo runs its scripted agent's tools in this process/m,
+    );
+    expect(out).toContain('apt-get install bubblewrap');
+    expect(out).toMatch(/^demo passed in \d+\.\d s$/m);
+    await fsp.rm(bin, { recursive: true, force: true });
   }, 90_000);
 });

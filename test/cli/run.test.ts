@@ -40,6 +40,26 @@ describe('managed-agents-worker run', () => {
       ANTHROPIC_BASE_URL: emu.baseURL,
     });
 
+  it('refuses to start without a working sandbox (bubblewrap not on PATH): exit 3, the cause and the fix, nothing claimed', async () => {
+    const { workId } = await emu.createSession({ script: [{ tool: 'bash', input: { command: 'touch /tmp/x' } }] });
+    // Node is started by its absolute path; PATH holds no bubblewrap.
+    cli = spawnCli(['run', '--workdir', dir], { ...env(), PATH: path.join(dir, 'empty-bin') });
+    const { code } = await cli.exited;
+    expect(code).toBe(3);
+    const fatal = cli
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: number; msg: string; err_code?: string })
+      .filter((l) => l.level === 60);
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]!.err_code).toBe('MAW_SANDBOX');
+    expect(fatal[0]!.msg).toContain('bubblewrap (bwrap) is not on PATH');
+    expect(fatal[0]!.msg).toContain('apt-get install bubblewrap');
+    expect(fatal[0]!.msg).toContain('--sandbox none');
+    expect(emu.workItem(workId)).toMatchObject({ state: 'queued', deliveries: 0 });
+  });
+
   it('serves a session, exposes metrics, and drains on SIGTERM mid-session with exit 0', async () => {
     cli = spawnCli(
       ['run', '--concurrency', '2', '--workdir', dir, '--metrics-port', '0', '--metrics-host', '127.0.0.1', '--max-idle', '2000'],
