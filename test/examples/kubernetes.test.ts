@@ -2,10 +2,13 @@
 // template, its placeholders filled) is valid against the Kubernetes and KEDA schemas; the pieces
 // refer to each other (the ScaledObject scales a Deployment of its file, each Service selects a
 // Deployment and targets a port it declares, the workloads run commands the CLI has); the
-// autoscaling query reads metrics the library exports; and the queue exporter script serves the
-// emulator's queue depth and exits 0 on SIGTERM. Needs `npm run build` first (npm test does).
+// autoscaling query reads metrics the library exports; the poll daemon's pods can start a
+// bubblewrap sandbox per session without privileges (their own user namespace, an unmasked /proc,
+// the shipped seccomp profile installed where they name it, the shipped AppArmor profile, no
+// capability, bubblewrap in the image; docs/containers.md); and the queue exporter script serves
+// the emulator's queue depth and exits 0 on SIGTERM. Needs `npm run build` first (npm test does).
 import { execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import os from 'node:os';
@@ -42,6 +45,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'v1/Service': core.Service,
   'v1/ServiceAccount': core.ServiceAccount,
   'apps/v1/Deployment': apps.Deployment,
+  'apps/v1/DaemonSet': apps.DaemonSet,
   'batch/v1/Job': batch.Job,
   'rbac.authorization.k8s.io/v1/Role': rbac.Role,
   'rbac.authorization.k8s.io/v1/RoleBinding': rbac.RoleBinding,
@@ -86,6 +90,7 @@ describe('the Kubernetes manifests', () => {
         'poll-daemon.yaml:Deployment/maw-queue-exporter',
         'poll-daemon.yaml:ScaledObject/maw-worker',
         'launcher.yaml:Deployment/maw-launcher',
+        'node-profiles.yaml:DaemonSet/maw-node-profiles',
         'k8s-job.yaml:Job/maw-job-name',
       ]),
     );
@@ -188,6 +193,110 @@ describe('the Kubernetes manifests', () => {
       await emu.close();
       await fs.rm(tmp, { recursive: true, force: true });
     }
+  });
+});
+
+interface Container {
+  name: string;
+  image?: string;
+  command?: string[];
+  securityContext?: Record<string, unknown>;
+  resources?: { limits?: Record<string, string> };
+  volumeMounts?: Array<{ name: string; mountPath: string }>;
+}
+interface PodSpec {
+  hostUsers?: boolean;
+  securityContext?: Record<string, unknown>;
+  containers: Container[];
+  initContainers?: Container[];
+  volumes?: Array<{
+    name: string;
+    hostPath?: { path: string };
+    configMap?: { name: string; items?: Array<{ key: string; path: string }> };
+  }>;
+}
+const podSpecOf = (d: Doc): PodSpec => (d.spec?.['template'] as { spec: PodSpec }).spec;
+
+/** Every `privileged` key anywhere in a document, with its path. */
+function privilegedKeys(value: unknown, at = ''): string[] {
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) =>
+    k === 'privileged' ? [`${at}.${k}=${String(v)}`] : privilegedKeys(v, `${at}.${k}`),
+  );
+}
+
+describe("the poll daemon's per-session sandbox", () => {
+  let all: Array<{ file: string; docs: Doc[] }>;
+  let worker: PodSpec;
+  beforeAll(async () => {
+    all = await manifests();
+    worker = podSpecOf(all.flatMap(({ docs }) => docs).find((d) => d.kind === 'Deployment' && d.metadata.name === 'maw-worker')!);
+  });
+
+  it('runs the pod in a user namespace of its own, as a user other than root', () => {
+    expect(worker.hostUsers).toBe(false);
+    expect(worker.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001 });
+  });
+
+  it('gives the worker an unmasked /proc, the shipped seccomp and AppArmor profiles, and no capability', () => {
+    const apparmorName = /^profile (\S+) /m.exec(readFileSync(path.join(REPO, 'profiles/apparmor-bubblewrap'), 'utf8'))?.[1];
+    for (const c of worker.containers) {
+      expect(c.securityContext, c.name).toMatchObject({
+        procMount: 'Unmasked',
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'Localhost', localhostProfile: 'managed-agents-worker/seccomp-bubblewrap.json' },
+        appArmorProfile: { type: 'Localhost', localhostProfile: apparmorName },
+      });
+      expect(c.securityContext?.['capabilities'], c.name).not.toHaveProperty('add');
+      // The profile it names is the file the package ships.
+      const profile = (c.securityContext?.['seccompProfile'] as { localhostProfile: string }).localhostProfile;
+      expect(existsSync(path.join(REPO, 'profiles', path.basename(profile))), profile).toBe(true);
+    }
+  });
+
+  it('bounds all sessions of a pod together with its memory and CPU limits', () => {
+    for (const c of worker.containers) expect(Object.keys(c.resources?.limits ?? {}).sort(), c.name).toEqual(['cpu', 'memory']);
+  });
+
+  it('is privileged nowhere', () => {
+    expect(
+      all.flatMap(({ file, docs }) => docs.flatMap((d) => privilegedKeys(d).map((k) => `${file}: ${d.kind}/${d.metadata.name}${k}`))),
+    ).toEqual([]);
+  });
+
+  it('has its seccomp profile installed on each node where the worker names it', () => {
+    const ds = all.flatMap(({ docs }) => docs).find((d) => d.kind === 'DaemonSet' && d.metadata.name === 'maw-node-profiles')!;
+    const spec = podSpecOf(ds);
+    expect(spec.hostUsers).not.toBe(false); // it writes a folder of the node's root
+    const install = spec.initContainers!.find((c) => c.name === 'install-seccomp-profile')!;
+    expect(install.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    // The host folder mounted in the installer is the kubelet's seccomp root.
+    const hostMount = install.volumeMounts!.find((m) => spec.volumes!.find((v) => v.name === m.name)?.hostPath)!;
+    expect(spec.volumes!.find((v) => v.name === hostMount.name)!.hostPath!.path).toBe('/var/lib/kubelet/seccomp');
+    expect(spec.volumes!.filter((v) => v.hostPath)).toHaveLength(1);
+    // It copies the ConfigMap's profile to <seccomp root>/<the worker's localhostProfile>.
+    const script = install.command!.join(' ');
+    const localhostProfile = (worker.containers[0]!.securityContext!['seccompProfile'] as { localhostProfile: string }).localhostProfile;
+    expect(script).toMatch(new RegExp(`mv -f \\S+\\s+${hostMount.mountPath}/${localhostProfile.replace(/\./g, '\\.')}(\\s|$)`));
+    const cm = spec.volumes!.find((v) => v.configMap)!;
+    const profileMount = install.volumeMounts!.find((m) => m.name === cm.name)!;
+    expect(cm.configMap!.items).toEqual([{ key: 'seccomp-bubblewrap.json', path: 'seccomp-bubblewrap.json' }]);
+    expect(script).toContain(`cp ${profileMount.mountPath}/seccomp-bubblewrap.json `);
+    // The apply instructions create that ConfigMap from the shipped file.
+    const text = readFileSync(path.join(DIR, 'node-profiles.yaml'), 'utf8');
+    expect(text).toContain(`create configmap ${cm.configMap!.name} \\\n#     --from-file=profiles/seccomp-bubblewrap.json`);
+  });
+
+  it('has bubblewrap and the profiles in the image', async () => {
+    const dockerfile = await fs.readFile(path.join(DIR, 'Dockerfile'), 'utf8');
+    const installs = [...dockerfile.matchAll(/apt-get install[^\n]*/g)].map((m) => m[0]);
+    expect(installs.some((line) => /\sbubblewrap\s/.test(line))).toBe(true);
+    expect(dockerfile).toContain('COPY profiles ./profiles');
   });
 });
 
