@@ -69,7 +69,8 @@ const EMPTY_POLL_MAX_MS = 20;
 
 export const CGROUP_FIX =
   'give the worker a cgroup it may manage: on cgroup v2, delegate a subtree to it (systemd: Delegate=yes in its unit, ' +
-  'or systemd-run --user -p Delegate=yes; in a container, a private cgroup namespace with a writable /sys/fs/cgroup); on cgroup v1, run it as root';
+  'or systemd-run --user -p Delegate=yes; in a container, a private cgroup namespace with a writable /sys/fs/cgroup); on cgroup v1, run it as root. ' +
+  "In a Kubernetes pod no cgroup is the worker's to manage: the pod's resources.limits (memory, cpu) and the kubelet's podPidsLimit bound all its sessions together";
 
 /** `maw-` and a short hash of the state folder: the name of this worker's sandbox cgroups' parent. */
 export function cgroupParentName(stateDir: string): string {
