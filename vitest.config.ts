@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The container suite runs on its own: npm run test:containers (vitest.containers.config.ts).
+    exclude: [...configDefaults.exclude, 'test/containers/**'],
     setupFiles: ['test/setup-state-dir.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
