@@ -35,21 +35,27 @@ const DOCS = 'docs/containers.md';
 export const SHIPPED_SECCOMP_PROFILE = 'profiles/seccomp-bubblewrap.json';
 const PROFILE_PATH = `node_modules/managed-agents-worker/${SHIPPED_SECCOMP_PROFILE}`;
 
+const PROC_KUBERNETES =
+  "spec.hostUsers: false and the container's securityContext.procMount: Unmasked " +
+  '(Kubernetes 1.33+, where the UserNamespacesSupport and ProcMountType feature gates are on by default; 1.30-1.32 with both gates enabled; ' +
+  'containerd 2.0+ or CRI-O 1.25+, Linux 6.3+)';
+const SECCOMP_KUBERNETES =
+  'installed on each node under /var/lib/kubelet/seccomp/, as securityContext.seccompProfile: { type: Localhost, localhostProfile: <its path there> }';
+
 const FIX_PROC = {
-  kubernetes:
-    "give the pod its own user namespace and an unmasked /proc: spec.hostUsers: false and the container's securityContext.procMount: Unmasked " +
-    '(Kubernetes 1.33+, where the UserNamespacesSupport and ProcMountType feature gates are on by default; 1.30-1.32 with both gates enabled; ' +
-    'containerd 2.0+ or CRI-O 1.25+, Linux 6.3+)',
+  kubernetes: `give the pod its own user namespace and an unmasked /proc: ${PROC_KUBERNETES}`,
   container:
     'run the container with an unmasked /proc: podman run --security-opt unmask=ALL, docker run --security-opt systempaths=unconfined ' +
-    '(best with a user namespace: podman --userns=auto, dockerd --userns-remap)',
+    `(best with a user namespace: podman --userns=auto, dockerd userns-remap); in a Kubernetes pod, ${PROC_KUBERNETES}`,
 };
 
 const FIX_SECCOMP = {
   kubernetes:
-    `give the container the seccomp profile this package ships (${SHIPPED_SECCOMP_PROFILE}: the runtime default plus the calls bubblewrap needs), ` +
-    'installed on each node under /var/lib/kubelet/seccomp/, as securityContext.seccompProfile: { type: Localhost, localhostProfile: <its path there> }',
-  container: `run the container with the seccomp profile this package ships: --security-opt seccomp=${PROFILE_PATH} (docker and podman)`,
+    `give the container the seccomp profile this package ships (${SHIPPED_SECCOMP_PROFILE}: the calls a container gets plus those bubblewrap needs), ` +
+    SECCOMP_KUBERNETES,
+  container:
+    `run the container with the seccomp profile this package ships: --security-opt seccomp=${PROFILE_PATH} (docker and podman); ` +
+    `in a Kubernetes pod, that profile ${SECCOMP_KUBERNETES}`,
 };
 
 const FIX_APPARMOR_HOST =

@@ -36,7 +36,7 @@ describe('diagnoseSandboxFailure', () => {
       problem: PROC,
       facts: docker,
       reason: 'proc_masked',
-      fix: ['unmask=ALL', 'systempaths=unconfined'],
+      fix: ['unmask=ALL', 'systempaths=unconfined', 'procMount: Unmasked'],
     },
     {
       what: 'seccomp refusing namespaces in a pod',
@@ -50,7 +50,7 @@ describe('diagnoseSandboxFailure', () => {
       problem: NO_NS,
       facts: docker,
       reason: 'seccomp',
-      fix: ['--security-opt seccomp=', 'seccomp-bubblewrap.json'],
+      fix: ['--security-opt seccomp=', 'seccomp-bubblewrap.json', 'seccompProfile'],
     },
     { what: 'seccomp refusing mount under docker', problem: SLAVE, facts: docker, reason: 'seccomp', fix: ['seccomp-bubblewrap.json'] },
     {
