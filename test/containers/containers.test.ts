@@ -18,8 +18,8 @@
  * - `MAW_CONTAINER_CACHE`: root file systems and podman storage (default /var/tmp/maw-containers);
  * - `MAW_CONTAINER_USERNS_SECCOMP`: the seccomp profile of `k8s-userns-profile` instead of
  *   profiles/seccomp-bubblewrap.json (a path, or `unconfined` for a trial);
- * - `MAW_EXPECT_NPROC_BOUND`: when set, `k8s-userns-profile`'s agent tries 100 processes more than it
- *   and must start fewer than it at once;
+ * - `MAW_EXPECT_NPROC_BOUND`: the process bound `k8s-userns-profile` checks (default 1024, the
+ *   default maxProcesses): its agent tries 100 processes more and must start fewer at once;
  * - `MAW_CONTAINER_RESULTS`: a file the rows' results are written to (JSON), e.g. for a table;
  * - `MAW_CONTAINER_ROWS`: the concurrency of rows (default 2);
  * - `MAW_CONTAINER_KEEP`: keep the installed app folder (its path is printed) to run a row by hand.
@@ -40,6 +40,8 @@ const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const ROW_TIMEOUT_MS = 120_000;
 /** Host uid of the container's uid 0 in the user-namespace row. */
 const USERNS_OFFSET = 200_000;
+/** The sandbox's process bound the user-namespace row checks: the default maxProcesses, or MAW_EXPECT_NPROC_BOUND. */
+const NPROC_BOUND = Number(process.env['MAW_EXPECT_NPROC_BOUND'] ?? 1024);
 /** The Kubernetes manifest's container settings (examples/kubernetes/poll-daemon.yaml). */
 const K8S = ['--user', '10001:10001', '--cap-drop=all', '--security-opt', 'no-new-privileges'];
 
@@ -125,8 +127,9 @@ const ROWS: Row[] = [
     name: 'k8s-userns-profile',
     behaviour: 'sessions run sandboxed under the shipped seccomp profile, every attack blocked and /tmp bounded at 1 GiB',
     userns: true,
-    // With a bound to check, A tries 100 processes more than it; else the usual 300.
-    scenarioArgs: process.env['MAW_EXPECT_NPROC_BOUND'] ? [`forks=${Number(process.env['MAW_EXPECT_NPROC_BOUND']) + 100}`] : [],
+    // No cgroup is the worker's here: maxProcesses (1024 by default) is held by RLIMIT_NPROC in each
+    // sandbox's user namespace. A tries 100 processes more than it.
+    scenarioArgs: [`forks=${NPROC_BOUND + 100}`],
     flags: () => [
       '--uidmap',
       `0:${USERNS_OFFSET}:65536`,
@@ -140,8 +143,8 @@ const ROWS: Row[] = [
     ],
     expectations: (expect, r) => {
       everyAttackBlocked(expect, r);
-      const bound = process.env['MAW_EXPECT_NPROC_BOUND'];
-      if (bound) expect(r.attacks!.processesStarted).toBeLessThan(Number(bound));
+      expect(r.attacks!.processesStarted).toBeLessThan(NPROC_BOUND);
+      expect(r.attacks!.processesStarted).toBeGreaterThan(NPROC_BOUND / 2);
       expect(r.attacks!.tmpMiBWritten).toBeGreaterThan(0);
       expect(r.attacks!.tmpMiBWritten).toBeLessThanOrEqual(1024);
     },
