@@ -36,7 +36,10 @@ export type ExitCodeRow = readonly [ExitCode, string];
 export const COMMON_EXIT_ROWS = {
   unexpected: [EXIT.UNEXPECTED, 'unexpected error (the message says what happened)'],
   usage: [EXIT.USAGE, 'usage error: unknown command or flag, bad flag value'],
-  config: [EXIT.CONFIG, 'configuration refused: missing id or key, unreadable key file, unsupported platform, no working sandbox (the message names the cause and the fix)'],
+  config: [
+    EXIT.CONFIG,
+    'configuration refused: missing id or key, unreadable key file, unsupported platform, no working sandbox (the message names the cause and the fix)',
+  ],
   fatalApi: [EXIT.FATAL_API, 'the API refused the credentials for good (401/403/404 on poll)'],
   secondSignal: [EXIT.SECOND_SIGINT, 'second SIGINT: exit at once, without waiting for the drain'],
   secondTerm: [EXIT.SECOND_SIGTERM, 'second SIGTERM: exit at once, without waiting for the drain'],

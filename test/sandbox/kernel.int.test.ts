@@ -288,10 +288,7 @@ describe.runIf(onLinuxX64 && asRoot)('the kernel from a session sandbox, worker 
   });
 
   /** The fixture, run by uid 65534 (setpriv), its worker-side code and bubblewrap included. */
-  async function asNobody(
-    hardening: 'on' | 'off',
-    ...commands: string[]
-  ): Promise<{ uid: number; outputs: string[] }> {
+  async function asNobody(hardening: 'on' | 'off', ...commands: string[]): Promise<{ uid: number; outputs: string[] }> {
     return asNobodyWith({}, hardening, ...commands);
   }
 

@@ -92,7 +92,12 @@ describe('the egress listener hand-over', () => {
   function start(mode: string, port: number): ToolHostProcess {
     const log = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line) as Record<string, unknown>) });
     const host = new ToolHostProcess({
-      launch: { bwrap: path.join(dir, 'launch'), args: ['--clearenv', '--', process.execPath, HOST, mode, String(port), path.join(dir, 'port')], seccomp: undefined, bounds: NO_BOUNDS },
+      launch: {
+        bwrap: path.join(dir, 'launch'),
+        args: ['--clearenv', '--', process.execPath, HOST, mode, String(port), path.join(dir, 'port')],
+        seccomp: undefined,
+        bounds: NO_BOUNDS,
+      },
       init: initWithEgress(dir, port),
       log,
       egress,
