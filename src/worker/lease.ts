@@ -86,6 +86,15 @@ export class Lease {
   #reason: LeaseEndReason | undefined;
   #loop: Promise<void> | undefined;
   #beats = 0;
+  /**
+   * The last beat failed without an answer (a cut or lost connection, or this lease's own cut-off):
+   * the server may have applied it, replacing the `last_heartbeat` the next beat echoes.
+   */
+  #unsure = false;
+  /** The next beat goes out at once: the last one adopted the server's `last_heartbeat`. */
+  #adopted = false;
+  /** Milliseconds the last answered beat took, from sending to its answer. */
+  #roundTripMs = 0;
   #serverState: string | undefined;
   #rejection: unknown;
   /** The first beat was refused for good: the item was never this worker's. */
@@ -203,6 +212,10 @@ export class Lease {
     while (!signal.aborted) {
       const ok = await this.#beat();
       if (signal.aborted) return;
+      if (this.#adopted) {
+        this.#adopted = false;
+        continue;
+      }
       if (!(await sleepUnlessAborted(ok ? this.#intervalMs : this.#retryDelayMs(), signal, this.#clock))) return;
     }
   }
@@ -216,6 +229,28 @@ export class Lease {
     return Math.min(this.#intervalMs, Math.max(Math.min(this.#floorMs, HEARTBEAT_RETRY_FLOOR_MS), leftMs / 2));
   }
 
+  /**
+   * A 412 just after a beat that got no answer: that beat may have reached the server and replaced
+   * the `last_heartbeat` this one echoed. While the lease is still this worker's by its own last
+   * success (no other worker can claim an item before its lease ends), the server's
+   * `last_heartbeat` is that beat's: take it, once, and beat again at once. True when taken.
+   */
+  #adoptAfterUnsureBeat(e: unknown): boolean {
+    if (!this.#unsure || this.#beats === 0) return false;
+    this.#unsure = false;
+    const server = serverLeaseState(e);
+    const last = server?.['last_heartbeat'];
+    const leftMs = this.#lastSuccessAt + this.#ttlMs - this.#clock.now();
+    if (typeof last !== 'string' || last === this.#last || leftMs <= claimMarginMs(this.#ttlMs, this.#roundTripMs)) return false;
+    this.#log.info(
+      { server, left_ms: Math.round(leftMs) },
+      "a heartbeat whose answer was lost had reached the server; continuing the lease from the server's last_heartbeat",
+    );
+    this.#last = last;
+    this.#adopted = true;
+    return true;
+  }
+
   /** One beat; true when it succeeded. */
   async #beat(): Promise<boolean> {
     const cutOff = new AbortController();
@@ -223,6 +258,7 @@ export class Lease {
     this.#ctrl.signal.addEventListener('abort', onEnd, { once: true });
     const cutOffMs = this.#intervalMs;
     const cancelCutOff = this.#clock.schedule(cutOffMs, () => cutOff.abort(new Error(`heartbeat cut off after ${cutOffMs} ms`)));
+    const sentAt = this.#clock.now();
     try {
       const resp = await this.#api.heartbeat(
         this.#workId,
@@ -230,7 +266,9 @@ export class Lease {
         { signal: cutOff.signal },
       );
       this.#beats++;
+      this.#unsure = false;
       this.#lastSuccessAt = this.#clock.now();
+      this.#roundTripMs = this.#lastSuccessAt - sentAt;
       this.#last = resp.last_heartbeat;
       this.#serverState = resp.state;
       if (typeof resp.ttl_seconds === 'number' && resp.ttl_seconds > 0) {
@@ -252,6 +290,8 @@ export class Lease {
     } catch (e) {
       if (this.#ctrl.signal.aborted) return false;
       if (statusOf(e) === 412) {
+        const adopted = this.#adoptAfterUnsureBeat(e);
+        if (adopted) return false;
         this.#log.error({ server: serverLeaseState(e) }, 'lease lost (heartbeat precondition failed); leaving the item to its new owner');
         this.#end('lease_lost');
         return false;
@@ -267,6 +307,7 @@ export class Lease {
         this.#end('rejected');
         return false;
       }
+      if (statusOf(e) === undefined) this.#unsure = true;
       const silentMs = this.#clock.now() - this.#lastSuccessAt;
       if (silentMs > this.#ttlMs) {
         this.#log.error(
@@ -283,6 +324,16 @@ export class Lease {
       this.#ctrl.signal.removeEventListener('abort', onEnd);
     }
   }
+}
+
+/**
+ * How long before the lease's end by this worker's reckoning (a TTL after its last answered beat)
+ * another worker may already hold the item: the server's own end is at most one round trip
+ * earlier, since the server applied that beat between its sending and its answer. Four round
+ * trips, at least half a second, at most a quarter of the TTL.
+ */
+export function claimMarginMs(ttlMs: number, roundTripMs: number): number {
+  return Math.min(ttlMs / 4, Math.max(500, 4 * roundTripMs));
 }
 
 /** The server's view of the lease from a 412 body, for the log line only. */

@@ -233,8 +233,11 @@ function acquire(
   const runnerHooks = new RunnerHooks(() => lease.ttlMs);
   const lease = new Lease({
     api: {
+      // Sent once: a beat the SDK sent again (a cut answer, from 1.17) would carry an
+      // expected_last_heartbeat the first one already replaced, and its 412 would end the lease.
+      // The lease beats again itself, with the value it last read.
       heartbeat: (workId, params, options) =>
-        client.beta.environments.work.heartbeat(workId, params, { ...requestOptions, signal: options.signal }),
+        client.beta.environments.work.heartbeat(workId, params, { ...requestOptions, signal: options.signal, maxRetries: 0 }),
     },
     workId: work.id,
     environmentId: work.environmentId,

@@ -97,6 +97,63 @@ describe('Lease', () => {
       expect(l.reason).toBe('lease_lost');
       expect(l.lost).toBe(true);
     });
+
+    // A beat whose answer was lost (a cut body, a dropped connection) may have reached the server.
+    const cut = (): Error => new APIConnectionError({ message: 'Connection error.', cause: new TypeError('terminated') });
+    const precondition = (serverLast: string): APIError =>
+      new APIError(
+        412,
+        {
+          type: 'error',
+          error: {
+            type: 'invalid_request_error',
+            message: 'm',
+            details: {
+              error_code: 'heartbeat_precondition_failed',
+              current_state: { state: 'active', last_heartbeat: serverLast, ttl_seconds: 0 },
+            },
+          },
+        },
+        'm',
+        new Headers(),
+      );
+
+    it("after a beat without an answer, while the lease is still ours: goes on from the server's last_heartbeat, at once, and holds", async () => {
+      const { clock, l, sent, sentAt } = rig([ok('a'), cut(), precondition('b'), ok('c')], ok('d'));
+      const t0 = clock.now();
+      l.start();
+      await clock.advance(80);
+      expect(l.signal.aborted).toBe(false);
+      expect(sent.slice(0, 5)).toEqual([NO_HEARTBEAT, 'a', 'a', 'b', 'c']);
+      // The beat with the server's value follows the 412 at once.
+      expect(sentAt[3]! - t0).toBe(sentAt[2]! - t0);
+      await l.release();
+      expect(l.reason).toBe('done');
+    });
+
+    it("takes the server's value once: a second 412 ends the lease as lost", async () => {
+      const { clock, l, sent } = rig([ok('a'), cut(), precondition('b'), precondition('c')], ok('x'));
+      l.start();
+      await clock.advance(60);
+      expect(sent.slice(0, 4)).toEqual([NO_HEARTBEAT, 'a', 'a', 'b']);
+      expect(l.reason).toBe('lease_lost');
+    });
+
+    it('without a beat that lost its answer before it, a 412 is a lost lease', async () => {
+      const { clock, l } = rig([ok('a'), apiError(503), precondition('b')], ok('x'));
+      l.start();
+      await clock.advance(60);
+      expect(l.reason).toBe('lease_lost');
+    });
+
+    it('too close to the end of the lease (another worker may hold the item), a 412 is a lost lease', async () => {
+      // Beats fail without an answer from t=20 every 20 ms; at t=160 only 40 ms of the 200 ms lease are left.
+      const { clock, l, sent } = rig([ok('a'), cut(), cut(), cut(), cut(), cut(), cut(), cut(), precondition('b')], ok('x'));
+      l.start();
+      await clock.advance(160);
+      expect(sent).toHaveLength(9);
+      expect(l.reason).toBe('lease_lost');
+    });
   });
 
   const verdicts = [

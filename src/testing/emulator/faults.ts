@@ -40,6 +40,12 @@ export interface FaultRule {
   /** Apply the request, then destroy the socket without answering (a lost response). */
   dropResponse?: boolean;
   /**
+   * Apply the request, send its 2xx status, headers (with the whole body's `content-length`) and
+   * the first half of its body, then destroy the socket: a connection that drops part-way through
+   * an answer that succeeded. Successful JSON answers only (not event streams).
+   */
+  cutBody?: boolean;
+  /**
    * Cut (destroy) every open event stream of the session named in the path, right after this
    * request is answered. Combine with `status` for "a result post fails, then the stream drops".
    */
@@ -82,6 +88,7 @@ export interface FaultDecision {
   status?: { status: number; errorType?: string; message?: string; shouldRetry?: boolean; errorCode?: string };
   hang: boolean;
   dropResponse: boolean;
+  cutBody: boolean;
   dropStream: boolean;
   leaseLost: boolean;
   stopWork?: { force: boolean };
@@ -156,6 +163,7 @@ export class Faults {
       latencyMs: 0,
       hang: false,
       dropResponse: false,
+      cutBody: false,
       dropStream: false,
       leaseLost: false,
       rewrites: [],
@@ -193,6 +201,7 @@ export class Faults {
       }
       decision.hang ||= rule.hang === true;
       decision.dropResponse ||= rule.dropResponse === true;
+      decision.cutBody ||= rule.cutBody === true;
       decision.dropStream ||= rule.dropStream === true;
       decision.leaseLost ||= rule.leaseLost === true;
       if (rule.rewrite) decision.rewrites.push(rule.rewrite);

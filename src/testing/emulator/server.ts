@@ -29,7 +29,7 @@ export interface RequestRecord {
   /** `Anthropic-Worker-ID` header (polls). */
   workerId?: string;
   /** Which fault shaped the answer, if any. */
-  fault?: 'status' | 'hang' | 'dropResponse' | 'rewrite';
+  fault?: 'status' | 'hang' | 'dropResponse' | 'cutBody' | 'rewrite';
 }
 
 export interface ServerDeps {
@@ -207,12 +207,15 @@ export class EmulatorServer {
       let out = result.body;
       for (const rewrite of decision.rewrites) out = rewrite(out, { path, query: url.searchParams });
       const raw = typeof out === 'string' && decision.rewrites.length > 0;
-      this.#send(res, status, raw ? Buffer.from(out as string, 'utf8') : out, {
-        ...headers,
-        ...(result.headers ?? {}),
-        ...(raw ? { 'content-type': 'application/json' } : {}),
-      });
-      finish(status, decision.rewrites.length > 0 ? 'rewrite' : undefined);
+      const sent = raw ? Buffer.from(out as string, 'utf8') : out;
+      const allHeaders = { ...headers, ...(result.headers ?? {}), ...(raw ? { 'content-type': 'application/json' } : {}) };
+      if (decision.cutBody && status >= 200 && status < 300) {
+        this.#sendCut(res, status, sent, allHeaders);
+        finish(status, 'cutBody');
+      } else {
+        this.#send(res, status, sent, allHeaders);
+        finish(status, decision.rewrites.length > 0 ? 'rewrite' : undefined);
+      }
     }
     this.#maybeDropStream(decision, matched.params);
   }
@@ -234,6 +237,14 @@ export class EmulatorServer {
   }
 
   /** A `Buffer` body is sent as is (its `content-type` from `headers`); anything else as JSON. */
+  /** The status, the headers and half of the body, then the connection destroyed. */
+  #sendCut(res: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
+    if (res.headersSent || res.destroyed) return;
+    const payload = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body ?? null), 'utf8');
+    res.writeHead(status, { 'content-type': 'application/json', ...headers, 'content-length': String(payload.length) });
+    res.write(payload.subarray(0, Math.max(1, Math.floor(payload.length / 2))), () => res.destroy());
+  }
+
   #send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
     if (res.headersSent || res.destroyed) return;
     const payload = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body ?? null), 'utf8');
