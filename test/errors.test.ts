@@ -90,7 +90,7 @@ describe('the throw sites under src/', () => {
   const allowed = new Set([
     'testing/emulator/emulator.ts:3',
     'testing/emulator/script.ts:1',
-    'api/page-fetch.ts:2',
+    'api/page-response.ts:2',
     'sandbox/tool-host.ts:1',
   ]);
 

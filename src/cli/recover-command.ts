@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ConfigError } from '../errors.js';
 import { recoverLeftovers } from '../memory/mount/recovery.js';
-import { sweepSandboxCgroups } from '../sandbox/limits/cgroups.js';
+import { sweepSandboxCgroups } from '../sandbox/limits/cgroup-sweep.js';
 import { defaultStateDir } from '../memory/disk/state-dir.js';
 import { addLogFlags, cliLogger, LOG_ENVIRONMENT_ROW } from './cli-logger.js';
 import { customHeadersFrom, headersOption } from './custom-headers.js';

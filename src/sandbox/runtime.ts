@@ -1,5 +1,5 @@
 import type { HostLayout } from './host-layout.js';
-import { releaseSandboxCgroups } from './limits/cgroups.js';
+import { releaseSandboxCgroups } from './limits/cgroup-sweep.js';
 import type { SandboxLimitsRuntime } from './limits/session-limits.js';
 import type { ResolvedSandboxOptions } from './options.js';
 import type { SandboxUnavailableError } from '../errors.js';

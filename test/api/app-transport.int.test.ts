@@ -222,7 +222,7 @@ describe("the app's transport carries every request", () => {
       void globalThis.Response;
       const nodeDefault = globalThis[key];
       const lib = await import(${JSON.stringify(path.join(ROOT, 'src/index.ts'))});
-      const pages = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-fetch.ts'))});
+      const pages = await import(${JSON.stringify(path.join(ROOT, 'src/api/dispatcher-choice.ts'))});
       const afterImport = globalThis[key] === nodeDefault;
       const chosen = pages.dispatcherFor(undefined) === nodeDefault;
       const ownForDefault = pages.dispatcherFor(undefined) === (await import(${JSON.stringify(path.join(ROOT, 'src/api/own-agent.ts'))})).ownAgent();

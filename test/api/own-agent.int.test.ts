@@ -19,7 +19,9 @@ import { Agent, MockAgent, Pool, ProxyAgent, interceptors, type Dispatcher } fro
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runInFreshProcess } from './fresh-process.js';
 import { isDefaultAgent, ownAgent } from '../../src/api/own-agent.js';
-import { dispatcherFor, pageFetch, takeLentBody, type LentBody } from '../../src/api/page-fetch.js';
+import { dispatcherFor } from '../../src/api/dispatcher-choice.js';
+import { pageFetch } from '../../src/api/page-fetch.js';
+import { takeLentBody, type LentBody } from '../../src/api/page-response.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
@@ -186,7 +188,9 @@ describe("the library's own agent", () => {
       const { createRequire } = await import('node:module');
       void globalThis.Response;
       Object.defineProperty(globalThis, Symbol.for('undici.globalDispatcher.1'), { value: undefined, writable: true });
-      const { pageFetch, takeLentBody, dispatcherFor } = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-fetch.ts'))});
+      const { pageFetch } = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-fetch.ts'))});
+      const { takeLentBody } = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-response.ts'))});
+      const { dispatcherFor } = await import(${JSON.stringify(path.join(ROOT, 'src/api/dispatcher-choice.ts'))});
       const { ownAgent } = await import(${JSON.stringify(path.join(ROOT, 'src/api/own-agent.ts'))});
       const server = http.createServer((req, res) => res.end(Buffer.alloc(3_000_000, 7)));
       await new Promise((r) => server.listen(0, '127.0.0.1', r));
@@ -212,7 +216,9 @@ describe("the library's own agent", () => {
       const https = await import('node:https');
       const fs = await import('node:fs');
       const crypto = await import('node:crypto');
-      const { pageFetch, takeLentBody, dispatcherFor } = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-fetch.ts'))});
+      const { pageFetch } = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-fetch.ts'))});
+      const { takeLentBody } = await import(${JSON.stringify(path.join(ROOT, 'src/api/page-response.ts'))});
+      const { dispatcherFor } = await import(${JSON.stringify(path.join(ROOT, 'src/api/dispatcher-choice.ts'))});
       const { ownAgent } = await import(${JSON.stringify(path.join(ROOT, 'src/api/own-agent.ts'))});
       let resumed = 0, fresh = 0;
       const server = https.createServer({ cert: fs.readFileSync(${JSON.stringify(CERT_FILE)}), key: fs.readFileSync(${JSON.stringify(KEY_FILE)}) }, (req, res) => {

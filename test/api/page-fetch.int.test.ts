@@ -12,14 +12,8 @@ import * as zlib from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  isRuntimeFetch,
-  takeBufferedBytes,
-  takeLentBody,
-  usesRuntimeFetch,
-  withPageFetch,
-  type LentBody,
-} from '../../src/api/page-fetch.js';
+import { isRuntimeFetch, usesRuntimeFetch, withPageFetch } from '../../src/api/page-fetch.js';
+import { takeBufferedBytes, takeLentBody, type LentBody } from '../../src/api/page-response.js';
 import { readBodyCapped } from '../../src/memory/remote/bounded-body.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;

@@ -4,7 +4,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { CGROUP_FIX } from '../../src/sandbox/limits/cgroups.js';
+import { CGROUP_FIX } from '../../src/sandbox/limits/cgroup-host.js';
 import { BWRAP_INSTALL_FIX } from '../../src/sandbox/probe.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {

@@ -11,16 +11,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  cgroupParentName,
-  emptyPollMs,
-  probeCgroupSupport,
-  releaseSandboxCgroups,
-  SessionCgroup,
-  setUpSandboxCgroups,
-  sweepSandboxCgroups,
-  type CgroupSupport,
-} from '../../src/sandbox/limits/cgroups.js';
+import { cgroupParentName, probeCgroupSupport, setUpSandboxCgroups, type CgroupSupport } from '../../src/sandbox/limits/cgroup-host.js';
+import { releaseSandboxCgroups, sweepSandboxCgroups } from '../../src/sandbox/limits/cgroup-sweep.js';
+import { emptyPollMs, SessionCgroup } from '../../src/sandbox/limits/session-cgroup.js';
 import { resolveSandboxLimits, SANDBOX_LIMITS_DEFAULT } from '../../src/sandbox/limits/limits.js';
 import { describeEnforcement } from '../../src/sandbox/limits/session-limits.js';
 import { SANDBOX_OOM_SCORE_ADJ, spawnWrapped, wrapperArguments } from '../../src/sandbox/launcher.js';
@@ -245,7 +238,11 @@ describe('on cgroup v1 without root', () => {
       isRoot: false,
     });
     expect(support).toMatchObject({ kind: 'none', problem: expect.stringContaining('only root') });
-    expect(describeEnforcement(SANDBOX_LIMITS_DEFAULT, support, NO_FALLBACKS).unenforced).toEqual(['memoryMiB', 'maxProcesses', 'cpuWeight']);
+    expect(describeEnforcement(SANDBOX_LIMITS_DEFAULT, support, NO_FALLBACKS).unenforced).toEqual([
+      'memoryMiB',
+      'maxProcesses',
+      'cpuWeight',
+    ]);
     expect(fs.readdirSync(path.join(root, 'memory'))).toEqual([]);
   });
 });
@@ -289,7 +286,11 @@ describe.runIf(realV1)("on this host's cgroup v1 hierarchy, as root", () => {
     expect(read(path.join(support.parents.pids!, `${gone}-sesn_crashed`, 'pids.max')).trim()).toBe('128');
     // The shell moves itself (its only thread) through each hierarchy's tasks file.
     expect(cg.entries).toEqual(cg.dirs.map((d) => ({ file: path.join(d, 'tasks'), moves: 'self' })));
-    const child = spawnWrapped('/bin/sleep', ['300'], { cgroupEntries: cg.entries, openFiles: 512, nice: null }, ['ignore', 'ignore', 'ignore']);
+    const child = spawnWrapped('/bin/sleep', ['300'], { cgroupEntries: cg.entries, openFiles: 512, nice: null }, [
+      'ignore',
+      'ignore',
+      'ignore',
+    ]);
     children.push(child);
     const ended = new Promise<string | null>((resolve) => child.once('exit', (_c, signal) => resolve(signal)));
     await new Promise((r) => setTimeout(r, 300));

@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cgroupParentName } from '../../src/sandbox/limits/cgroups.js';
+import { cgroupParentName } from '../../src/sandbox/limits/cgroup-host.js';
 import { resolveSandboxLimits } from '../../src/sandbox/limits/limits.js';
 import { prepareSandboxLimits, SessionLimits } from '../../src/sandbox/limits/session-limits.js';
 import {

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxLimits } from '../../src/sandbox/limits/limits.js';
-import { cgroupParentName, probeCgroupSupport } from '../../src/sandbox/limits/cgroups.js';
+import { cgroupParentName, probeCgroupSupport } from '../../src/sandbox/limits/cgroup-host.js';
 import type { WorkerEventMap } from '../../src/worker/events.js';
 import { harness, type Harness } from '../worker/helpers.js';
 

@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { coerceError, StateFileError } from '../../errors.js';
 import { MEMORY_DEFAULTS } from '../../internal/defaults.js';
 import { errorSummary, resolveLogger, type Logger } from '../../internal/logger.js';
+import { processAlive } from '../../internal/process-alive.js';
 import { MAX_MEMORY_BYTES } from './local-dir.js';
 import { sha256Hex } from './local-scan.js';
 import { ensureStateSubdir, STATE_FILE_FLAGS, syncDir } from './state-dir.js';
@@ -412,7 +413,7 @@ export class ContentCache {
     const tmpDir = path.join(this.#root, TMP_FOLDER);
     for (const name of await fsp.readdir(tmpDir)) {
       const pid = Number(name.split('-', 1)[0]);
-      if (!Number.isInteger(pid) || pid === process.pid || !isAlive(pid)) await fsp.unlink(path.join(tmpDir, name)).catch(() => {});
+      if (!Number.isInteger(pid) || pid === process.pid || !processAlive(pid)) await fsp.unlink(path.join(tmpDir, name)).catch(() => {});
     }
     const found: Array<{ sha: string; size: number; usedAt: number }> = [];
     for (const shard of await fsp.readdir(this.#root)) {
@@ -448,14 +449,5 @@ function unlinkQuietly(file: string): void {
     unlinkSync(file);
   } catch {
     // Gone already; a leftover is removed by the next scan.
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

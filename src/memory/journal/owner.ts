@@ -3,6 +3,7 @@
  * verdict `rules/owner-verdict.ts` draws from it.
  */
 import * as fsp from 'node:fs/promises';
+import { processAlive } from '../../internal/process-alive.js';
 import { ownerVerdict, type OwnerIdentity, type OwnerVerdict } from '../rules/owner-verdict.js';
 
 export async function readBootId(): Promise<string | undefined> {
@@ -25,16 +26,6 @@ export async function readStartTime(pid: number): Promise<string | undefined> {
   }
 }
 
-export function pidExists(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** This process, as a journal records it. */
 export async function currentOwner(): Promise<OwnerIdentity> {
   return { pid: process.pid, startTime: await readStartTime(process.pid), bootId: await readBootId() };
@@ -42,7 +33,7 @@ export async function currentOwner(): Promise<OwnerIdentity> {
 
 /** Observe the recorded owner now and decide. */
 export async function checkOwner(recorded: OwnerIdentity): Promise<OwnerVerdict> {
-  const exists = pidExists(recorded.pid);
+  const exists = processAlive(recorded.pid);
   return ownerVerdict(recorded, {
     bootId: await readBootId(),
     pidExists: exists,

@@ -1,5 +1,5 @@
 import { RemoteApiError, RemoteLimitError } from '../../errors.js';
-import { takeBufferedBytes } from '../../api/page-fetch.js';
+import { takeBufferedBytes } from '../../api/page-response.js';
 import { PageBytes } from './page-bytes.js';
 
 /**

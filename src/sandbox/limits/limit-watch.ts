@@ -1,5 +1,5 @@
 import * as fs from 'node:fs';
-import type { SessionCgroup, CgroupCounters } from './cgroups.js';
+import type { SessionCgroup, CgroupCounters } from './session-cgroup.js';
 import { describeLimitHit, type ResolvedSandboxLimits, type SandboxLimitHit } from './limits.js';
 
 /** Bytes free under which a sized tmpfs counts as full. */

@@ -4,14 +4,14 @@ import {
   CGROUP_FIX,
   neededControllers,
   probeCgroupSupport,
-  SessionCgroup,
   setUpSandboxCgroups,
-  sweepSandboxCgroups,
   type CgroupController,
   type CgroupHostFacts,
   type CgroupSupport,
   writeCpuWeight,
-} from './cgroups.js';
+} from './cgroup-host.js';
+import { sweepSandboxCgroups } from './cgroup-sweep.js';
+import { SessionCgroup } from './session-cgroup.js';
 import { LimitWatch } from './limit-watch.js';
 import { SandboxStarts } from './start-weight.js';
 import type { LaunchBounds } from '../launcher.js';
