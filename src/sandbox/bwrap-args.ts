@@ -41,8 +41,6 @@ export interface SandboxView {
   /** Paths to mask, with what they are on the host; only those inside a bound path are masked. */
   hide: ReadonlyArray<{ path: string; kind: 'dir' | 'file' }>;
   network: 'host' | 'none';
-  /** The host path of the session's egress proxy socket, bound into a sandbox of network `'none'`. */
-  egressSocket?: { host: string; sandbox: string };
   /** Create a user namespace (the worker gives every sandbox one, a root worker's too). */
   userNamespace: boolean;
   /** Refuse user namespaces inside the sandbox (`--disable-userns`, bubblewrap 0.8; needs `userNamespace`). */
@@ -98,7 +96,6 @@ export function bwrapArgs(view: SandboxView): string[] {
   args.push('--bind', view.workdir, view.workdir);
   for (const s of view.stores) args.push(s.readOnly ? '--ro-bind' : '--bind', s.hostPath ?? s.path, s.path);
   for (const p of view.readWrite) args.push('--bind', p, p);
-  if (view.egressSocket) args.push('--ro-bind', view.egressSocket.host, view.egressSocket.sandbox);
   for (const h of maskedPaths(view)) {
     if (h.kind === 'dir') args.push('--tmpfs', h.path);
     else args.push('--ro-bind', '/dev/null', h.path);

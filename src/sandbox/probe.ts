@@ -8,7 +8,7 @@ import { coerceError, type SandboxFailureReason } from '../errors.js';
 import { bwrapFeatures } from './bwrap-features.js';
 import { diagnoseSandboxFailure, readHostFacts, type SandboxHostFacts } from './diagnosis.js';
 import { hostLayout, type HostLayout } from './host-layout.js';
-import { EGRESS_RELAY_PORT } from './network/session-egress.js';
+import { EGRESS_LISTENER_PORT } from './network/session-egress.js';
 import { resolveSandboxOption } from './options.js';
 import type { SandboxKernelHardening, SandboxRuntime } from './runtime.js';
 import { hostSeccompFilter, seccompArchOf } from './seccomp/filter.js';
@@ -130,7 +130,7 @@ const INSIDE = [
   'port=$1',
   'if [ -n "$port" ]; then',
   '  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then echo direct=reached; else echo direct=refused; fi',
-  `  if exec 4<>/dev/tcp/127.0.0.1/${EGRESS_RELAY_PORT}; then`,
+  `  if exec 4<>/dev/tcp/127.0.0.1/${EGRESS_LISTENER_PORT}; then`,
   '    printf \'CONNECT 127.0.0.1:%s HTTP/1.1\\r\\nHost: 127.0.0.1:%s\\r\\n\\r\\n\' "$port" "$port" >&4',
   '    IFS= read -r -t 5 line <&4; echo "proxy=${line%$\'\\r\'}"',
   '    while IFS= read -r -t 5 line <&4; do line=${line%$\'\\r\'}; [ -z "$line" ] && break; case $line in [Xx]-[Ss]andbox-[Ee]gress-[Rr]ule:*) echo "rule=${line#*: }";; esac; done',

@@ -26,9 +26,8 @@ export interface HostInit {
   /**
    * Listen on `127.0.0.1:port` of the sandbox's own loopback and hand that listener to the worker's
    * egress proxy over the host's IPC channel, before `ready` (see `network/egress-listener.ts`).
-   * `socket`: where the proxy's own unix socket is bound in.
    */
-  egress?: { socket: string; port: number };
+  egress?: { port: number };
 }
 
 export interface HostCall {
@@ -64,7 +63,7 @@ const blocks = z.array(z.object({ type: z.string() }).passthrough());
 const content = z.union([z.string(), blocks]);
 
 export const hostMessageSchema = z.discriminatedUnion('t', [
-  z.object({ t: z.literal('ready'), tools: z.array(z.string()) }).strict(),
+  z.object({ t: z.literal('ready') }).strict(),
   z.object({ t: z.literal('result'), id: z.number().int().nonnegative(), isError: z.boolean(), content }).strict(),
 ]);
 

@@ -6,7 +6,7 @@ import { bwrapArgs, type SandboxView } from './bwrap-args.js';
 import { hideKinds } from './host-layout.js';
 import type { EgressRefusal } from './network/egress-proxy.js';
 import { egressPolicyFor } from './network/network-option.js';
-import { EGRESS_RELAY_PORT, EGRESS_SOCKET_IN_SANDBOX, egressEnvironment, SessionEgress } from './network/session-egress.js';
+import { EGRESS_LISTENER_PORT, egressEnvironment, SessionEgress } from './network/session-egress.js';
 import type { SandboxLimitHit } from './limits/limits.js';
 import { describeEnforcement, SessionLimits } from './limits/session-limits.js';
 import { readFallbackFacts } from './limits/without-cgroup.js';
@@ -113,13 +113,6 @@ export class SessionSandbox {
   async #run(tool: string, input: unknown, context: BetaToolRunContext | undefined): Promise<string | ToolResultBlocks> {
     if (this.#closed) throw new ToolError(`${tool}: the session's sandbox is closed`);
     const host = this.#hostOrStart();
-    if (this.#egress) {
-      const listening = await this.#egress.ready.then(
-        () => undefined,
-        (e: unknown) => (e as Error).message,
-      );
-      if (listening !== undefined) throw new ToolError(`${tool}: the sandbox's network proxy could not start (${listening})`);
-    }
     const result = await host.call(tool, input, {
       timeoutMs: this.#runtime.options.toolTimeoutMs,
       signal: context?.signal,
@@ -192,7 +185,6 @@ export class SessionSandbox {
       readWrite: options.readWritePaths,
       hide: hideKinds([...spec.hide, ...options.hidePaths]),
       network: options.network.type === 'host' ? 'host' : 'none',
-      ...(egress ? { egressSocket: { host: egress.socketPath, sandbox: EGRESS_SOCKET_IN_SANDBOX } } : {}),
       userNamespace: this.#runtime.userNamespace,
       disableNestedUserNamespaces: this.#runtime.disableUserns,
       env: { ...sandboxEnvironment(process.env, options.env, spec.workdir), ...(egress ? egressEnvironment() : {}) },
@@ -208,7 +200,7 @@ export class SessionSandbox {
         readOnlyRoots: stores.filter((s) => s.readOnly).map((s) => s.path),
         maxFileBytes: spec.maxFileBytes,
         shellPerThread: toolsetShellPerThread(),
-        ...(egress ? { egress: { socket: EGRESS_SOCKET_IN_SANDBOX, port: EGRESS_RELAY_PORT } } : {}),
+        ...(egress ? { egress: { port: EGRESS_LISTENER_PORT } } : {}),
       },
       log: this.#log,
       // The host hands its loopback listener to the proxy, which then accepts the sandbox's connections itself.

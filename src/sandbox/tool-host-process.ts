@@ -57,8 +57,8 @@ export class ToolHostProcess {
   readonly #log: Logger;
   readonly #decoder = new LineDecoder();
   readonly #pending = new Map<number, Pending>();
-  /** The threads whose end the host is told of, by key, with the signal that tells it. */
-  readonly #threads = new Map<string, AbortSignal>();
+  /** The threads whose end the host is told of, by key: the signal that tells it and its listener. */
+  readonly #threads = new Map<string, { signal: AbortSignal; ended: () => void }>();
   readonly #exited: Promise<void>;
   #nextId = 1;
   #failure: string | undefined;
@@ -201,16 +201,18 @@ export class ToolHostProcess {
     });
   }
 
-  /** Tell the host when the thread ends (once per thread and signal). */
+  /** Tell the host when the thread ends (once per thread and signal); the listener goes with the host. */
   #watchThread(thread: CallThread): void {
-    if (this.#threads.get(thread.key) === thread.signal) return;
-    this.#threads.set(thread.key, thread.signal);
+    const watched = this.#threads.get(thread.key);
+    if (watched?.signal === thread.signal) return;
+    if (watched !== undefined) watched.signal.removeEventListener('abort', watched.ended);
     const ended = (): void => {
-      if (this.#threads.get(thread.key) === thread.signal) this.#threads.delete(thread.key);
+      if (this.#threads.get(thread.key)?.signal === thread.signal) this.#threads.delete(thread.key);
       this.#send({ t: 'thread-end', thread: thread.key });
     };
-    if (thread.signal.aborted) ended();
-    else thread.signal.addEventListener('abort', ended, { once: true });
+    if (thread.signal.aborted) return ended();
+    this.#threads.set(thread.key, { signal: thread.signal, ended });
+    thread.signal.addEventListener('abort', ended, { once: true });
   }
 
   /** Kill the sandbox and wait (bounded) until every process in it is gone. Idempotent. */
@@ -262,6 +264,9 @@ export class ToolHostProcess {
     this.#onReady(message);
     for (const p of this.#pending.values()) p.resolve({ kind: 'failed', message });
     this.#pending.clear();
+    // A session thread outlives its hosts: a dead host keeps no listener on its signal.
+    for (const { signal, ended } of this.#threads.values()) signal.removeEventListener('abort', ended);
+    this.#threads.clear();
     if (message !== 'the session ended') this.#log.warn({ reason: message }, 'sandbox tool host failed; its call answers with an error');
   }
 

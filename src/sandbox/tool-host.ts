@@ -95,6 +95,18 @@ function send(message: HostMessage): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);
 }
 
+/** Answer call `id` with the error that stopped the host from running it; nothing if even that fails. */
+function answerFailed(id: number, e: unknown): void {
+  try {
+    send({ t: 'result', id, isError: true, content: `Error: the sandbox's tool host could not run this call (${(e as Error).message})` });
+  } catch {
+    // The answer cannot be written either: the worker sees the call fail when the host ends.
+  }
+}
+
+// The worker reads stdout: once it is gone (EPIPE), no answer can reach it, and the host ends.
+process.stdout.on('error', () => process.exit(0));
+
 /**
  * The sandbox's only way out: listen on `127.0.0.1:port` of its own loopback (where the proxy
  * variables point) and send that listener to the worker over the IPC channel it started this host
@@ -125,7 +137,7 @@ async function init(message: HostInit): Promise<void> {
     ...(message.maxFileBytes !== undefined ? { maxFileBytes: message.maxFileBytes } : {}),
   });
   tools = new Map(list.map((t) => [t.name, t]));
-  send({ t: 'ready', tools: [...tools.keys()] });
+  send({ t: 'ready' });
 }
 
 function threadSignal(key: string): AbortSignal {
@@ -212,8 +224,13 @@ lines.on('line', (line) => {
       process.stderr.write(`the tool host could not start: ${(e as Error).message}\n`);
       process.exit(1);
     });
-  } else if (message.t === 'call') void call(message);
-  else if (message.t === 'cancel' || message.t === 'timeout') stop(message.id, message.t);
+  } else if (message.t === 'call') {
+    // One call's unexpected failure answers that call; the host and the other calls go on.
+    call(message).catch((e: unknown) => {
+      process.stderr.write(`tool call ${message.id} failed in the tool host: ${(e as Error).message}\n`);
+      answerFailed(message.id, e);
+    });
+  } else if (message.t === 'cancel' || message.t === 'timeout') stop(message.id, message.t);
   else if (message.t === 'thread-end') endThread(message.thread);
 });
 lines.on('close', shutDown);

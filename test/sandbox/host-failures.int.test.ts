@@ -89,7 +89,7 @@ describe('a tool host that writes garbage', () => {
       const rl = require('node:readline').createInterface({ input: process.stdin });
       let n = 0;
       rl.on('line', () => {
-        if (n++ === 0) process.stdout.write(JSON.stringify({ t: 'ready', tools: ['bash'] }) + '\\n');
+        if (n++ === 0) process.stdout.write(JSON.stringify({ t: 'ready' }) + '\\n');
         else process.stdout.write(${JSON.stringify(reply)});
       });`;
     const lines: string[] = [];

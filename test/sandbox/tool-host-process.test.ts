@@ -2,6 +2,7 @@
 // a call carries its session thread's key, the end of a thread is told once, a call past its bound
 // is told `timeout` and its answer comes back as `timedOut` with the host alive, and a call that
 // does not answer after that kills the host. Calls do not wait for each other.
+import { getEventListeners } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -20,7 +21,7 @@ const STAND_IN = `
   rl.on('line', (line) => {
     fs.appendFileSync(process.argv[1], line + '\\n');
     const m = JSON.parse(line);
-    if (m.t === 'init') out({ t: 'ready', tools: ['bash'] });
+    if (m.t === 'init') out({ t: 'ready' });
     if (m.t === 'call' && m.input.answer === 'now') out({ t: 'result', id: m.id, isError: false, content: 'done ' + m.id });
     if (m.t === 'call' && m.input.answer === 'on-timeout') waiting.set(m.id, true);
     if (m.t === 'timeout' && waiting.has(m.id)) out({ t: 'result', id: m.id, isError: true, content: 'partial output' });
@@ -88,5 +89,23 @@ describe('ToolHostProcess', () => {
     const result = await host.call('bash', { answer: 'never' }, { timeoutMs: 300 });
     expect(result).toEqual({ kind: 'failed', message: 'the tool call was still running after 300 ms and did not stop' });
     expect(host.alive).toBe(false);
+  });
+
+  it('a call made after the host failed answers failed at once (it does not wait forever)', async () => {
+    expect(await host.call('bash', { answer: 'now' }, { timeoutMs: 10_000 })).toMatchObject({ kind: 'answered' });
+    await host.close();
+    const late = await Promise.race([
+      host.call('bash', { answer: 'now' }, { timeoutMs: 10_000 }),
+      new Promise((resolve) => setTimeout(() => resolve('no answer within 2 s'), 2_000)),
+    ]);
+    expect(late).toEqual({ kind: 'failed', message: 'the session ended' });
+  });
+
+  it("keeps no listener on a session thread's signal once the host is gone", async () => {
+    const thread = new AbortController();
+    await host.call('bash', { answer: 'now' }, { timeoutMs: 10_000, thread: { key: 's/t', signal: thread.signal } });
+    expect(getEventListeners(thread.signal, 'abort')).toHaveLength(1);
+    await host.close();
+    expect(getEventListeners(thread.signal, 'abort')).toHaveLength(0);
   });
 });

@@ -2,8 +2,7 @@
  * The egress proxy of one session's sandbox, run by the worker outside it. The sandbox has a
  * network namespace of its own with loopback only; its tool host listens on `127.0.0.1:<port>`
  * there and hands that listener to this proxy (see `egress-listener.ts`), which accepts the
- * sandbox's connections itself: the only way out. The proxy also listens on a unix socket (bound
- * into the sandbox, and used by `doctor`'s probe). The proxy speaks HTTP: `CONNECT host:port` opens a
+ * sandbox's connections itself: the only way out. The proxy speaks HTTP: `CONNECT host:port` opens a
  * tunnel (HTTPS, git, anything over TCP), and an absolute-URI request (`GET http://host/...`) is
  * forwarded. Each request is judged by the pure policy of `egress-policy.ts`:
  *
@@ -105,7 +104,8 @@ export class EgressProxy {
   }
 
   /**
-   * Listen on a unix socket path (or any `net` listen options); resolves once listening. The HTTP
+   * Listen on a path or address of its own (tests and benchmarks; a session's proxy only adopts its
+   * sandboxes' listeners); resolves once listening. The HTTP
    * server never listens itself: every listener hands its connections to {@link #accept}.
    */
   listen(where: string | net.ListenOptions): Promise<void> {

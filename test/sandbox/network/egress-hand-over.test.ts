@@ -77,7 +77,6 @@ describe('the egress listener hand-over', () => {
     warnings = [];
     hosts = [];
     egress = new SessionEgress({ type: 'unrestricted', allowPrivate: [] }, { onRefused: (r) => refusals.push(r) });
-    await egress.ready;
     loopbackHits = 0;
     loopback = net.createServer((s) => (loopbackHits++, s.end('HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nsecret\n')));
     await new Promise<void>((r) => loopback.listen(0, '127.0.0.1', r));
@@ -155,7 +154,7 @@ function initWithEgress(dir: string, port: number): HostInit {
     allowedRoots: [],
     readOnlyRoots: [],
     maxFileBytes: undefined,
-    egress: { socket: '/run/maw-egress.sock', port },
+    egress: { port },
   };
 }
 
