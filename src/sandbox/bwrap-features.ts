@@ -11,18 +11,15 @@ const HELP_TIMEOUT_MS = 5_000;
 /** Read the options `bwrap --help` lists. A bubblewrap that does not answer is taken to have none of them. */
 export function bwrapFeatures(bwrap: string): Promise<BwrapFeatures> {
   return new Promise((resolve) => {
-    const child = spawn(bwrap, ['--help'], { stdio: ['ignore', 'pipe', 'pipe'], env: {} });
+    // Killed when it does not answer in time: what it printed by then is all it is taken to have.
+    const child = spawn(bwrap, ['--help'], { stdio: ['ignore', 'pipe', 'pipe'], env: {}, timeout: HELP_TIMEOUT_MS, killSignal: 'SIGKILL' });
     let help = '';
     const collect = (d: Buffer): void => {
       if (help.length < 64_000) help += d.toString('utf8');
     };
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
-    const timer = setTimeout(() => child.kill('SIGKILL'), HELP_TIMEOUT_MS);
-    const done = (): void => {
-      clearTimeout(timer);
-      resolve({ disableUserns: /^\s*--disable-userns\b/m.test(help) });
-    };
+    const done = (): void => resolve({ disableUserns: /^\s*--disable-userns\b/m.test(help) });
     child.once('error', done);
     child.once('close', done);
   });
