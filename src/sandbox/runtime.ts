@@ -42,3 +42,14 @@ export type SandboxRuntime =
 export function releaseSandboxRuntime(runtime: SandboxRuntime): string[] {
   return runtime.kind === 'bwrap' && runtime.limits !== undefined ? releaseSandboxCgroups(runtime.limits.cgroups) : [];
 }
+
+/**
+ * The sandbox a session's agent toolset runs in: the worker's bubblewrap runtime, unless the
+ * session's tools are the caller's own (`tools`), which run in the worker process.
+ */
+export function sessionSandboxOf(
+  runtime: SandboxRuntime | undefined,
+  customTools: boolean,
+): Extract<SandboxRuntime, { kind: 'bwrap' }> | undefined {
+  return !customTools && runtime?.kind === 'bwrap' ? runtime : undefined;
+}

@@ -134,7 +134,12 @@ export class Lease {
    * was refused for good): it must not be stopped.
    */
   get lost(): boolean {
-    return this.#reason === 'lease_lost' || this.#reason === 'assumed_lost' || this.#claimRefused;
+    return this.lostAs !== undefined || this.#claimRefused;
+  }
+
+  /** How a lease that was ours ended in another's hands: a 412, or no answered beat for a TTL; else undefined. */
+  get lostAs(): 'lease_lost' | 'assumed_lost' | undefined {
+    return this.#reason === 'lease_lost' || this.#reason === 'assumed_lost' ? this.#reason : undefined;
   }
 
   /** The first beat was refused for good (a permanent 4xx other than 412): the item was never ours. */

@@ -5,7 +5,7 @@ import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/
 import { MemoryMountError } from '../errors.js';
 import { isInsideAllowedRoots, normalizeAllowedRoots } from '../memory/mount/mount-path-guard.js';
 import { storeRoot, type StoreRootInput } from '../memory/mount/store-root.js';
-import type { SandboxRuntime } from '../sandbox/runtime.js';
+import { sessionSandboxOf, type SandboxRuntime } from '../sandbox/runtime.js';
 
 /**
  * Where a session's store folders live on the host.
@@ -145,8 +145,8 @@ export function placementFor(input: {
   workdir: string;
   sessionWorkdir: string;
 }): StorePlacementMode {
-  const { sandbox } = input;
-  if (input.customTools || sandbox?.kind !== 'bwrap') return 'shared';
+  const sandbox = sessionSandboxOf(input.sandbox, input.customTools);
+  if (sandbox === undefined) return 'shared';
   const bound = [
     ...sandbox.layout.system.map((s) => s.path),
     ...sandbox.layout.readOnly,

@@ -21,7 +21,7 @@ import { monotonicClock, type TimerClock } from '../internal/clock.js';
 import { errorSummary, type Logger } from '../internal/logger.js';
 import { safeEmit } from '../internal/safe-emit.js';
 import { defaultStateDir } from '../memory/index.js';
-import type { SandboxRuntime } from '../sandbox/runtime.js';
+import { sessionSandboxOf, type SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxLimitHit } from '../sandbox/limits/limits.js';
 import { SessionSandbox } from '../sandbox/session-sandbox.js';
 import { decodeWorkSecret } from './credentials.js';
@@ -30,7 +30,7 @@ import { ItemControl } from './item-control.js';
 import { decideItemEnd, type PhasesResult } from './item-end.js';
 import { ItemMemory, storeResources } from './item-memory.js';
 import { Lease } from './lease.js';
-import type { FinishReport, MemoryPort } from './memory-port.js';
+import type { FinishReport, MemoryPort, SyncLoopView } from './memory-port.js';
 import { mcpServerHosts } from './mcp-hosts.js';
 import { MemorySpans } from './memory-spans.js';
 import type { WorkerMetrics } from './metrics.js';
@@ -126,18 +126,18 @@ async function workItem(deps: WorkItemDeps, run: WorkItemRun, spans: MemorySpans
       if (memoryOn) memory = itemMemory(deps, item, report, spans, session, intervalMs, storePlacement(deps, stores, folder.path));
       else if (stores.length > 0) warnMemoryOff(log, session.id, stores);
       const toolContext = await prepare(work.id, session, folder, item, opts, log);
-      sessionGone =
-        (await serve(
-          deps,
-          item,
-          report,
-          step,
-          session.id,
-          toolContext,
-          memory,
-          () => clock.now() - run.claimedAt,
-          mcpServerHosts(session),
-        )) === 'gone';
+      const served = await serve({
+        deps,
+        item,
+        report,
+        step,
+        sessionId: session.id,
+        toolContext,
+        memory,
+        readyMs: () => clock.now() - run.claimedAt,
+        mcpHosts: mcpServerHosts(session),
+      });
+      sessionGone = served === 'gone';
     }
   } catch (e) {
     error = step.failure(e);
@@ -388,161 +388,211 @@ export const EARLY_RUNNER_WAIT_MS = 60_000;
 /** Why an early runner was dropped: the mount outlasted {@link EARLY_RUNNER_WAIT_MS}. */
 class MountOutlastedRunner extends Error {}
 
+/** What serving one session's tool calls works with. */
+interface SessionServing {
+  deps: WorkItemDeps;
+  item: Acquired;
+  report: ItemReport;
+  step: ItemStep;
+  sessionId: string;
+  toolContext: AgentToolContext;
+  memory: ItemMemory | undefined;
+  /** Milliseconds since the item was claimed, for the session's start event. */
+  readyMs: () => number;
+  /** The hosts of the session agent's MCP servers (a `limited` sandbox network may allow them). */
+  mcpHosts: readonly string[];
+}
+
 /**
  * Run the session's tool calls until the session ends or the item's signal aborts. The stores
  * mount while the SDK's runner opens the session's event stream and reads its history, so the
- * first call starts as soon as the mount is done; until then every call is held. The tools (the
- * caller's, the agent toolset in the session's sandbox, or the agent toolset in this process) run
- * behind a guard that brackets each call with the memory sync loop and answers a replayed call
- * from the record. A `tools` factory is called once the stores are mounted (it may read their
- * folders from its context), so its runner starts then. Every process the agent started in the
- * sandbox ends before this returns, so the final sync reads folders nothing writes to any more.
- *
- * No call is answered that did not run: a runner stopped before the mount is done (the mount
- * failed, the mount outlasted it, the item ended) has its posts abandoned first (see
- * {@link RunnerHooks}), so a call it held stays unanswered. A failed mount stops the runner at
- * once and is the item's error. Returns `gone` when the API refused to read the session with a 404
- * (it was deleted): the session's end, not a failure, so its memory still gets the final sync.
+ * first call starts as soon as the mount is done; until then every call is held (see
+ * {@link MountGate}). The tools (the caller's, the agent toolset in the session's sandbox, or the
+ * agent toolset in this process) run behind a guard that brackets each call with the memory sync
+ * loop and answers a replayed call from the record. A `tools` factory is called once the stores
+ * are mounted (it may read their folders from its context), so its runner starts then. Every
+ * process the agent started in the sandbox ends before this returns, so the final sync reads
+ * folders nothing writes to any more. Returns `gone` when the API refused to read the session with
+ * a 404 (it was deleted): the session's end, not a failure, so its memory still gets the final sync.
  */
-async function serve(
-  deps: WorkItemDeps,
-  item: Acquired,
-  report: ItemReport,
-  step: ItemStep,
-  sessionId: string,
-  toolContext: AgentToolContext,
-  memory: ItemMemory | undefined,
-  readyMs: () => number,
-  mcpHosts: readonly string[],
-): Promise<'ended' | 'gone'> {
-  const opts = deps.options;
-  const { log } = report;
-  const earlyWaitMs = deps.earlyRunnerWaitMs ?? EARLY_RUNNER_WAIT_MS;
+async function serve(s: SessionServing): Promise<'ended' | 'gone'> {
+  const opts = s.deps.options;
   const serving = new AbortController();
-  const unlink = linkAbort(item.control.signal, serving);
-  const sandbox =
-    opts.tools === undefined && deps.sandbox?.kind === 'bwrap'
-      ? new SessionSandbox(
-          deps.sandbox,
-          {
-            workdir: toolContext.workdir,
-            // Read when a host starts: once every store's folder exists.
-            get allowedRoots() {
-              return toolContext.allowedRoots ?? [];
-            },
-            get readOnlyRoots() {
-              return toolContext.readOnlyRoots ?? [];
-            },
-            // Per-session store folders: each bound from its host folder at the store's mount path.
-            get stores() {
-              return memory?.perSession
-                ? memory.placements.map((p) => ({ hostPath: p.hostPath, path: p.mountPath, readOnly: p.readOnly }))
-                : undefined;
-            },
-            maxFileBytes: toolContext.maxFileBytes,
-            hide: [opts.stateDir ?? defaultStateDir()],
-            mcpServerHosts: mcpHosts,
-            onEgressRefused: (r) => report.egressRefused(sessionId, r),
-            sessionId,
-            onLimitHit: (hit) => report.sandboxLimitHit(sessionId, hit),
-          },
-          log,
-        )
-      : undefined;
-  let mountError: unknown;
-  let mounted = memory === undefined;
-  // The sandbox starts as soon as the store folders it binds exist; no call reaches it before the mount is done.
-  const startSandbox = (): void => {
+  const unlink = linkAbort(s.item.control.signal, serving);
+  const sandbox = sessionSandbox(s);
+  const gate = new MountGate(s, serving, () => {
     if (!serving.signal.aborted) sandbox?.warmUp();
-  };
-  const mounting = memory ? mountStores(memory, sessionId, toolContext, step, serving.signal, startSandbox) : Promise.resolve();
-  const ready = mounting.then(
-    () => {
-      mounted = true;
-      step.enter(`running the tool calls of session ${sessionId}`);
-      report.sessionStarted(sessionId, memory?.storeCount ?? 0, readyMs());
-      startSandbox();
-      return memory?.toolHooks;
-    },
-    (e: unknown) => {
-      mountError = e;
-      serving.abort(e);
-      throw e;
-    },
-  );
-  ready.catch(() => {});
+  });
   try {
-    if (typeof opts.tools === 'function') await ready;
+    if (typeof opts.tools === 'function') await gate.ready;
     const own: BetaRunnableTool[] =
       sandbox?.tools() ??
-      (typeof opts.tools === 'function' ? opts.tools(toolContext) : (opts.tools ?? betaAgentToolset20260401(toolContext)));
+      (typeof opts.tools === 'function' ? opts.tools(s.toolContext) : (opts.tools ?? betaAgentToolset20260401(s.toolContext)));
     const guard = new ToolGuard({
-      hooks: ready,
-      logger: log,
-      ...(deps.toolRecord ? { outcomes: deps.toolRecord.forSession(sessionId) } : {}),
+      hooks: gate.ready,
+      logger: s.report.log,
+      ...(s.deps.toolRecord ? { outcomes: s.deps.toolRecord.forSession(s.sessionId) } : {}),
     });
-    const tools = guard.wrapAll(deps.wrapTools ? deps.wrapTools(own) : own);
-    let gone = false;
-    for (;;) {
-      const runnerCtrl = new AbortController();
-      const abandon = new AbortController();
-      // Posts are abandoned before the runner learns it stops: its answer to a held call is built after.
-      const stopRunner = (reason: unknown): void => {
-        if (!mounted || item.lease.lost) abandon.abort();
-        runnerCtrl.abort(reason);
-      };
-      const unlinkRunner = onAbort(serving.signal, () => stopRunner(serving.signal.reason));
-      // Dropped (and to be replaced) because the mount outlasted it, not because the item ends.
-      const replaced = (): boolean => runnerCtrl.signal.reason instanceof MountOutlastedRunner && !serving.signal.aborted;
-      const outlasted = mounted
-        ? undefined
-        : setTimeout(() => {
-            if (!mounted) stopRunner(new MountOutlastedRunner());
-          }, earlyWaitMs);
-      let unlinkHooks = (): void => {};
-      try {
-        const runner = new SessionToolRunner(sessionId, {
-          // With memory, the end of each turn pushes the changed files at once.
-          client: memory ? tappingSessionEvents(item.client, (ev) => endsTurn(ev) && memory.sessionIdle()) : item.client,
-          // A runner closes its tools when it ends; a replaced one ran none, and the next needs them.
-          tools: mounted ? tools : tools.map((t) => closedUnless(t, replaced)),
-          ...runnerTuning(opts),
-          signal: runnerCtrl.signal,
-        });
-        unlinkHooks = item.runnerHooks.attach(runner, { abandon: abandon.signal });
-        for await (const call of runner) {
-          if (call.posted) guard.posted(call.toolUseId);
-          log.debug({ tool: call.name, tool_use_id: call.toolUseId, is_error: call.isError, posted: call.posted }, 'tool call done');
-        }
-      } catch (e) {
-        if (mountError !== undefined) throw mountError;
-        // The runner failed while the stores were mounting: say so, not "mounting".
-        if (!mounted) step.enter(`running the tool calls of session ${sessionId}`);
-        // SDK 1.16 throws the API's permanent refusal to read the session (earlier runners end quietly).
-        if (statusOf(e) !== 404 || serving.signal.aborted) throw e;
-        gone = true;
-        log.warn(
-          { error: errorSummary(e) },
-          'the session is gone (404 on reading it); its memory gets the final sync and the work item is stopped',
-        );
-      } finally {
-        clearTimeout(outlasted);
-        unlinkHooks();
-        unlinkRunner();
-      }
-      if (gone || !replaced()) break;
-      log.info({ waited_ms: earlyWaitMs }, 'the mount outlasted the early runner; a new runner starts once the stores are mounted');
-      await ready;
-    }
+    const tools = guard.wrapAll(s.deps.wrapTools ? s.deps.wrapTools(own) : own);
+    const end = await runRunners(s, gate, serving.signal, tools, guard);
     // The session ended before its stores were mounted: the mount still ends (or fails) first.
-    await ready;
-    if (guard.replays > 0) log.info({ replays: guard.replays }, 'replayed tool calls answered from the record');
-    return gone ? 'gone' : 'ended';
+    await gate.ready;
+    if (guard.replays > 0) s.report.log.info({ replays: guard.replays }, 'replayed tool calls answered from the record');
+    return end;
   } finally {
     serving.abort();
-    await ready.catch(() => {});
+    await gate.ready.catch(() => {});
     await sandbox?.close();
     unlink();
+  }
+}
+
+/** The session's own sandbox, when its agent toolset runs in one. */
+function sessionSandbox(s: SessionServing): SessionSandbox | undefined {
+  const opts = s.deps.options;
+  const runtime = sessionSandboxOf(s.deps.sandbox, opts.tools !== undefined);
+  if (runtime === undefined) return undefined;
+  const { toolContext, memory, report, sessionId } = s;
+  return new SessionSandbox(
+    runtime,
+    {
+      workdir: toolContext.workdir,
+      // Read when a host starts: once every store's folder exists.
+      get allowedRoots() {
+        return toolContext.allowedRoots ?? [];
+      },
+      get readOnlyRoots() {
+        return toolContext.readOnlyRoots ?? [];
+      },
+      // Per-session store folders: each bound from its host folder at the store's mount path.
+      get stores() {
+        return memory?.perSession
+          ? memory.placements.map((p) => ({ hostPath: p.hostPath, path: p.mountPath, readOnly: p.readOnly }))
+          : undefined;
+      },
+      maxFileBytes: toolContext.maxFileBytes,
+      hide: [opts.stateDir ?? defaultStateDir()],
+      mcpServerHosts: s.mcpHosts,
+      onEgressRefused: (r) => report.egressRefused(sessionId, r),
+      sessionId,
+      onLimitHit: (hit) => report.sandboxLimitHit(sessionId, hit),
+    },
+    report.log,
+  );
+}
+
+/**
+ * The race between the stores' mount and the session's runner, in one place. The mount starts at
+ * once; the runner may start before it is done, and then its calls wait on {@link ready}. A mount
+ * that fails aborts `serving` and is the item's error. A runner that started before the mount and
+ * is stopped before it is done (the mount failed, outlasted it, the item ended) has its posts
+ * abandoned first (see `RunnerHooks`), so a call it held stays unanswered, never answered unrun.
+ * `onRoots`: the store folders exist (the sandbox that binds them may start).
+ */
+class MountGate {
+  /** Resolves with the memory's tool hooks once every store is mounted; rejects with the mount's failure. */
+  readonly ready: Promise<SyncLoopView | undefined>;
+  #mounted: boolean;
+  #failure: { error: unknown } | undefined;
+
+  constructor(s: SessionServing, serving: AbortController, onRoots: () => void) {
+    const { memory } = s;
+    this.#mounted = memory === undefined;
+    const mounting = memory ? mountStores(memory, s.sessionId, s.toolContext, s.step, serving.signal, onRoots) : Promise.resolve();
+    this.ready = mounting.then(
+      () => {
+        this.#mounted = true;
+        s.step.enter(`running the tool calls of session ${s.sessionId}`);
+        s.report.sessionStarted(s.sessionId, memory?.storeCount ?? 0, s.readyMs());
+        onRoots();
+        return memory?.toolHooks;
+      },
+      (e: unknown) => {
+        this.#failure = { error: e };
+        serving.abort(e);
+        throw e;
+      },
+    );
+    this.ready.catch(() => {});
+  }
+
+  /** Every store is mounted: a runner started now needs no wait. */
+  get mounted(): boolean {
+    return this.#mounted;
+  }
+
+  /** The mount's failure, once it failed. */
+  get failure(): { error: unknown } | undefined {
+    return this.#failure;
+  }
+}
+
+/**
+ * Run the session's runner until the session ends. A runner started while the stores mount that
+ * is still waiting {@link EARLY_RUNNER_WAIT_MS} later is dropped (its posts abandoned, its tools
+ * left open) and a new one starts once the mount is done.
+ */
+async function runRunners(
+  s: SessionServing,
+  gate: MountGate,
+  serving: AbortSignal,
+  tools: BetaRunnableTool[],
+  guard: ToolGuard,
+): Promise<'ended' | 'gone'> {
+  const { item, memory, report, sessionId } = s;
+  const { log } = report;
+  const earlyWaitMs = s.deps.earlyRunnerWaitMs ?? EARLY_RUNNER_WAIT_MS;
+  for (;;) {
+    const runnerCtrl = new AbortController();
+    const abandon = new AbortController();
+    // Posts are abandoned before the runner learns it stops: its answer to a held call is built after.
+    const stopRunner = (reason: unknown): void => {
+      if (!gate.mounted || item.lease.lost) abandon.abort();
+      runnerCtrl.abort(reason);
+    };
+    const unlinkRunner = onAbort(serving, () => stopRunner(serving.reason));
+    // Dropped (and to be replaced) because the mount outlasted it, not because the item ends.
+    const replaced = (): boolean => runnerCtrl.signal.reason instanceof MountOutlastedRunner && !serving.aborted;
+    const outlasted = gate.mounted
+      ? undefined
+      : setTimeout(() => {
+          if (!gate.mounted) stopRunner(new MountOutlastedRunner());
+        }, earlyWaitMs);
+    let unlinkHooks = (): void => {};
+    try {
+      const runner = new SessionToolRunner(sessionId, {
+        // With memory, the end of each turn pushes the changed files at once.
+        client: memory ? tappingSessionEvents(item.client, (ev) => endsTurn(ev) && memory.sessionIdle()) : item.client,
+        // A runner closes its tools when it ends; a replaced one ran none, and the next needs them.
+        tools: gate.mounted ? tools : tools.map((t) => closedUnless(t, replaced)),
+        ...runnerTuning(s.deps.options),
+        signal: runnerCtrl.signal,
+      });
+      unlinkHooks = item.runnerHooks.attach(runner, { abandon: abandon.signal });
+      for await (const call of runner) {
+        if (call.posted) guard.posted(call.toolUseId);
+        log.debug({ tool: call.name, tool_use_id: call.toolUseId, is_error: call.isError, posted: call.posted }, 'tool call done');
+      }
+    } catch (e) {
+      const failure = gate.failure;
+      if (failure !== undefined) throw failure.error;
+      // The runner failed while the stores were mounting: say so, not "mounting".
+      if (!gate.mounted) s.step.enter(`running the tool calls of session ${sessionId}`);
+      // SDK 1.16 throws the API's permanent refusal to read the session (earlier runners end quietly).
+      if (statusOf(e) !== 404 || serving.aborted) throw e;
+      log.warn(
+        { error: errorSummary(e) },
+        'the session is gone (404 on reading it); its memory gets the final sync and the work item is stopped',
+      );
+      return 'gone';
+    } finally {
+      clearTimeout(outlasted);
+      unlinkHooks();
+      unlinkRunner();
+    }
+    if (!replaced()) return 'ended';
+    log.info({ waited_ms: earlyWaitMs }, 'the mount outlasted the early runner; a new runner starts once the stores are mounted');
+    await gate.ready;
   }
 }
 
@@ -596,8 +646,8 @@ async function tearDown(
   await lease.release();
   if (lease.claimRefused) {
     report.log.warn('the first heartbeat was refused; the work item is not ours, so it is not stopped');
-  } else if (lease.lost) {
-    report.leaseLost(lease.reason as 'lease_lost' | 'assumed_lost');
+  } else if (lease.lostAs !== undefined) {
+    report.leaseLost(lease.lostAs);
   } else if (await stopServedWork(item.client, { workId: work.id, environmentId: work.environmentId }, item.requestOptions, report.log)) {
     report.emit('workStopped', { workId: work.id });
   }
