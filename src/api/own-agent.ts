@@ -26,8 +26,7 @@ let agent: Agent | undefined;
  * The agent, built at its first use from the same undici as `runtimeDefault` (the runtime's own
  * default agent, when that is the global dispatcher), else from the undici package. The runtime's
  * copy already carries the SDK's other calls (polls, the event stream), so its code is loaded,
- * compiled and warm, and a second copy of undici is never loaded: in a fresh process the package's
- * copy cost about 0.3 to 0.5 s more CPU over its first 600 requests.
+ * compiled and warm, and a second copy of undici (loaded, compiled and warmed again) is never loaded.
  */
 export function ownAgent(runtimeDefault?: Dispatcher): Agent {
   if (agent === undefined) {
@@ -38,7 +37,7 @@ export function ownAgent(runtimeDefault?: Dispatcher): Agent {
   return agent;
 }
 
-/** True once the agent was built (tests). */
+/** @internal True once the agent was built (tests). */
 export function ownAgentBuilt(): boolean {
   return agent !== undefined;
 }

@@ -178,7 +178,7 @@ async function runInSessionSandbox(runtime: Extract<SandboxRuntime, { kind: 'bwr
   }
 }
 
-/** What the probe's output says. Exported for its tests. */
+/** @internal What the probe's output says. Exported for its tests. */
 export function readReport(said: string, ownNetwork: boolean): Omit<SandboxReport, 'disableUserns'> {
   const field = (name: string): string | undefined => new RegExp(`^${name}=(.*)$`, 'm').exec(said)?.[1]?.trim();
   const mode = field('seccomp');

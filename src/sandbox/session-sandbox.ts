@@ -79,12 +79,12 @@ export class SessionSandbox {
     return this.#hostOrStart().ready();
   }
 
-  /** Hosts started for this session so far (1 + one per failure that was followed by a call). */
+  /** @internal Hosts started for this session so far (1 + one per failure that was followed by a call); tests read it. */
   get hostsStarted(): number {
     return this.#hostsStarted;
   }
 
-  /** The host-side pid of the current sandbox's init, when one runs. */
+  /** @internal The host-side pid of the current sandbox's init, when one runs; tests read it. */
   get sandboxPid(): number | undefined {
     return this.#host?.alive ? this.#host.sandboxPid : undefined;
   }

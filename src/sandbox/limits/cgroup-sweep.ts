@@ -77,7 +77,7 @@ export function releaseSandboxCgroups(support: CgroupSupport): string[] {
 /**
  * Folders named `name` under `top`, searched breadth-first to a bounded depth and count. The
  * folders of one level are read at once, without blocking the event loop: a host's hierarchy can
- * hold thousands of cgroups, and a synchronous walk of them held up a worker's start by 100 ms.
+ * hold thousands of cgroups, and a synchronous walk of them would hold up the worker's start.
  */
 async function findNamed(top: string, name: string): Promise<string[]> {
   const found: string[] = [];

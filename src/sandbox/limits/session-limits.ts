@@ -209,7 +209,7 @@ export class SessionLimits {
     return starts.begin((weight) => cgroup.setCpuWeight(weight));
   }
 
-  /** The session's cgroup folders (one per hierarchy), when it has a cgroup. */
+  /** @internal The session's cgroup folders (one per hierarchy), when it has a cgroup; tests read them. */
   get cgroupDirs(): string[] {
     return this.#cgroup?.dirs ?? [];
   }

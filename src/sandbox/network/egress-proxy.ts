@@ -138,7 +138,7 @@ export class EgressProxy {
     };
   }
 
-  /** The TCP address, when listening on one (tests). */
+  /** @internal The TCP address, when listening on one (tests). */
   address(): net.AddressInfo | string | null {
     return this.#own?.address() ?? null;
   }

@@ -111,7 +111,7 @@ export function encode(program: readonly BpfInstruction[]): Buffer {
   return buf;
 }
 
-/** The instructions of an encoded program (for tests and inspection). */
+/** @internal The instructions of an encoded program (for tests and inspection). */
 export function decode(buf: Buffer): BpfInstruction[] {
   if (buf.length % 8 !== 0) throw new InternalError(`a BPF program is a multiple of 8 bytes, got ${buf.length}`);
   const out: BpfInstruction[] = [];
