@@ -96,13 +96,8 @@ export function setUpSandboxCgroups(limits: ResolvedSandboxLimits, stateDir: str
   if (wanted.length === 0) return { kind: 'none', problem: 'no limit needs a cgroup', fix: '' };
   const root = facts.root ?? DEFAULT_ROOT;
   const name = cgroupParentName(stateDir);
-  let selfCgroup: string;
-  try {
-    selfCgroup = facts.selfCgroup ?? fs.readFileSync('/proc/self/cgroup', 'utf8');
-  } catch (e) {
-    return { kind: 'none', problem: `/proc/self/cgroup cannot be read (${coerceError(e).message})`, fix: CGROUP_FIX };
-  }
-  const own = ownCgroups(selfCgroup);
+  const own = readOwnCgroups(facts);
+  if (!(own instanceof Map)) return own;
   try {
     if (fs.existsSync(path.join(root, 'cgroup.controllers'))) return setUpV2(root, own.get('') ?? '/', name, wanted, limits);
     return setUpV1(root, own, name, wanted, limits, facts.isRoot ?? process.getuid?.() === 0);
@@ -204,13 +199,8 @@ export function probeCgroupSupport(
   facts: CgroupHostFacts = {},
 ): { kind: 'v1' | 'v2'; controllers: CgroupController[] } | { kind: 'none'; problem: string; fix: string } {
   const root = facts.root ?? DEFAULT_ROOT;
-  let selfCgroup: string;
-  try {
-    selfCgroup = facts.selfCgroup ?? fs.readFileSync('/proc/self/cgroup', 'utf8');
-  } catch (e) {
-    return { kind: 'none', problem: `/proc/self/cgroup cannot be read (${coerceError(e).message})`, fix: CGROUP_FIX };
-  }
-  const own = ownCgroups(selfCgroup);
+  const own = readOwnCgroups(facts);
+  if (!(own instanceof Map)) return own;
   if (fs.existsSync(path.join(root, 'cgroup.controllers'))) {
     const dir = path.join(root, own.get('') ?? '/');
     const undelegated = notDelegated(dir);
@@ -224,6 +214,15 @@ export function probeCgroupSupport(
     return { kind: 'none', problem: 'cgroup v1 lets only root make cgroups, and the worker is not root', fix: CGROUP_FIX };
   }
   return { kind: 'v1', controllers: CONTROLLERS.filter((c) => own.has(c) && fs.existsSync(path.join(root, c))) };
+}
+
+/** The worker's own cgroups by controller (`''` for v2), from `/proc/self/cgroup`, or why they cannot be read. */
+function readOwnCgroups(facts: CgroupHostFacts): Map<string, string> | { kind: 'none'; problem: string; fix: string } {
+  try {
+    return ownCgroups(facts.selfCgroup ?? fs.readFileSync('/proc/self/cgroup', 'utf8'));
+  } catch (e) {
+    return { kind: 'none', problem: `/proc/self/cgroup cannot be read (${coerceError(e).message})`, fix: CGROUP_FIX };
+  }
 }
 
 /** The worker's cgroup per controller from `/proc/self/cgroup`; `''` is the v2 (unified) one. */
