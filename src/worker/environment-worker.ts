@@ -75,6 +75,7 @@ function env(name: string): string | undefined {
  * The library never installs signal handlers; wire SIGTERM to `close()` yourself (the CLI does).
  */
 export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
+  /** This worker's id, sent as `Anthropic-Worker-ID` on every poll: the `workerId` option, else `<host name>-<uuid>`. */
   readonly workerId: string;
   readonly #opts: ResolvedWorkerOptions;
   readonly #log: Logger;
@@ -114,6 +115,10 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
   /** readyToServe() was called: this worker serves sessions from a queue, whatever its concurrency. */
   #servesQueue = false;
 
+  /**
+   * Validates `options` and fills in their defaults; throws {@link ConfigError} naming each bad option,
+   * and {@link PlatformError} on Windows. Claims nothing until `run()` or `handleItem()`.
+   */
   constructor(options: EnvironmentWorkerOptions, internals: WorkerInternals = {}) {
     super();
     assertPosixPlatform();
@@ -147,6 +152,7 @@ export class EnvironmentWorker extends EventEmitter<WorkerEventMap> {
     return this.#closePromise !== undefined || this.#opts.signal?.aborted === true;
   }
 
+  /** The worker's counters since it was made, and the sessions running now, as a plain object. */
   metrics(): WorkerMetricsSnapshot {
     return this.#metrics.snapshot(this.#active.size);
   }

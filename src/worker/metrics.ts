@@ -1,16 +1,28 @@
 /** Counters and gauges of one worker, as a plain object (JSON-serialisable). */
 export interface WorkerMetricsSnapshot {
+  /** Work items started, from the poller or `handleItem()`. */
   itemsClaimed: number;
+  /** Work items that ended `completed`, `skipped` or `stopped_by_server`. */
   itemsCompleted: number;
+  /** Work items that ended `failed`. */
   itemsFailed: number;
+  /** Sessions running now (a gauge). */
   sessionsActive: number;
+  /** Leases lost (told by the server, or assumed after the TTL passed without a heartbeat). */
   leaseLosses: number;
+  /** Files written to memory stores. */
   uploads: number;
+  /** Memories written to local files. */
   downloads: number;
+  /** Files changed on both sides (the store's version won). */
   conflicts: number;
+  /** Deletions carried over, to the stores or to the local folders. */
   deletes: number;
+  /** Final syncs or flushes that ran out of their bound (`finalFlushMs`). */
   flushCutOffs: number;
+  /** Syncs of a session's stores (one per pass over all of them). */
   syncs: number;
+  /** Milliseconds spent in those syncs, summed. */
   syncDurationMsTotal: number;
   /** Connections the sandboxes' egress proxies refused. */
   egressRefused: number;

@@ -3,18 +3,30 @@
  * functions that make, add and read them.
  */
 
-/** Counts a sync of one store (or of all stores) produced. */
+/**
+ * Counts a sync of one store (or of all stores) produced.
+ * @inline
+ */
 export interface SyncReport {
+  /** Files written to the store (created or updated). */
   uploads: number;
+  /** Files written to the local folder from the store (conflicts included). */
   downloads: number;
+  /** Files changed on both sides; the store's version won and the local one was copied aside. */
   conflicts: number;
+  /** Memories deleted from the store because their file was deleted locally. */
   deletes: number;
+  /** Local files deleted because their memory was deleted from the store. */
   localDeletes: number;
+  /** Store deletions held back because `memorySyncDeletions` is `log_only`. */
   wouldDeletes: number;
+  /** Files not uploaded because the store refused them or they break a bound (binary, oversized, a reserved name). */
   refusals: number;
+  /** Files (or stores) whose sync failed this time; they are retried on the next sync. */
   errors: number;
   /** Stores skipped because their marker was missing or altered. */
   skippedStores: number;
+  /** Milliseconds the sync took. */
   durationMs: number;
 }
 

@@ -8,7 +8,10 @@ import type { SyncReport } from './sync-report.js';
 
 export type { SyncReport };
 
-/** What a local deletion may do on the server. */
+/**
+ * What a local deletion may do on the server.
+ * @inline
+ */
 export type MemoryDeleteMode = 'enabled' | 'log_only' | 'disabled';
 
 /** Access a session grants to one attached store. */
@@ -76,16 +79,132 @@ export interface PendingDelete {
 /** Payloads of the memory events. Every payload is one object, so fields can be added later. */
 export interface MemoryEventMap {
   /** A store is mounted: `memories` files, `bytes` of them downloaded (0 for a store adopted from a leftover folder). */
-  mounted: [{ storeId: string; root: string; memories: number; bytes: number; durationMs: number }];
+  mounted: [
+    {
+      /** The memory store's id. */
+      storeId: string;
+      /** The folder it is mounted at. */
+      root: string;
+      /** Memories (files) in the folder. */
+      memories: number;
+      /** Bytes downloaded to fill it. */
+      bytes: number;
+      /** Milliseconds the mount took. */
+      durationMs: number;
+    },
+  ];
   /** A mount still downloading, every few seconds: memories written so far. */
-  mountProgress: [{ storeId: string; root: string; memories: number; elapsedMs: number }];
-  downloaded: [{ storeId: string; path: string; sha: string }];
-  uploaded: [{ storeId: string; path: string; sha: string; created: boolean }];
-  conflict: [{ storeId: string; path: string; conflictCopy: string | undefined }];
-  deleted: [{ storeId: string; path: string; side: 'local' | 'remote' }];
-  wouldDelete: [{ storeId: string; path: string }];
-  refused: [{ storeId: string; path: string; reason: string }];
-  synced: [{ storeId: string | undefined; report: SyncReport; phase: 'sync' | 'final' | 'flush' }];
-  flushCutOff: [{ phase: 'final' | 'flush'; boundMs: number; pendingUploads: number }];
-  unmounted: [{ storeId: string; root: string; removed: boolean; reason?: string }];
+  mountProgress: [
+    {
+      /** The memory store's id. */
+      storeId: string;
+      /** The folder being filled. */
+      root: string;
+      /** Memories written so far. */
+      memories: number;
+      /** Milliseconds since the mount started. */
+      elapsedMs: number;
+    },
+  ];
+  /** A memory was written to its local file from the store. */
+  downloaded: [
+    {
+      /** The memory store's id. */
+      storeId: string;
+      /** The file's path relative to the store's folder. */
+      path: string;
+      /** Lowercase hex SHA-256 of the content written. */
+      sha: string;
+    },
+  ];
+  /** A local file was written to the store. */
+  uploaded: [
+    {
+      /** The memory store's id. */
+      storeId: string;
+      /** The file's path relative to the store's folder. */
+      path: string;
+      /** Lowercase hex SHA-256 of the content uploaded. */
+      sha: string;
+      /** True when the upload created the memory, false when it updated one. */
+      created: boolean;
+    },
+  ];
+  /** A file changed both here and in the store: the store's version won, the local one was copied aside. */
+  conflict: [
+    {
+      /** The memory store's id. */
+      storeId: string;
+      /** The file's path relative to the store's folder. */
+      path: string;
+      /** Where the local version was copied, or undefined when no copy could be kept. */
+      conflictCopy: string | undefined;
+    },
+  ];
+  /** A deletion was carried over: a memory deleted from the store (`remote`) or a local file removed (`local`). */
+  deleted: [
+    {
+      /** The memory store's id. */
+      storeId: string;
+      /** The file's path relative to the store's folder. */
+      path: string;
+      /** Which side the deletion was made on. */
+      side: 'local' | 'remote';
+    },
+  ];
+  /** A local deletion that `memorySyncDeletions: 'log_only'` kept from reaching the store. */
+  wouldDelete: [
+    {
+      /** The memory store's id. */
+      storeId: string;
+      /** The file's path relative to the store's folder. */
+      path: string;
+    },
+  ];
+  /** A local change that was not uploaded (a binary or oversized file, a reserved name, an edit in a read-only store). */
+  refused: [
+    {
+      /** The memory store's id. */
+      storeId: string;
+      /** The file's path relative to the store's folder. */
+      path: string;
+      /** Why it was refused. */
+      reason: string;
+    },
+  ];
+  /** A sync finished: of one store, or of all the session's stores together (`storeId` undefined). */
+  synced: [
+    {
+      /** The memory store's id, or undefined for the total over all stores. */
+      storeId: string | undefined;
+      /** What the sync did. */
+      report: SyncReport;
+      /** `sync` for a periodic sync, `final` for the one at the session's end, `flush` for the push-only flush after it. */
+      phase: 'sync' | 'final' | 'flush';
+    },
+  ];
+  /** The session's final sync or flush ran out of its bound (`finalFlushMs`) before it was done. */
+  flushCutOff: [
+    {
+      /** The phase that was cut off. */
+      phase: 'final' | 'flush';
+      /** The bound, in milliseconds. */
+      boundMs: number;
+      /** Local changes that were not uploaded. */
+      pendingUploads: number;
+    },
+  ];
+  /** A store's folder was removed at the session's end, or kept (`removed` false, `reason` says why). */
+  unmounted: [
+    {
+      /** The memory store's id. */
+      storeId: string;
+      /** The store's folder. */
+      root: string;
+      /** True when the folder was removed. */
+      removed: boolean;
+      /** Why the folder was kept, when it was. */
+      reason?: string;
+    },
+  ];
 }

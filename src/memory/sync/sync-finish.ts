@@ -15,9 +15,14 @@ import type { SyncScheduler } from './sync-scheduler.js';
 import { carriedDeletes, unsavedInScan, type UnsavedPath } from '../rules/sync-rules.js';
 import type { MemoryDeleteMode, MemoryEventMap, SyncReport } from '../rules/types.js';
 
+/**
+ * What the end of a session did to its memory: the final sync, the flush, and what was left unsaved.
+ * @inline
+ */
 export interface FinishReport {
   /** The final sync's report (clean end only). */
   final?: SyncReport;
+  /** The push-only flush's report. */
   flush: SyncReport;
   /** True when the bound expired (or the caller aborted) before the final sync and flush were done. */
   cutOff: boolean;
@@ -31,9 +36,11 @@ export interface FinishReport {
   unsavedCopies: string[];
   /** Files that differed from the store but could not be copied (unreadable): their folder is kept. */
   uncopied: string[];
+  /** Milliseconds from the start of the final sync to the end of the unmount. */
   durationMs: number;
-  /** Folders removed / kept by the unmount. */
+  /** Folders the unmount removed. */
   removed: string[];
+  /** Folders the unmount kept (their files could not all be saved or copied). */
   kept: string[];
 }
 
