@@ -1,3 +1,11 @@
+/**
+ * `managed-agents-worker`: runs Claude Managed Agents sessions of a self-hosted environment on this
+ * machine, with their memory stores mounted as folders and kept in sync. {@link EnvironmentWorker}
+ * claims and serves the work; {@link createWebhookHandler} serves it from webhook deliveries,
+ * {@link Launcher} starts one sandbox command per item, and {@link serveMetrics} exports health and
+ * Prometheus metrics. Every error thrown is a {@link WorkerError} with a stable `code`.
+ * @packageDocumentation
+ */
 export * from './errors.js';
 export { createLogger, REDACT_PATHS } from './internal/logger.js';
 export { EnvironmentWorker } from './worker/environment-worker.js';

@@ -11,18 +11,38 @@ import { stopUnservedWork } from '../worker/stop-work.js';
 import { resolveLauncherOptions, type LauncherOptions, type ResolvedLauncherOptions } from './options.js';
 import { sandboxEnv } from './sandbox-env.js';
 
+/** How one sandbox command ended, as the `exited` event reports it. */
 export interface SandboxExit {
+  /** The work item the sandbox served. */
   workId: string;
+  /** The session the item runs (only session items get a sandbox). */
   sessionId: string | undefined;
+  /** The command's exit code, or null when a signal ended it. */
   code: number | null;
+  /** The signal that ended the command, or null when it exited by itself. */
   signal: NodeJS.Signals | null;
+  /** Milliseconds from the command's start to its exit. */
   durationMs: number;
 }
 
+/** Events of {@link Launcher}. Each carries one payload object, so fields can be added later. */
 export interface LauncherEventMap {
-  /** `environmentKeyPassed`: the item had no usable secret, so its sandbox got the environment key. */
-  launched: [{ workId: string; sessionId: string | undefined; pid: number | undefined; environmentKeyPassed: boolean }];
+  /** A sandbox command was started for a work item. */
+  launched: [
+    {
+      /** The work item's id. */
+      workId: string;
+      /** The session the item runs (only session items get a sandbox). */
+      sessionId: string | undefined;
+      /** The process id of the command's shell, or undefined when it could not be started. */
+      pid: number | undefined;
+      /** True when the item had no usable secret, so its sandbox got the environment key. */
+      environmentKeyPassed: boolean;
+    },
+  ];
+  /** A sandbox command exited; its concurrency slot is free again. */
   exited: [SandboxExit];
+  /** `close()` was called (or the signal of `run()` aborted): no more claims, running sandboxes get SIGTERM. */
   closing: [{}];
 }
 
@@ -44,6 +64,7 @@ export interface LauncherEventMap {
  * the sandbox (`docker run` without `-d`; `kubectl create job …` followed by `kubectl wait`).
  */
 export class Launcher extends EventEmitter<LauncherEventMap> {
+  /** This launcher's id, sent as `Anthropic-Worker-ID` on polls: the `workerId` option, else `<host name>-<uuid>`. */
   readonly workerId: string;
   readonly #o: ResolvedLauncherOptions;
   /** Polls, acks and the stop of items nobody serves go through this copy keyed with the environment key. */

@@ -10,6 +10,10 @@ export const LAUNCHER_CONCURRENCY_MAX = LAUNCHER_DEFAULTS.concurrencyMax;
 /** Default delay between the SIGTERM and the SIGKILL of a sandbox still running after close(). */
 export const KILL_AFTER_DEFAULT_MS = LAUNCHER_DEFAULTS.killAfterMs;
 
+/**
+ * Options of {@link Launcher}. They are validated when it is made: every problem in one {@link ConfigError},
+ * unknown keys refused.
+ */
 export interface LauncherOptions {
   /** An SDK client; polls go through a copy keyed with `environmentKey`, and its base URL is handed to sandboxes. */
   client: Anthropic;

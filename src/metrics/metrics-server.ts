@@ -12,16 +12,26 @@ import { registerWorkQueueMetrics, WorkQueueReader } from './work-queue.js';
 
 export type { MetricsServerOptions } from './options.js';
 
+/** A running health and metrics HTTP server, as {@link serveMetrics} resolves it. */
 export interface MetricsServer {
+  /** The port it listens on (the one picked when `port` was 0). */
   readonly port: number;
   /** `http://host:port` */
   readonly url: string;
+  /** The prom-client registry `/metrics` serves (the `registry` option, or a new one). */
   readonly registry: Registry;
+  /**
+   * Stop the server (open connections closed) and stop listening to the worker. Idempotent: every call returns
+   * the same promise.
+   */
   close(): Promise<void>;
 }
 
+/** What `/readyz` answers, as {@link readiness} decides it. */
 export interface Readiness {
+  /** True when the worker is ready: `/readyz` answers 200, else 503. */
   ready: boolean;
+  /** Why, in words (the body of `/readyz`). */
   reason: string;
 }
 

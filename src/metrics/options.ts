@@ -7,6 +7,7 @@ import type { ObservedWorker } from './observed-worker.js';
 import type { PrometheusMetricsOptions } from './prometheus-metrics.js';
 import type { WorkQueueSource } from './work-queue.js';
 
+/** Options of {@link serveMetrics}: the Prometheus options plus the worker, the queue, and where to listen. */
 export interface MetricsServerOptions extends PrometheusMetricsOptions {
   /**
    * The worker whose events and gauges are exported, and whose state `/readyz` reports. Optional

@@ -4,6 +4,7 @@ import { METRICS_DEFAULTS } from '../internal/defaults.js';
 import type { WorkerEventMap } from '../worker/events.js';
 import type { ObservedWorker } from './observed-worker.js';
 
+/** Options of {@link createPrometheusMetrics} (and of {@link serveMetrics}, which passes them on). */
 export interface PrometheusMetricsOptions {
   /** Registry to register into. Default: a new one, so two workers in a process never clash. */
   registry?: Registry;
@@ -13,7 +14,9 @@ export interface PrometheusMetricsOptions {
   processMetrics?: boolean;
 }
 
+/** A worker's Prometheus metrics, registered in `registry` and fed by its events until `dispose()`. */
 export interface PrometheusMetrics {
+  /** The prom-client registry the metrics are in; serve it with `registry.metrics()`. */
   readonly registry: Registry;
   /** Stop listening to the worker (the registry keeps its last values). */
   dispose(): void;

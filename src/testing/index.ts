@@ -1,6 +1,7 @@
 /**
  * `managed-agents-worker/testing`: a local emulator of the Managed Agents API subset a
  * self-hosted worker uses. See `README.md` in this folder.
+ * @packageDocumentation
  */
 export { startEmulator, Emulator } from './emulator/emulator.js';
 export type {

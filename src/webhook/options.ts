@@ -22,6 +22,10 @@ export const DEFAULT_EVENT_TYPES: readonly string[] = ['session.status_run_start
  * rejection go unhandled.
  */
 export interface WebhookWorker {
+  /**
+   * Serve one claimed item: its ids, the environment key for an item without a secret, the item's `secret`, and
+   * a signal that ends the item as `close()` does. Resolves with the outcome, or rejects when the item failed.
+   */
   handleItem(opts: {
     workId: string;
     environmentId: string;
@@ -30,6 +34,7 @@ export interface WebhookWorker {
     workSecret?: string;
     signal?: AbortSignal;
   }): Promise<ItemOutcome>;
+  /** True once the worker is closing; the handler then answers every delivery 503. */
   readonly closing?: boolean;
   /**
    * Resolves once the worker may serve sessions from a queue (an `EnvironmentWorker`'s: its
@@ -38,6 +43,10 @@ export interface WebhookWorker {
   readyToServe?(): Promise<void>;
 }
 
+/**
+ * Options of {@link createWebhookHandler}. They are validated up front: every problem in one {@link
+ * ConfigError}, unknown keys refused.
+ */
 export interface WebhookHandlerOptions {
   /** Runs each claimed item (`handleItem`). Build it with the same options as a poll daemon. */
   worker: WebhookWorker;

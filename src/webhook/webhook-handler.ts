@@ -17,15 +17,21 @@ export type { WebhookHandlerOptions, WebhookWorker } from './options.js';
 
 /** A framework-neutral request: the raw body (verification is over its exact bytes) and headers. */
 export interface WebhookRequest {
+  /** The request's headers (names in any case); the `webhook-*` signature headers are read from them. */
   headers: Record<string, string | string[] | undefined>;
+  /** The raw request body, exactly as received. */
   body: string;
 }
 
+/** The answer to one delivery, for the caller to send. */
 export interface WebhookResponse {
+  /** HTTP status: 202 accepted, 200 ignored (another event type, a redelivery), 401 bad signature, 413 too large, 503 closing or no sandbox. */
   status: number;
+  /** A JSON body saying what happened. */
   body: string;
 }
 
+/** A webhook endpoint: a `node:http` request listener that also answers framework-neutral requests through `handle()`. */
 export interface WebhookHandler {
   /** The `node:http` listener: `http.createServer(handler)`. */
   (req: IncomingMessage, res: ServerResponse): void;
@@ -35,6 +41,7 @@ export interface WebhookHandler {
   close(opts?: { abortItems?: boolean }): Promise<void>;
   /** Resolves when no drain and no item is running (tests, graceful shutdown). */
   idle(): Promise<void>;
+  /** Work items running now. */
   readonly activeItems: number;
 }
 

@@ -4,10 +4,18 @@
  * the token are credentials: nothing here logs them or puts them in an error message.
  */
 
-/** Why a secret yielded no token: absent, or present but unusable. */
+/**
+ * Why a secret yielded no token: absent, or present but unusable.
+ * @inline
+ */
 export type SecretStatus = 'token' | 'absent' | 'malformed';
 
+/**
+ * What {@link decodeWorkSecret} found in a work item's secret.
+ * @inline
+ */
 export interface DecodedSecret {
+  /** `token` when the secret yielded a sessions token; `absent` or `malformed` when it did not. */
   status: SecretStatus;
   /** The sessions token, or null when the secret is absent or malformed. */
   sessionsToken: string | null;

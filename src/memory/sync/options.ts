@@ -7,8 +7,9 @@ import { MEMORY_DEFAULTS } from '../../internal/defaults.js';
  * exactly these ranges, so a value refused in one place is refused everywhere, with the same words.
  */
 
-/** Default and minimum memory sync interval. */
+/** Default memory sync interval (`memorySyncIntervalMs`), in milliseconds. */
 export const MEMORY_SYNC_INTERVAL_DEFAULT_MS = MEMORY_DEFAULTS.syncIntervalMs;
+/** Least `memorySyncIntervalMs` accepted, in milliseconds. */
 export const MEMORY_SYNC_INTERVAL_MIN_MS = MEMORY_DEFAULTS.syncIntervalMinMs;
 /** Default and bounds of the end-of-session final sync plus flush. */
 export const FINAL_FLUSH_DEFAULT_MS = MEMORY_DEFAULTS.finalFlushMs;
