@@ -72,7 +72,8 @@ function links(page: string): Array<{ target: string; line: number }> {
   prose(read(page))
     .split('\n')
     .forEach((text, i) => {
-      for (const m of text.replace(/`[^`]*`/g, '``').matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) found.push({ target: m[1]!, line: i + 1 });
+      for (const m of text.replace(/`[^`]*`/g, '``').matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g))
+        found.push({ target: m[1]!, line: i + 1 });
     });
   return found;
 }

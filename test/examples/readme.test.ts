@@ -1,8 +1,9 @@
 /**
- * README code is tested code. Every TypeScript block of the README is marked, on the line above
- * it, either `<!-- example: examples/<file>.ts -->` (the block is that file below its header
- * comment, character for character) or `<!-- extracted: <name> -->` (a complete program that lives
- * only in the README). Each block, and every file under examples/, is type-checked under `strict`
+ * README and docs code is tested code. Every TypeScript block of the README and of the pages in
+ * docs/ is marked, on the line above it, either `<!-- example: examples/<file>.ts -->` (the block is
+ * that file below its header comment, character for character) or `<!-- extracted: <name> -->` (a
+ * complete program that lives only in that page; names are unique across the pages). Each block,
+ * and every file under examples/, is type-checked under `strict`
  * in a fresh ESM app (`"type": "module"`, this checkout linked in as `managed-agents-worker`, the
  * SDK beside it), compiled, and run with node against the emulator:
  * - the poll daemon serves a memory session with info logs, in a workdir of its own, and exits 0
@@ -15,7 +16,7 @@
  * Needs the build (`npm test` builds first): the app loads `dist/` as an installed package would.
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,29 +32,38 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const WEBHOOK_EXIT_BOUND_MS = 35_000;
 
 interface Block {
-  /** `examples/poll-daemon.ts`, or `readme/<name>.ts` for a block that lives in the README only. */
+  /** `examples/poll-daemon.ts`, or `readme/<name>.ts` for a block that lives in one page only. */
   file: string;
   kind: 'example' | 'extracted';
   code: string;
-  line: number;
+  /** `README.md:130`, `docs/operating.md:140`: where the block opens. */
+  at: string;
 }
 
-/** Every ```ts block of the README with the marker above it (a block without one fails the first test). */
-function readmeBlocks(readme: string): Array<Block | { unmarked: number }> {
-  const lines = readme.split('\n');
-  const blocks: Array<Block | { unmarked: number }> = [];
+/** The README and the pages right in docs/ (docs/api/ is generated). */
+const PAGES = [
+  'README.md',
+  ...readdirSync(path.join(REPO, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
+
+/** Every ```ts block of a page with the marker above it (a block without one fails the first test). */
+function pageBlocks(page: string, text: string): Array<Block | { unmarked: string }> {
+  const lines = text.split('\n');
+  const blocks: Array<Block | { unmarked: string }> = [];
   for (let i = 0; i < lines.length; i++) {
     if (!/^```(ts|typescript|tsx|mts)\s*$/.test(lines[i]!)) continue;
     const end = lines.findIndex((l, j) => j > i && l === '```');
     const code = lines.slice(i + 1, end).join('\n') + '\n';
     const marker = /^<!-- (example|extracted): (\S+) -->$/.exec(lines[i - 1] ?? '');
-    if (!marker) blocks.push({ unmarked: i + 1 });
+    if (!marker) blocks.push({ unmarked: `${page}:${i + 1}` });
     else
       blocks.push({
         kind: marker[1] as Block['kind'],
         file: marker[1] === 'example' ? marker[2]! : `readme/${marker[2]}.ts`,
         code,
-        line: i + 1,
+        at: `${page}:${i + 1}`,
       });
     i = end;
   }
@@ -67,7 +77,7 @@ function withoutHeader(text: string): string {
 
 let app: string;
 let blocks: Block[];
-let allBlocks: ReturnType<typeof readmeBlocks>;
+let allBlocks: ReturnType<typeof pageBlocks>;
 let typeCheck: { code: number; output: string };
 
 async function link(target: string, at: string): Promise<void> {
@@ -79,7 +89,8 @@ beforeAll(async () => {
   if (!existsSync(path.join(REPO, 'dist/index.js')) || !existsSync(path.join(REPO, 'dist/cli/main.js'))) {
     throw new Error('dist/ is missing: run `npm run build` (or `npx tsup`) before this test (npm test does)');
   }
-  allBlocks = readmeBlocks(await fs.readFile(path.join(REPO, 'README.md'), 'utf8'));
+  allBlocks = [];
+  for (const page of PAGES) allBlocks.push(...pageBlocks(page, await fs.readFile(path.join(REPO, page), 'utf8')));
   blocks = allBlocks.filter((b): b is Block => 'file' in b);
   app = await fs.mkdtemp(path.join(os.tmpdir(), 'maw-readme-app-'));
   // A fresh ESM app as `npm init` + `"type": "module"` + a strict tsconfig make it.
@@ -130,9 +141,11 @@ afterAll(async () => {
   if (app) await fs.rm(app, { recursive: true, force: true });
 });
 
-describe('the README code blocks', () => {
+describe('the README and docs code blocks', () => {
   it('are each an examples/ file shown as is, or a marked complete program', async () => {
     expect(allBlocks.filter((b) => 'unmarked' in b)).toEqual([]);
+    const extracted = blocks.filter((b) => b.kind === 'extracted').map((b) => b.file);
+    expect(extracted, 'extracted names are unique across the pages').toEqual([...new Set(extracted)]);
     expect(blocks.map((b) => b.file)).toEqual(
       expect.arrayContaining([
         'examples/poll-daemon.ts',
@@ -140,11 +153,13 @@ describe('the README code blocks', () => {
         'examples/launcher.ts',
         'readme/tracing.ts',
         'readme/testing-kit.ts',
+        'readme/emulator-api.ts',
+        'readme/faults.ts',
       ]),
     );
     for (const b of blocks.filter((x) => x.kind === 'example')) {
       const file = await fs.readFile(path.join(REPO, b.file), 'utf8');
-      expect(b.code, `README line ${b.line} differs from ${b.file}`).toBe(withoutHeader(file));
+      expect(b.code, `${b.at} differs from ${b.file}`).toBe(withoutHeader(file));
       // Pasteable: imports the package by name, not the checkout's sources.
       expect(b.code).not.toMatch(/from '\.\.?\//);
     }
@@ -164,7 +179,7 @@ interface Run {
   alive(): boolean;
 }
 
-describe('the README programs against the emulator', () => {
+describe('the README and docs programs against the emulator', () => {
   let dir: string;
   let emu: Emulator;
   const runs: Run[] = [];

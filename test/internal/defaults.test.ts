@@ -1,6 +1,6 @@
 // Pins the one place for defaults: what resolveWorkerOptions fills in, what the CLI help says and
-// what the README's option tables show are the values of src/internal/defaults.ts, so a default
-// changed there and nowhere else fails here until the README says the same.
+// what the option tables of docs/options.md show are the values of src/internal/defaults.ts, so a
+// default changed there and nowhere else fails here until that page says the same.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -10,11 +10,12 @@ import { addWorkerFlags } from '../../src/cli/worker-flags.js';
 import { LAUNCHER_DEFAULTS, MEMORY_DEFAULTS, METRICS_DEFAULTS, WEBHOOK_DEFAULTS, WORKER_DEFAULTS } from '../../src/internal/defaults.js';
 import { resolveWorkerOptions } from '../../src/worker/options.js';
 
-const readme = fs.readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
-/** A number as the README writes it in prose and tables: groups of three digits split by a space. */
+const readme = fs.readFileSync(path.join(__dirname, '../../docs/options.md'), 'utf8');
+/** A number as the docs write it in prose and tables: groups of three digits split by a space. */
 const spaced = (n: number): string => n.toLocaleString('en-US').replaceAll(',', ' ');
-/** The README's row of the worker option `name`. */
-const row = (name: string): string => readme.split('\n').find((l) => l.startsWith(`| \`${name}\` |`)) ?? `(no README row for ${name})`;
+/** The options page's row of the worker option `name`. */
+const row = (name: string): string =>
+  readme.split('\n').find((l) => l.startsWith(`| \`${name}\` |`)) ?? `(no docs/options.md row for ${name})`;
 
 describe('the worker option defaults', () => {
   it('are what resolveWorkerOptions fills in', () => {
@@ -67,14 +68,14 @@ describe('the worker option defaults', () => {
     },
   ];
   for (const r of readmeRows) {
-    it(`are the README's for ${r.description}`, () => {
+    it(`are the options page's for ${r.description}`, () => {
       for (const text of r.shows) expect(row(r.option)).toContain(text);
     });
   }
 });
 
 describe('the other option defaults', () => {
-  it("are the README's for serveMetrics, createWebhookHandler and Launcher", () => {
+  it("are the options page's for serveMetrics, createWebhookHandler and Launcher", () => {
     const us = (n: number): string => n.toLocaleString('en-US').replaceAll(',', '_');
     expect(readme).toContain(`readyWithinMs = ${us(METRICS_DEFAULTS.readyWithinMs)}, registry?, prefix = '${METRICS_DEFAULTS.prefix}'`);
     expect(readme).toContain(

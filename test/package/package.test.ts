@@ -1,4 +1,4 @@
-// Pins the package as a user installs it from the registry: `npm pack` ships the build, the README,
+// Pins the package as a user installs it from the registry: `npm pack` ships the build, the README and the docs pages it links,
 // the licence, the manifest and the container profiles only (one ESM CLI build, no declaration file
 // for it), no source maps, at most 415 kB packed, the CLI importing the library's chunks rather than a copy of them; the manifest
 // depends on exactly the packages the bundle loads; installed into a fresh app whose
@@ -104,11 +104,16 @@ afterAll(async () => {
 });
 
 describe('the packed tarball', () => {
-  it('ships the build, the README, the licence, the manifest and the container profiles only', () => {
+  it('ships the build, the README and the docs pages it links, the licence, the manifest and the container profiles only', () => {
     const lib = (base: string): string[] => ['js', 'cjs', 'd.ts', 'd.cts'].map((ext) => `dist/${base}.${ext}`);
     const expected = [
       'LICENSE',
       'README.md',
+      // The docs pages the README links (the others stay in the repository: the size bound below).
+      'docs/operating.md',
+      'docs/options.md',
+      'docs/running.md',
+      'docs/security.md',
       'package.json',
       'dist/cli/main.js',
       'dist/sandbox/tool-host.cjs',
