@@ -14,6 +14,7 @@ export function generateWebhookSecret(): string {
   return SECRET_PREFIX + randomBytes(24).toString('base64');
 }
 
+/** A signed delivery, as {@link signWebhook} makes it: post `body` with `headers`. */
 export interface SignedWebhook {
   /** The exact body to send: verification is over these bytes. */
   body: string;
@@ -21,6 +22,7 @@ export interface SignedWebhook {
   headers: Record<string, string>;
 }
 
+/** Options of {@link signWebhook}. */
 export interface SignOptions {
   /** The `webhook-id` header. Default: the payload's `id` when it has one, else a new `msg_…` id. */
   id?: string;
@@ -51,10 +53,23 @@ export function signWebhook(payload: unknown, secret: string, options: SignOptio
 
 /** The JSON a webhook delivers for a session event (`BetaWebhookEvent` in the SDK). */
 export interface WebhookEventPayload {
+  /** The event's id (`wevt_…`); the default `webhook-id` of its delivery. */
   id: string;
+  /** Always `event`. */
   type: 'event';
+  /** ISO time the event was made. */
   created_at: string;
-  data: { id: string; type: string; organization_id: string; workspace_id: string };
+  /** What the event is about. */
+  data: {
+    /** The session's id. */
+    id: string;
+    /** The event type, e.g. `session.status_run_started`. */
+    type: string;
+    /** The organization's id (`org_emulator` here). */
+    organization_id: string;
+    /** The workspace's id (`wrkspc_emulator` here). */
+    workspace_id: string;
+  };
 }
 
 /** A webhook event about `sessionId`, e.g. `session.status_run_started`. */
@@ -69,21 +84,29 @@ export function sessionWebhookEvent(sessionId: string, type = 'session.status_ru
 
 /** Anything that announces new sessions, like the emulator's `on('sessionCreated', …)`. */
 export interface SessionCreatedSource {
+  /** Add a listener called with each new session's id. */
   on(event: 'sessionCreated', listener: (e: { sessionId: string }) => void): unknown;
+  /** Remove a listener added with `on`. */
   off(event: 'sessionCreated', listener: (e: { sessionId: string }) => void): unknown;
 }
 
+/** One delivery {@link postWebhooksTo} posted, and how it was answered. */
 export interface WebhookDelivery {
+  /** The new session the delivery announced. */
   sessionId: string;
+  /** Its `webhook-id` header. */
   webhookId: string;
   /** HTTP status of the answer, or undefined when the post failed. */
   status: number | undefined;
   /** How long the endpoint took to answer, ms. */
   ms: number;
+  /** Why the post failed, when it did (no answer). */
   error?: Error;
 }
 
+/** What {@link postWebhooksTo} returns: its deliveries so far, and a way to wait for them and to stop. */
 export interface WebhookPoster {
+  /** Every delivery posted so far, oldest first; each is filled in when its answer arrives. */
   readonly deliveries: readonly WebhookDelivery[];
   /** Resolves once every delivery posted so far has been answered. */
   settled(): Promise<void>;

@@ -45,11 +45,13 @@ export interface EmulatorOptions {
 
 /** How {@link Emulator.createSession} attaches one store. */
 export interface SessionResourceOptions {
+  /** The store to attach (`memstore_…`, from `createStore`). */
   memoryStoreId: string;
   /** Default `read_write`. */
   access?: MemoryAccess;
   /** `undefined`: `<mountRoot>/<slug of the store name>`; `null`: no mount path (the SDK then uses its workdir). */
   mountPath?: string | null;
+  /** Instructions the session shows the agent for this store, at most 4 096 characters. Default: none (`null`). */
   instructions?: string | null;
 }
 
@@ -59,9 +61,11 @@ export interface CreateSkillOptions {
   name: string;
   /** Relative path → content of the first version; `SKILL.md` is required. */
   files: SkillFiles;
+  /** The first version's description. Default `''`. */
   description?: string;
   /** Default `custom` (id `skill_…`); `anthropic` skills keep the `skillId` given (e.g. `xlsx`). */
   type?: 'custom' | 'anthropic';
+  /** The skill's id, for an `anthropic` skill. Default: a new `skill_…` id. */
   skillId?: string;
 }
 
@@ -70,7 +74,14 @@ export interface CreateSkillOptions {
  * optional `version`: a version id, or `'latest'` passed through as is; default the newest version's
  * id), or inline `{ name, files }`, which creates a new skill for this session.
  */
-export type SessionSkillOptions = { skillId: string; version?: string } | CreateSkillOptions;
+export type SessionSkillOptions =
+  | {
+      /** The id of a skill created with {@link Emulator.createSkill}. */
+      skillId: string;
+      /** A version id, or `'latest'` passed through as is. Default: the newest version's id. */
+      version?: string;
+    }
+  | CreateSkillOptions;
 
 /** One subagent of a multi-agent session's agent (see {@link CreateSessionOptions.subagents}). */
 export interface SessionSubagentOptions {
@@ -82,14 +93,17 @@ export interface SessionSubagentOptions {
 
 /** What {@link Emulator.createSkill} returns. */
 export interface SkillHandle {
+  /** The skill's id. */
   skillId: string;
   /** Id of the version just created (the newest). */
   versionId: string;
+  /** The version just created, as the API returns it. */
   version: SkillVersionObject;
 }
 
 /** Options of {@link Emulator.createSession}. */
 export interface CreateSessionOptions {
+  /** Memory stores attached to the session. Default none. */
   resources?: SessionResourceOptions[];
   /** Skills on the session's agent (`agent.skills[]`). Default none (`[]`). */
   skills?: SessionSkillOptions[];
@@ -108,16 +122,21 @@ export interface CreateSessionOptions {
   end?: SessionEnd;
   /** Environment to create the session on. Default: the emulator's own self-hosted environment. */
   environmentId?: string;
+  /** The name of the session's agent. Default `emulator agent`. */
   agentName?: string;
+  /** The session's metadata. Default `{}`. */
   metadata?: Record<string, string>;
+  /** The session's title. Default: none (`null`). */
   title?: string;
 }
 
 /** What {@link Emulator.waitForSession} resolves with. */
 export interface SessionOutcome {
+  /** The session's status when the wait ended. */
   status: SessionStatus;
   /** True when the session's work item is `stopped`. */
   workStopped: boolean;
+  /** Its work item's state, or `null` when the session has no work item. */
   workState: WorkState | null;
   /** Every result posted for a scripted tool call, in arrival order (duplicates included). */
   toolResults: ToolResultRecord[];
@@ -125,11 +144,15 @@ export interface SessionOutcome {
 
 /** A read-only view of one session. */
 export interface SessionSnapshot {
+  /** The session's id. */
   id: string;
+  /** The session's status. */
   status: SessionStatus;
+  /** The id of its work item, or `null` when it has none. */
   workId: string | null;
   /** The session object as `GET /v1/sessions/:id` returns it. */
   object: Record<string, unknown>;
+  /** Every result posted for a scripted tool call, in arrival order (duplicates included). */
   toolResults: ToolResultRecord[];
   /** What the scripted agent is doing now. */
   scriptProgress: string;
@@ -141,10 +164,15 @@ export interface SessionSnapshot {
 
 /** A read-only view of one work item. */
 export interface WorkItemSnapshot {
+  /** The work item's id. */
   id: string;
+  /** The environment whose queue holds it. */
   environmentId: string;
+  /** The session it runs (for a healthcheck item, the id it carries). */
   sessionId: string;
+  /** What the item asks for: a session to run, or a health check. */
   dataType: 'session' | 'healthcheck';
+  /** Where the item is in its life. */
   state: WorkState;
   /** The `secret` a poll hands out, or `null` when created with `secret: false`. */
   secret: string | null;
@@ -152,9 +180,13 @@ export interface WorkItemSnapshot {
   deliveries: number;
   /** Successful heartbeats. */
   heartbeats: number;
+  /** ISO time of the last successful heartbeat, or `null` before the first (and after its lease lapsed). */
   lastHeartbeat: string | null;
+  /** True once a worker acknowledged it (an ack, or its first heartbeat). */
   acknowledged: boolean;
+  /** True once a stop was asked for (by a worker, or with `stopWork`). */
   stopRequested: boolean;
+  /** True once it is `stopped`. */
   stopped: boolean;
 }
 
@@ -163,6 +195,7 @@ export interface WorkItemSnapshot {
  * {@link startEmulator}; see `src/testing/README.md` for the whole API.
  */
 export class Emulator {
+  /** The emulator's base URL (`http://host:port`): pass it as the SDK client's `baseURL`. */
   readonly baseURL: string;
   /** The emulator's own self-hosted environment. */
   readonly environmentId: string;
@@ -225,7 +258,14 @@ export class Emulator {
   }
 
   /** Another environment (self-hosted by default) with its own key. */
-  createEnvironment(opts: { name?: string; type?: EnvironmentType } = {}): { id: string; key: string; type: EnvironmentType } {
+  createEnvironment(opts: { name?: string; type?: EnvironmentType } = {}): {
+    /** The environment's id (`env_…`). */
+    id: string;
+    /** Its key, what workers poll with. */
+    key: string;
+    /** Its type. */
+    type: EnvironmentType;
+  } {
     const env = this.#state.createEnvironment(opts);
     return { id: env.id, key: env.key, type: env.type };
   }
@@ -318,7 +358,12 @@ export class Emulator {
    * may be before the worker has mounted the session's stores: a `console` step that changes a
    * mounted folder belongs after the first tool step.
    */
-  async createSession(opts: CreateSessionOptions = {}): Promise<{ sessionId: string; workId: string }> {
+  async createSession(opts: CreateSessionOptions = {}): Promise<{
+    /** The new session's id. */
+    sessionId: string;
+    /** The id of the work item queued for it, or `''` on a `cloud` environment (no work item). */
+    workId: string;
+  }> {
     const attachments: StoreAttachment[] = (opts.resources ?? []).map((r) => ({
       memoryStoreId: r.memoryStoreId,
       ...(r.access !== undefined ? { access: r.access } : {}),
@@ -524,6 +569,7 @@ export class Emulator {
     return this;
   }
 
+  /** Stop a listener added with `on`. */
   off<K extends keyof EmulatorEvents>(event: K, listener: (...args: EmulatorEvents[K]) => void): this {
     (this.#state.events.off as (e: K, l: (...args: EmulatorEvents[K]) => void) => unknown)(event, listener);
     return this;

@@ -62,7 +62,12 @@ export interface FaultRule {
    * Heartbeat requests only: stop the work item first (graceful → `stopping`; `{ force: true }` →
    * `stopped`), so this heartbeat reports it.
    */
-  stopWork?: boolean | { force?: boolean };
+  stopWork?:
+    | boolean
+    | {
+        /** Stop at once (`stopped`) rather than gracefully (`stopping`). Default false. */
+        force?: boolean;
+      };
 }
 
 /** The answer of a `storageNotReady` rule: a workspace whose storage is not connected yet. */
@@ -74,11 +79,13 @@ export const STORAGE_NOT_READY = {
 
 /** The handle `faults.add()` returns. */
 export interface FaultHandle {
+  /** The rule as it was added. */
   readonly rule: Readonly<FaultRule>;
   /** How many times the rule fired. */
   readonly hits: number;
   /** False once removed or retired by `times`. */
   readonly active: boolean;
+  /** Remove the rule: it fires no more. Idempotent. */
   remove(): void;
 }
 

@@ -7,6 +7,7 @@ import type { EmulatorState } from './state.js';
 export interface ToolStep {
   /** Tool name the agent calls (`read`, `write`, `edit`, `bash`, `grep`, or a custom tool). */
   tool: string;
+  /** The tool input the agent sends. Default `{}`. */
   input?: Record<string, unknown>;
   /** Emit `agent.custom_tool_use` (answered by `user.custom_tool_result`) instead of `agent.tool_use`. */
   custom?: boolean;
@@ -25,7 +26,10 @@ export type PlainStep<E = unknown> =
       /** Runs between tool calls, e.g. a Console edit: `(emu) => emu.putMemory(...)`. */
       console: (emu: E) => unknown;
     }
-  | { sleepMs: number }
+  | {
+      /** Wait this many milliseconds before the next step. */
+      sleepMs: number;
+    }
   | {
       /** Emit an `agent.message` with this text. */
       message: string;
@@ -62,7 +66,13 @@ export type ScriptStep<E = unknown> =
  * How the agent ends: `'terminate'` (default) goes idle with `end_turn` and terminates at once;
  * `{ idleMs }` stays idle that long first; `'idle'` never terminates (archive it yourself).
  */
-export type SessionEnd = 'terminate' | 'idle' | { idleMs: number };
+export type SessionEnd =
+  | 'terminate'
+  | 'idle'
+  | {
+      /** Milliseconds the session stays idle before it terminates. */
+      idleMs: number;
+    };
 
 /** Text of the `text` blocks of a tool result's content, joined with `\n`. */
 export function resultText(content: unknown): string {

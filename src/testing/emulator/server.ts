@@ -9,6 +9,7 @@ import type { EmulatorState } from './state.js';
 
 /** One received request, as the emulator logs it (never the credential itself). */
 export interface RequestRecord {
+  /** The HTTP method (`GET`, `POST`, …). */
   method: string;
   /** `METHOD /path/template`, e.g. `GET /v1/memory_stores/:id/memories`; `METHOD (unmatched)` for 404s. */
   route: string;
@@ -18,6 +19,7 @@ export interface RequestRecord {
   query: Record<string, string | string[]>;
   /** HTTP status answered (200 for an opened stream); 0 when nothing was answered (hang, lost response). */
   status: number;
+  /** The kind of credential the request carried (never the credential itself). */
   credential: CredentialKind;
   /** `Date.now()` when the request arrived. */
   startedAt: number;
@@ -25,6 +27,7 @@ export interface RequestRecord {
   ms: number;
   /** The parsed JSON body, when one was sent. */
   body?: unknown;
+  /** The `request-id` the answer carried (`req_emu_…`). */
   requestId: string;
   /** `Anthropic-Worker-ID` header (polls). */
   workerId?: string;

@@ -8,6 +8,7 @@ import { Session, agentSnapshot, type AgentSkillReference, type MemoryAccess, ty
 import { Skill } from './model/skill.js';
 import { WorkQueue, type WorkItem } from './model/work-queue.js';
 
+/** An environment's type: `self_hosted` queues a work item per session for workers to claim; `cloud` queues none. */
 export type EnvironmentType = 'self_hosted' | 'cloud';
 
 /** An environment and the key its workers poll with. */
@@ -34,9 +35,33 @@ export interface StoreAttachment {
 
 /** Events the emulator emits (`emu.on(name, listener)`). */
 export interface EmulatorEvents {
-  sessionCreated: [{ sessionId: string; workId: string | null; environmentId: string }];
-  sessionTerminated: [{ sessionId: string }];
-  workChanged: [{ workId: string; state: WorkItem['state'] }];
+  /** A session was created (by the emulator's API or `createSession`). */
+  sessionCreated: [
+    {
+      /** The new session's id. */
+      sessionId: string;
+      /** The work item queued for it, or `null` on a `cloud` environment. */
+      workId: string | null;
+      /** The environment it was created on. */
+      environmentId: string;
+    },
+  ];
+  /** A session reached `terminated`. */
+  sessionTerminated: [
+    {
+      /** The session's id. */
+      sessionId: string;
+    },
+  ];
+  /** A work item changed state. */
+  workChanged: [
+    {
+      /** The work item's id. */
+      workId: string;
+      /** Its new state. */
+      state: WorkItem['state'];
+    },
+  ];
 }
 
 export interface StateOptions {

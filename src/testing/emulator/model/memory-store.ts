@@ -35,44 +35,67 @@ export interface MemoryRecord {
 export interface MemoryWrite {
   /** 1, 2, 3… within the store. */
   seq: number;
+  /** What the write did to the memory. */
   op: 'create' | 'update' | 'delete';
+  /** The memory's id (`mem_…`). */
   memoryId: string;
   /** The memory's path after the write (before it, for a delete). */
   path: string;
   /** Content after the write; `null` for a delete. */
   content: string | null;
+  /** Lowercase hex SHA-256 of the content after the write; `null` for a delete. */
   sha256: string | null;
 }
 
 /** Wire shape `BetaManagedAgentsMemory`. */
 export interface MemoryObject {
+  /** The memory's id (`mem_…`). */
   id: string;
+  /** Always `memory`. */
   type: 'memory';
+  /** The memory's path in its store (`/notes/todo.md`). */
   path: string;
+  /** The content, or `null` when the request did not ask for it (`view` other than `full`). */
   content: string | null;
+  /** Lowercase hex SHA-256 of the content's UTF-8 bytes. */
   content_sha256: string;
+  /** Size of the content in UTF-8 bytes. */
   content_size_bytes: number;
+  /** The store that holds it. */
   memory_store_id: string;
+  /** The id of its current version. */
   memory_version_id: string;
+  /** ISO time of its creation. */
   created_at: string;
+  /** ISO time of its last change. */
   updated_at: string;
 }
 
 /** Wire shape `BetaManagedAgentsMemoryPrefix`. */
 export interface MemoryPrefixObject {
+  /** Always `memory_prefix`: a folder in a listing cut at its `depth`. */
   type: 'memory_prefix';
+  /** The folder's path, ending in `/`. */
   path: string;
 }
 
 /** Wire shape `BetaManagedAgentsMemoryStore`. */
 export interface MemoryStoreObject {
+  /** The store's id (`memstore_…`). */
   id: string;
+  /** Always `memory_store`. */
   type: 'memory_store';
+  /** The store's name. */
   name: string;
+  /** The store's description (`''` when none was given). */
   description: string;
+  /** The store's metadata. */
   metadata: Record<string, string>;
+  /** ISO time of its creation. */
   created_at: string;
+  /** ISO time of its last change. */
   updated_at: string;
+  /** ISO time it was archived, or `null`. */
   archived_at: string | null;
 }
 

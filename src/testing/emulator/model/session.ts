@@ -1,7 +1,9 @@
 import { isoTime, newId } from '../ids.js';
 import { StreamHub } from '../sse.js';
 
+/** A session's status, as the API reports it: `idle` until it runs, `running`, `rescheduling`, `terminated` at its end. */
 export type SessionStatus = 'rescheduling' | 'running' | 'idle' | 'terminated';
+/** What a session may do to an attached memory store: `read_write`, or `read_only`. */
 export type MemoryAccess = 'read_write' | 'read_only';
 
 /** A memory store attached to a session, as snapshotted at attach time. */
@@ -15,7 +17,14 @@ export interface SessionStoreResource {
 }
 
 /** A persisted session event: any object with `type`, plus `id` and `processed_at`. */
-export type SessionEvent = { id: string; type: string; processed_at: string } & Record<string, unknown>;
+export type SessionEvent = {
+  /** The event's id. */
+  id: string;
+  /** The event's type (`agent.message`, `session.status_idle`, …). */
+  type: string;
+  /** ISO time the event was stored. */
+  processed_at: string;
+} & Record<string, unknown>;
 
 /** One tool result the scripted agent received. */
 export interface ToolResultRecord {
@@ -211,8 +220,11 @@ const THREAD_STATUS_OF_EVENT: Record<string, ThreadStatus | undefined> = {
 
 /** One entry of the resolved agent's `skills[]`, as the SDK's `BetaManagedAgents{Custom,Anthropic}Skill`. */
 export interface AgentSkillReference {
+  /** The skill's id. */
   skill_id: string;
+  /** `custom` for a skill made with `createSkill`, `anthropic` for a built-in one. */
   type: 'custom' | 'anthropic';
+  /** The version the agent uses: a version id, or `latest`. */
   version: string;
 }
 

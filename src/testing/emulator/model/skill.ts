@@ -7,11 +7,17 @@ export type SkillFiles = Record<string, string | Uint8Array>;
 
 /** `BetaSkillVersion` as `GET /v1/skills/:id/versions/:version` returns it. */
 export interface SkillVersionObject {
+  /** The version's id. */
   id: string;
+  /** Always `skill_version`. */
   type: 'skill_version';
+  /** The skill it is a version of. */
   skill_id: string;
+  /** The skill's name. */
   name: string;
+  /** The version's description (`''` when none was given). */
   description: string;
+  /** ISO time the version was created. */
   created_at: string;
 }
 

@@ -1,8 +1,29 @@
 import { ApiError, conflict, notFound } from '../errors.js';
 import { isoTime, newId, randomToken } from '../ids.js';
 
+/**
+ * Where a work item is in its life: `queued` (waiting for a poll, or handed out and not acknowledged
+ * yet), `starting` (acknowledged), `active` (heartbeating), `stopping` (a stop was asked for),
+ * `stopped`.
+ */
 export type WorkState = 'queued' | 'starting' | 'active' | 'stopping' | 'stopped';
-export type WorkData = { type: 'session'; id: string } | { type: 'healthcheck'; id: string };
+/**
+ * What a work item asks for: a session to run, or a health check.
+ * @inline
+ */
+export type WorkData =
+  | {
+      /** A session to run. */
+      type: 'session';
+      /** The session's id. */
+      id: string;
+    }
+  | {
+      /** A health check of the environment's workers. */
+      type: 'healthcheck';
+      /** The check's id. */
+      id: string;
+    };
 
 export const NO_HEARTBEAT = 'NO_HEARTBEAT';
 
@@ -36,27 +57,45 @@ export interface WorkItem {
 
 /** Wire shape `BetaSelfHostedWork`. */
 export interface WorkObject {
+  /** The work item's id. */
   id: string;
+  /** Always `work`. */
   type: 'work';
+  /** The environment whose queue holds it. */
   environment_id: string;
+  /** What the item asks for. */
   data: WorkData;
+  /** Where the item is in its life. */
   state: WorkState;
+  /** The per-item credential (base64url JSON with a `sessions_token`), or `null` for an item created without one. */
   secret: string | null;
+  /** The item's metadata. */
   metadata: Record<string, string>;
+  /** ISO time the item was queued. */
   created_at: string;
+  /** ISO time of its acknowledgement (or first heartbeat), or `null`. */
   acknowledged_at: string | null;
+  /** ISO time of its first heartbeat, or `null`. */
   started_at: string | null;
+  /** ISO time of its latest heartbeat, or `null`. */
   latest_heartbeat_at: string | null;
+  /** ISO time a stop was first asked for, or `null`. */
   stop_requested_at: string | null;
+  /** ISO time it was stopped, or `null`. */
   stopped_at: string | null;
 }
 
 /** Wire shape `BetaSelfHostedWorkHeartbeatResponse`. */
 export interface HeartbeatObject {
+  /** Always `work_heartbeat`. */
   type: 'work_heartbeat';
+  /** ISO time of this heartbeat; when the lease was not extended, of the last one that was (`''` when none was). */
   last_heartbeat: string;
+  /** Seconds the lease lasts from this heartbeat. */
   ttl_seconds: number;
+  /** The item's state after the heartbeat. */
   state: WorkState;
+  /** True when the heartbeat extended the lease; false when the item is stopping or stopped (the worker winds down). */
   lease_extended: boolean;
 }
 
