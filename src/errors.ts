@@ -36,8 +36,10 @@ export type WorkerErrorCode =
 
 /** Base class of every error thrown by this library. */
 export class WorkerError extends Error {
+  /** The stable code of this failure; match on it, never on the message. */
   readonly code: WorkerErrorCode;
 
+  /** Makes an error with its code and message; `options.cause` keeps the error it wraps. */
   constructor(code: WorkerErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
@@ -50,6 +52,7 @@ export class ConfigError extends WorkerError {
   /** One line per problem, `path: expected ..., got ...`. */
   readonly issues: readonly string[];
 
+  /** Makes a config error from its message and one line per problem (`issues`). */
   constructor(message: string, issues: readonly string[] = [], options?: { cause?: unknown }) {
     super('MAW_CONFIG', message, options);
     this.issues = issues;
@@ -58,8 +61,10 @@ export class ConfigError extends WorkerError {
 
 /** The worker refuses to run on this platform (Windows: memory folders need POSIX semantics and O_NOFOLLOW). */
 export class PlatformError extends WorkerError {
+  /** `process.platform` of the host that was refused (`win32`). */
   readonly platform: string;
 
+  /** Makes the error for the refused platform, with a message that names it and the way out. */
   constructor(platform: string) {
     super(
       'MAW_UNSUPPORTED_PLATFORM',
@@ -72,11 +77,14 @@ export class PlatformError extends WorkerError {
 
 /** A call to the Anthropic API failed. `status` is undefined for network failures and timeouts. */
 export class RemoteApiError extends WorkerError {
+  /** The HTTP status of the answer, or undefined when no answer came (network failure, timeout). */
   readonly status: number | undefined;
+  /** The `request-id` header of the answer, when it had one: quote it when reporting the failure. */
   readonly requestId: string | undefined;
   /** True when the same request may succeed later (408, 409, 429, 5xx, network). */
   readonly retryable: boolean;
 
+  /** Makes an API error from its message, the answer's status and request id, and whether a retry may succeed. */
   constructor(
     message: string,
     fields: { status?: number | undefined; requestId?: string | undefined; retryable: boolean },
@@ -91,8 +99,10 @@ export class RemoteApiError extends WorkerError {
 
 /** The server says the lease on a work item belongs to someone else now. */
 export class LeaseLostError extends WorkerError {
+  /** The work item whose lease was lost. */
   readonly workId: string;
 
+  /** Makes the error for the work item whose lease was lost; the default message names it. */
   constructor(workId: string, message?: string, options?: { cause?: unknown }) {
     super('MAW_LEASE_LOST', message ?? `lease on work item ${workId} was lost; the item was left to its new owner`, options);
     this.workId = workId;
@@ -101,9 +111,12 @@ export class LeaseLostError extends WorkerError {
 
 /** A memory store could not be mounted. The message names the store, the path and the fix. */
 export class MemoryMountError extends WorkerError {
+  /** The memory store that could not be mounted, when known. */
   readonly storeId: string | undefined;
+  /** The local folder or file involved, when known. */
   readonly path: string | undefined;
 
+  /** Makes a mount error from its message and the store and path involved. */
   constructor(message: string, fields: { storeId?: string | undefined; path?: string | undefined } = {}, options?: { cause?: unknown }) {
     super('MAW_MEMORY_MOUNT', message, options);
     this.storeId = fields.storeId;
@@ -116,9 +129,12 @@ export class MemoryMountError extends WorkerError {
  * so the stores cannot be mounted (the memory endpoints reject the environment key).
  */
 export class MemoryUnavailableError extends WorkerError {
+  /** The work item whose session could not have its memory. */
   readonly workId: string;
+  /** The session with memory stores attached. */
   readonly sessionId: string;
 
+  /** Makes the error for the work item and session; the message says how to forward the work secret. */
   constructor(workId: string, sessionId: string) {
     super(
       'MAW_MEMORY_UNAVAILABLE',
@@ -134,9 +150,14 @@ export class MemoryUnavailableError extends WorkerError {
 
 /** A required value (work id, environment id, …) was neither passed nor set in the environment. */
 export class MissingInputError extends WorkerError {
+  /** The option or argument that was missing (`workId`, `environmentId`, …). */
   readonly field: string;
+  /** The environment variable that could have supplied it, when there is one. */
   readonly envVar: string | undefined;
 
+  /**
+   * Makes the error naming the missing value, its environment variable and the call that needed it (`context`, default `handleItem`).
+   */
   constructor(field: string, envVar?: string, context = 'handleItem') {
     super('MAW_MISSING_INPUT', `${context}: ${field} is required; pass it` + (envVar ? ` or set ${envVar}` : ''));
     this.field = field;
@@ -146,10 +167,15 @@ export class MissingInputError extends WorkerError {
 
 /** How a failed work item ended, as {@link WorkItemFailedError} carries it (an `ItemOutcome` with status `failed`). */
 export interface FailedItemOutcome {
+  /** The work item's id. */
   workId: string;
+  /** The session's id, or undefined when the item failed before its session was known. */
   sessionId: string | undefined;
+  /** Always `failed`. */
   status: 'failed';
+  /** Why the item failed, when known. */
   error?: Error;
+  /** Milliseconds from the start of the item's handling to the end of its teardown. */
   durationMs: number;
 }
 
@@ -160,10 +186,14 @@ export interface FailedItemOutcome {
  * stopped. `cause` is the typed reason (also `outcome.error`); `outcome` is how the item ended.
  */
 export class WorkItemFailedError extends WorkerError {
+  /** The work item that failed. */
   readonly workId: string;
+  /** The session of the item, or undefined when the item failed before its session was known. */
   readonly sessionId: string | undefined;
+  /** How the item ended. */
   readonly outcome: FailedItemOutcome;
 
+  /** Makes the error from the failed item's outcome; its `error` becomes the `cause`. */
   constructor(outcome: FailedItemOutcome) {
     const reason = outcome.error?.message ?? 'no reason recorded';
     super(
@@ -185,9 +215,12 @@ export type RemoteLimit = 'memory-count' | 'page-count' | 'repeated-cursor' | 'm
  * twice, a body larger than its content can be, a malformed page); the worker stopped reading it.
  */
 export class RemoteLimitError extends WorkerError {
+  /** Which bound the answer broke. */
   readonly limit: RemoteLimit;
+  /** The memory store whose answer broke it, when known. */
   readonly storeId: string | undefined;
 
+  /** Makes the error from the broken bound, its message and the store involved. */
   constructor(limit: RemoteLimit, message: string, fields: { storeId?: string | undefined } = {}, options?: { cause?: unknown }) {
     super('MAW_REMOTE_LIMIT', message, options);
     this.limit = limit;
@@ -204,6 +237,7 @@ export class StateFileError extends WorkerError {
   /** The file or folder involved, when known. */
   readonly path: string | undefined;
 
+  /** Makes a state-file error from its message and the path involved. */
   constructor(message: string, fields: { path?: string | undefined } = {}, options?: { cause?: unknown }) {
     super('MAW_STATE_FILE', message, options);
     this.path = fields.path;
@@ -212,6 +246,7 @@ export class StateFileError extends WorkerError {
 
 /** A rule the library keeps for itself broke (a case no code handles, a relative path where only absolute ones are made). */
 export class InternalError extends WorkerError {
+  /** Makes the error; the message gets a request to report it appended. */
   constructor(message: string, options?: { cause?: unknown }) {
     super('MAW_INTERNAL', `${message} (a bug in managed-agents-worker; please report it with this message)`, options);
   }
@@ -232,10 +267,6 @@ function safeString(v: unknown): string {
 }
 
 /**
- * `sandbox: 'bwrap'` was asked for and no sandbox can start here: bubblewrap is missing, user
- * namespaces are blocked, or the platform has none. `reason` says which; the message gives the fix.
- */
-/**
  * Why no sandbox starts: `platform` (not Linux), `missing` (no bubblewrap), `host_entry_missing`
  * (the package is not built), `userns_disabled` (user namespaces off by sysctl), `apparmor` (an
  * AppArmor restriction or profile), `seccomp` (a container's seccomp profile refuses namespaces or
@@ -245,9 +276,15 @@ function safeString(v: unknown): string {
 export type SandboxFailureReason =
   'platform' | 'missing' | 'host_entry_missing' | 'userns_disabled' | 'apparmor' | 'seccomp' | 'proc_masked' | 'uid_map' | 'probe_failed';
 
+/**
+ * `sandbox: 'bwrap'` was asked for and no sandbox can start here: bubblewrap is missing, user
+ * namespaces are blocked, or the platform has none. `reason` says which; the message gives the fix.
+ */
 export class SandboxUnavailableError extends WorkerError {
+  /** Why no sandbox starts; the message gives the fix for it. */
   readonly reason: SandboxFailureReason;
 
+  /** Makes the error from the reason and a message that says how to fix it. */
   constructor(reason: SandboxUnavailableError['reason'], message: string, options?: { cause?: unknown }) {
     super('MAW_SANDBOX', message, options);
     this.reason = reason;

@@ -21,12 +21,16 @@ import {
  *   probe sandbox starts; otherwise the tools run in the worker process as before, with a warning.
  * - `'bwrap'`: the sandbox or nothing; the worker refuses to start without a working bubblewrap.
  * - `'none'`: the tools run in the worker process (chosen explicitly: no warning).
+ * @inline
  */
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
 
-/** `sandbox` as an object: the mode plus what the sandbox may see beyond its session's own folders. */
+/**
+ * `sandbox` as an object: the mode plus what the sandbox may see beyond its session's own folders.
+ * @inline
+ */
 export interface SandboxSettings {
-  /** `'auto'` (default) or `'bwrap'`; see {@link SandboxMode}. */
+  /** `'auto'` (default) or `'bwrap'`, as for the string form of `sandbox`. */
   mode?: 'auto' | 'bwrap';
   /** Absolute paths made visible read-only, at the same path (a toolchain, a data set). Default: none. */
   readOnlyPaths?: string[];
@@ -35,7 +39,7 @@ export interface SandboxSettings {
   /**
    * What the sandbox reaches on the network: `'unrestricted'` (default; public addresses through the
    * session's filtering egress proxy), `{ type: 'limited', ... }`, `'none'` (loopback only) or
-   * `'host'` (the host's network, unfiltered). See {@link SandboxNetworkOption}.
+   * `'host'` (the host's network, unfiltered).
    */
   network?: SandboxNetworkOption;
   /**
@@ -58,13 +62,16 @@ export interface SandboxSettings {
   bwrapPath?: string;
   /**
    * What each session's sandbox may use of the host (memory, processes, CPU weight, `/tmp` size,
-   * open files); see {@link SandboxLimits} for each default. A field set to `null` is unbounded;
+   * open files); each field below gives its default. A field set to `null` is unbounded;
    * `limits: null` leaves all unbounded.
    */
   limits?: SandboxLimits | null;
 }
 
-/** The `sandbox` option of the worker, the webhook handler's worker and the CLI. */
+/**
+ * The `sandbox` option of the worker, the webhook handler's worker and the CLI.
+ * @inline
+ */
 export type SandboxOption = SandboxMode | SandboxSettings;
 
 /** `sandbox` after validation and defaults. */

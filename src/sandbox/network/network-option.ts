@@ -15,6 +15,7 @@ import { parseRange } from './ip-ranges.js';
  * - `'none'`: a network namespace of its own with loopback only.
  * - `'host'`: the worker host's own network, unfiltered (its loopback services, the metadata
  *   address, every private network and abstract unix socket the host reaches); warned about at start.
+ * @inline
  */
 export type SandboxNetworkOption =
   | 'unrestricted'
