@@ -37,9 +37,17 @@ export interface SandboxSettings {
   /** Absolute paths made visible read-write, at the same path (a shared cache). Default: none. */
   readWritePaths?: string[];
   /**
-   * What the sandbox reaches on the network: `'unrestricted'` (default; public addresses through the
-   * session's filtering egress proxy), `{ type: 'limited', ... }`, `'none'` (loopback only) or
-   * `'host'` (the host's network, unfiltered).
+   * What the sandbox reaches on the network:
+   * - `'unrestricted'` (default): public addresses, through the session's filtering egress proxy,
+   *   which refuses loopback, link-local (the cloud metadata address), private and other non-public
+   *   ranges and the worker host's own addresses; `{ type: 'unrestricted', allowPrivate }` lifts the
+   *   refusal for the listed ranges (`10.0.0.0/8`) and host names (`git.internal`, `*.corp.example`).
+   * - `{ type: 'limited', allowedHosts, allowPackageManagers, allowMcpServers, allowPrivate }`: the
+   *   same proxy, reaching only the listed hosts (`api.example.com`, `*.example.com`, addresses;
+   *   default none), the public package registries when `allowPackageManagers` (default false) and
+   *   the hosts of the agent's MCP servers when `allowMcpServers` (default false).
+   * - `'none'`: loopback only.
+   * - `'host'`: the host's own network, unfiltered (warned about at start).
    */
   network?: SandboxNetworkOption;
   /**
@@ -61,9 +69,16 @@ export interface SandboxSettings {
   /** The bubblewrap executable. Default: `bwrap` found on `PATH`. */
   bwrapPath?: string;
   /**
-   * What each session's sandbox may use of the host (memory, processes, CPU weight, `/tmp` size,
-   * open files); each field below gives its default. A field set to `null` is unbounded;
-   * `limits: null` leaves all unbounded.
+   * What each session's sandbox may use of the host; a field left out takes its default, a field
+   * set to `null` is unbounded, and `limits: null` leaves all unbounded. Each field is an integer:
+   * - `memoryMiB`: MiB of memory (RAM and swap) all the sandbox's processes together may use, its
+   *   `/tmp` and `/dev/shm` files included; needs a cgroup. Default 4096; 16..1 048 576.
+   * - `maxProcesses`: processes and threads alive at once; needs a cgroup. Default 1024; 16..4 194 304.
+   * - `cpuWeight`: CPU weight of the sandboxes against the worker's own 100 (cgroup v2 `cpu.weight`);
+   *   needs a cgroup. Default 50; 1..10 000; `null`: no weight set.
+   * - `tmpMiB`: MiB of each of `/tmp` and `/dev/shm`. Default 1024; 1..1 048 576; `null`: the
+   *   kernel's tmpfs default (half of RAM).
+   * - `openFiles`: open files per process (`ulimit -n`). Default 8192; 64..1 048 576; `null`: as inherited.
    */
   limits?: SandboxLimits | null;
 }

@@ -57,9 +57,16 @@ export type EnvironmentWorkerTools = BetaRunnableTool[] | ((ctx: AgentToolContex
 export interface EnvironmentWorkerOptions {
   /** The SDK client. Its base URL, timeouts and retries are inherited by every scoped copy the worker makes. */
   client: Anthropic;
-  /** The self-hosted environment to poll. Required by `run()`; `handleItem()` falls back to `ANTHROPIC_ENVIRONMENT_ID`. */
+  /**
+   * The self-hosted environment to poll. Default: none; `run()` then throws a {@link ConfigError},
+   * and `handleItem()` falls back to `ANTHROPIC_ENVIRONMENT_ID`.
+   */
   environmentId?: string;
-  /** The environment key: polling always uses it; per-item calls use it only when the item carries no sessions token. */
+  /**
+   * The environment key: polling always uses it; per-item calls use it only when the item carries no
+   * sessions token. Default: none; `run()` then throws a {@link ConfigError}, and `handleItem()` falls
+   * back to `ANTHROPIC_ENVIRONMENT_KEY` when it needs one.
+   */
   environmentKey?: string;
   /**
    * Base directory of each session's tool context. Default: `process.cwd()`. Stores attached without
@@ -101,12 +108,12 @@ export interface EnvironmentWorkerOptions {
   memorySyncDeletions?: MemoryDeleteMode;
   /** Sent as `Anthropic-Worker-ID` on every poll. Default: `<host name>-<uuid>` (`os.hostname()`). */
   workerId?: string;
-  /** Aborting it does what `close()` does. */
+  /** Aborting it does what `close()` does. Default: none. */
   signal?: AbortSignal;
   /**
    * Extra request options (e.g. proxy headers) merged into the work poll/ack/heartbeat/stop calls, the
    * session fetch and the tool runner's stream/list/send calls, as the official worker does; the memory
-   * and skill calls go without them. A `signal` in it is ignored.
+   * and skill calls go without them. A `signal` in it is ignored. Default: none.
    */
   requestOptions?: BetaToolRunnerRequestOptions;
   /**
