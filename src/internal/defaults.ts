@@ -1,6 +1,6 @@
 /**
  * Every default and bound a caller can set or see, defined once. The option schemas, the CLI help
- * text and error messages read them from here; `test/internal/defaults.test.ts` checks the README's
+ * text and error messages read them from here; `test/internal/defaults.test.ts` checks docs/options.md's
  * option table against them. Internal timings used in one place only (heartbeat floors, backoff
  * policy, idle reminder) stay beside the code that uses them.
  */

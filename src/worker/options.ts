@@ -88,7 +88,7 @@ export interface EnvironmentWorkerOptions {
    * own on Linux when bubblewrap works here, else in the worker process with a warning; `'bwrap'`: the
    * sandbox or the worker refuses to start (`SandboxUnavailableError`); `'none'`: in the worker
    * process. An object sets the mode and what the sandbox may see beyond the session's own folders
-   * (see README, "Isolation").
+   * (see docs/security.md, "Isolation: one sandbox per session").
    */
   sandbox?: SandboxOption;
   /** Size cap (bytes) for whole-file reads and edits by the file tools; `null` disables it. Default: the toolset's. */

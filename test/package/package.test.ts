@@ -1,6 +1,6 @@
 // Pins the package as a user installs it from the registry: `npm pack` ships the build, the README and the docs pages it links,
 // the licence, the manifest and the container profiles only (one ESM CLI build, no declaration file
-// for it), no source maps, at most 415 kB packed, the CLI importing the library's chunks rather than a copy of them; the manifest
+// for it), no source maps, at most 430 kB packed, the CLI importing the library's chunks rather than a copy of them; the manifest
 // depends on exactly the packages the bundle loads; installed into a fresh app whose
 // @anthropic-ai/sdk is another 1.x version, it adds no second SDK copy and no pino-pretty; both
 // entries load with ESM `import` and CommonJS `require`; a client made with the app's SDK
@@ -130,9 +130,9 @@ describe('the packed tarball', () => {
     expect(files.filter((f) => !chunks.includes(f)).sort()).toEqual(expected.sort());
   });
 
-  it('stays small: no source maps or embedded sources (either would double it), at most 415 kB packed', () => {
+  it('stays small: no source maps or embedded sources (either would double it), at most 430 kB packed', () => {
     expect(packed.files.filter((f) => f.path.endsWith('.map'))).toEqual([]);
-    expect(packed.size).toBeLessThanOrEqual(415_000);
+    expect(packed.size).toBeLessThanOrEqual(430_000);
     console.log(
       `tarball: ${(packed.size / 1000).toFixed(1)} kB packed, ${(packed.unpackedSize / 1000).toFixed(1)} kB unpacked, ${packed.files.length} files`,
     );

@@ -4,7 +4,7 @@ import { z } from 'zod/v3';
  * What one session's sandbox may use of the host. Each field bounds one resource; `null` leaves it
  * unbounded (the host's own limits apply). The defaults fit a normal build or test suite (an
  * `npm ci` plus a TypeScript build and a vitest run of a mid-sized package, measured in a sandbox:
- * see the README) with room to spare, and stop one session from taking the host.
+ * see docs/security.md, "Resource limits") with room to spare, and stop one session from taking the host.
  * @inline
  */
 export interface SandboxLimits {
