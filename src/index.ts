@@ -19,6 +19,9 @@ export type {
   EnvironmentWorkerTools,
 } from './worker/environment-worker.js';
 export { decodeWorkSecret, encodeWorkSecret } from './worker/credentials.js';
+export type { SandboxMode, SandboxOption, SandboxSettings } from './sandbox/options.js';
+export type { SandboxLimits } from './sandbox/limits/limits.js';
+export type { SandboxNetworkOption } from './sandbox/network/network-option.js';
 export { MEMORY_SYNC_INTERVAL_DEFAULT_MS, MEMORY_SYNC_INTERVAL_MIN_MS, FINAL_FLUSH_DEFAULT_MS } from './worker/options.js';
 export {
   createWebhookHandler,

@@ -17,18 +17,16 @@ import {
 
 /**
  * How a session's tools are isolated.
- * - `'auto'` (default): a bubblewrap sandbox per session on Linux when bubblewrap is installed and a
- *   probe sandbox starts; otherwise the tools run in the worker process as before, with a warning.
+ * - `'auto'` (default): a bubblewrap sandbox per session on Linux. Where none can start, a worker
+ *   serving sessions from a queue refuses to start (`SandboxUnavailableError`, before any claim),
+ *   and one serving a single session per process runs its tools in the worker process after a
+ *   warning; off Linux (no bubblewrap), the tools run in the worker process after a warning.
  * - `'bwrap'`: the sandbox or nothing; the worker refuses to start without a working bubblewrap.
  * - `'none'`: the tools run in the worker process (chosen explicitly: no warning).
- * @inline
  */
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
 
-/**
- * `sandbox` as an object: the mode plus what the sandbox may see beyond its session's own folders.
- * @inline
- */
+/** `sandbox` as an object: the mode plus what the sandbox may see beyond its session's own folders. */
 export interface SandboxSettings {
   /** `'auto'` (default) or `'bwrap'`, as for the string form of `sandbox`. */
   mode?: 'auto' | 'bwrap';
@@ -83,10 +81,7 @@ export interface SandboxSettings {
   limits?: SandboxLimits | null;
 }
 
-/**
- * The `sandbox` option of the worker, the webhook handler's worker and the CLI.
- * @inline
- */
+/** The `sandbox` option of the worker, the webhook handler's worker and the CLI. */
 export type SandboxOption = SandboxMode | SandboxSettings;
 
 /** `sandbox` after validation and defaults. */

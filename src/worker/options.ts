@@ -85,9 +85,12 @@ export interface EnvironmentWorkerOptions {
   tools?: EnvironmentWorkerTools;
   /**
    * Ours: where each session's agent toolset runs. `'auto'` (default): in a bubblewrap sandbox of its
-   * own on Linux when bubblewrap works here, else in the worker process with a warning; `'bwrap'`: the
-   * sandbox or the worker refuses to start (`SandboxUnavailableError`); `'none'`: in the worker
-   * process. An object sets the mode and what the sandbox may see beyond the session's own folders
+   * own on Linux; where none can start, a worker serving sessions from a queue (`run()`,
+   * `readyToServe()`, the webhook handler, `handleItem()` at `concurrency` above 1) refuses to start
+   * with a `SandboxUnavailableError` naming the cause and the fix, and one serving a single session
+   * per process runs it in the worker process after a warning (off Linux: in the worker process
+   * after a warning); `'bwrap'`: the sandbox or the worker refuses to start; `'none'`: in the worker
+   * process, chosen. An object sets the mode and what the sandbox may see beyond the session's own folders
    * (see docs/security.md, "Isolation: one sandbox per session").
    */
   sandbox?: SandboxOption;

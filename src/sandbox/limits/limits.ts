@@ -5,7 +5,6 @@ import { z } from 'zod/v3';
  * unbounded (the host's own limits apply). The defaults fit a normal build or test suite (an
  * `npm ci` plus a TypeScript build and a vitest run of a mid-sized package, measured in a sandbox:
  * see docs/security.md, "Resource limits") with room to spare, and stop one session from taking the host.
- * @inline
  */
 export interface SandboxLimits {
   /**

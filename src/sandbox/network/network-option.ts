@@ -15,13 +15,13 @@ import { parseRange } from './ip-ranges.js';
  * - `'none'`: a network namespace of its own with loopback only.
  * - `'host'`: the worker host's own network, unfiltered (its loopback services, the metadata
  *   address, every private network and abstract unix socket the host reaches); warned about at start.
- * @inline
  */
 export type SandboxNetworkOption =
   | 'unrestricted'
   | 'none'
   | 'host'
   | {
+      /** Public addresses through the session's proxy, as `'unrestricted'`, with private ranges allowed. */
       type: 'unrestricted';
       /**
        * Ranges (`10.0.0.0/8`, `fd00::/8`) any address inside of which may be reached, and host names
@@ -31,10 +31,11 @@ export type SandboxNetworkOption =
       allowPrivate?: string[];
     }
   | {
+      /** Only the hosts listed here, through the session's proxy. */
       type: 'limited';
       /** Host names (`api.example.com`), `*.example.com` for any name under it, or IP addresses. Default: none. */
       allowedHosts?: string[];
-      /** Also the public package registries ({@link PACKAGE_REGISTRY_HOSTS}). Default false. */
+      /** Also the public package registries (npm, PyPI, crates.io and the like, as `egress-policy.ts` lists them). Default false. */
       allowPackageManagers?: boolean;
       /** Also the hosts of the MCP servers of the session's agent. Default false. */
       allowMcpServers?: boolean;
