@@ -148,6 +148,7 @@ export class SessionSandbox {
     if (restart && this.#host === host) {
       this.#host = undefined;
       await host.close();
+      this.#limits?.rebase();
     }
     const sentences = hits.map((h) => h.message);
     if (restart) sentences.push('the sandbox was restarted for the next call; processes left running in it ended');

@@ -23,6 +23,14 @@ export class LimitWatch {
     this.#seen = cgroup?.counters() ?? { oomKills: 0, pidsRefused: 0 };
   }
 
+  /**
+   * Take the counters as they are now, reporting nothing: what a sandbox did while it was being
+   * ended (a fork bomb's last refused forks) belongs to the call that ended it, not to the next.
+   */
+  rebase(): void {
+    if (this.#cgroup) this.#seen = this.#cgroup.counters();
+  }
+
   /** The limits reached since the last check. `sandboxPid`: the sandbox's init, when it still runs. */
   check(sandboxPid: number | undefined): SandboxLimitHit[] {
     const hits: SandboxLimitHit[] = [];

@@ -214,6 +214,11 @@ export class SessionLimits {
     return this.#cgroup?.dirs ?? [];
   }
 
+  /** Count from now on: what the sandbox just ended did while it ended is not the next call's. */
+  rebase(): void {
+    this.#watch.rebase();
+  }
+
   /** The limits reached since the last check. */
   check(sandboxPid: number | undefined): SandboxLimitHit[] {
     return this.#watch.check(sandboxPid);
