@@ -149,7 +149,9 @@ async function spawnChild(
     for (const w of waiters.values()) w({ type: 'stopped', usage: { cpuMs: NaN, maxRssMiB: NaN }, error: e.message });
     waiters.clear();
   };
-  child.on('exit', (code, signal) =>
+  // 'close', not 'exit': a child that sends 'stopped' and exits has its message read before the
+  // channel closes, where its exit can be seen first on a loaded host.
+  child.on('close', (code, signal) =>
     fail(new Error(`bench child ${path.basename(bundle)} exited (code ${code}, signal ${signal}); stderr:\n${stderr}`)),
   );
   child.on('message', (m: ChildMessage) => {
