@@ -5,6 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import pino from 'pino';
 import { coerceError, type SandboxFailureReason } from '../errors.js';
+import { findProgram, isExecutable } from '../internal/find-program.js';
 import { bwrapFeatures } from './bwrap-features.js';
 import { diagnoseSandboxFailure, readHostFacts, type SandboxHostFacts } from './diagnosis.js';
 import { hostLayout, type HostLayout } from './host-layout.js';
@@ -89,7 +90,7 @@ async function runProbe(platform: string, opts: ProbeOptions): Promise<SandboxPr
       fix: "run the worker in a Linux VM or container to isolate sessions, or set sandbox: 'none' to say you accept tools running in the worker process",
     };
   }
-  const bwrap = opts.bwrapPath ?? findOnPath('bwrap');
+  const bwrap = opts.bwrapPath ?? findProgram('bwrap');
   if (bwrap === undefined || !isExecutable(bwrap)) {
     return {
       ok: false,
@@ -216,23 +217,5 @@ function workerUidMap(): string {
     return fs.readFileSync('/proc/self/uid_map', 'utf8').trim().replace(/\s+/g, ' ');
   } catch {
     return '';
-  }
-}
-
-function findOnPath(name: string): string | undefined {
-  for (const dir of (process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
-    if (dir === '') continue;
-    const p = path.join(dir, name);
-    if (isExecutable(p)) return p;
-  }
-  return undefined;
-}
-
-function isExecutable(p: string): boolean {
-  try {
-    fs.accessSync(p, fs.constants.X_OK);
-    return fs.statSync(p).isFile();
-  } catch {
-    return false;
   }
 }

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-import * as path from 'node:path';
+import { findProgram } from '../../internal/find-program.js';
 import type { ResolvedSandboxLimits } from './limits.js';
 
 /**
@@ -93,20 +93,6 @@ function hostUid(): number | undefined {
     }
   } catch {
     return undefined;
-  }
-  return undefined;
-}
-
-function findProgram(name: string, env: NodeJS.ProcessEnv): string | undefined {
-  for (const dir of (env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
-    if (dir === '') continue;
-    const p = path.join(dir, name);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      if (fs.statSync(p).isFile()) return p;
-    } catch {
-      // Not here.
-    }
   }
   return undefined;
 }
