@@ -105,7 +105,7 @@ function last<T>(items: T[], what: string): T {
 async function runSessions(
   ctx: JobContext,
   sessionIds: string[],
-  opts: { concurrency?: number; floor?: FloorConfig; timeoutMs?: number } = {},
+  opts: { concurrency?: number; floor?: FloorConfig; timeoutMs?: number; sandbox?: 'none'; folder?: string } = {},
 ): Promise<{
   cpuMs: number;
   peakRssMiB: number;
@@ -165,7 +165,7 @@ async function mountScenario(
   ctx: JobContext,
   size: Size,
   prefix: string,
-  opts: { timeoutMs?: number; plainWriteFloor?: boolean } = {},
+  opts: { timeoutMs?: number; plainWriteFloor?: boolean; sandbox?: 'none'; folder?: string } = {},
 ): Promise<Metrics> {
   const stores = await seedStores(ctx.emu, size, prefix);
   const storeIds = stores.map((s) => s.id);
@@ -190,12 +190,42 @@ async function mountScenario(
     resources: storeIds.map((id) => ({ memoryStoreId: id })),
     script: [readStep(ctx.mountRoot, stores[0]!.dir)],
   });
-  const { readyAtMs, ...usage } = await runSessions(ctx, [sessionId], opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {});
+  const { readyAtMs, ...usage } = await runSessions(ctx, [sessionId], {
+    ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+    ...(opts.sandbox !== undefined ? { sandbox: opts.sandbox } : {}),
+    ...(opts.folder !== undefined ? { folder: opts.folder } : {}),
+  });
   const claim = first(requestsOf(ctx.emu, ROUTES.ack, workId), 'ack').startedAt;
   const firstTool = first(toolResults(ctx.emu, sessionId), 'tool result').startedAt;
-  const firstList = first(requestsOf(ctx.emu, ROUTES.listMemories), 'listing').startedAt;
+  // This session's listings: those of its stores (a job may run several sessions one after another).
+  const firstList = first(
+    requestsOf(ctx.emu, ROUTES.listMemories).filter((r) => storeIds.some((id) => r.path.includes(id))),
+    'listing',
+  ).startedAt;
   const streamOpen = first(requestsOf(ctx.emu, ROUTES.stream, sessionId), 'stream open').startedAt;
   return { claimToFirstToolMs: firstTool - claim, mountWallMs: mountEndOf(readyAtMs, streamOpen) - firstList, ...usage };
+}
+
+/** Which of the two runs of `mount-8x250-50ms` goes first in ours' next job: alternated. */
+let mountSandboxTurn = 0;
+
+/**
+ * Ours, the same mount twice in one job, each with a child and folders of its own (so neither finds
+ * the other's content cache), in alternating order: with the sandbox the worker chooses by default
+ * (bubblewrap where it starts) and with `sandbox: 'none'`. The official worker runs it once.
+ */
+async function mountSandboxedAndNone(ctx: JobContext, size: Size, prefix: string): Promise<Metrics> {
+  if (!ctx.runsOurs) return mountScenario(ctx, size, prefix);
+  const order = mountSandboxTurn++ % 2 === 0 ? (['default', 'none'] as const) : (['none', 'default'] as const);
+  const out: Metrics = {};
+  for (const mode of order) {
+    if (mode === 'default') Object.assign(out, await mountScenario(ctx, size, `${prefix}-sandboxed`, { folder: 'sandboxed' }));
+    else {
+      const none = await mountScenario(ctx, size, `${prefix}-none`, { sandbox: 'none', folder: 'none' });
+      Object.assign(out, { claimToFirstToolNoneMs: none.claimToFirstToolMs!, mountWallNoneMs: none.mountWallMs! });
+    }
+  }
+  return out;
 }
 
 /** Requests that carry memory contents (full-view listing pages and retrieves) in `reqs`. */
@@ -300,11 +330,11 @@ let sandboxTurn = 0;
 let limitsTurn = 0;
 
 /**
- * The proportional set size (MiB) of the processes a worker child started (its sandboxes, their
- * inits, tool hosts and shells), divided by the number of sandboxes running: what one sandboxed
- * session adds, shared pages split among their users. Read from /proc, at one moment.
+ * The memory of the processes a worker child started (its sandboxes, their inits, tool hosts and
+ * shells), divided by the number of sandboxes running: what one sandboxed session adds. PSS splits
+ * each shared page among its users; RSS counts it in full in each. Read from /proc, at one moment.
  */
-async function pssPerSandboxMiB(workerPid: number): Promise<number> {
+async function sandboxesMemory(workerPid: number): Promise<{ pssMiB: number; rssMiB: number; sandboxes: number }> {
   const parentOf = new Map<number, number>();
   const nameOf = new Map<number, string>();
   for (const entry of await fsp.readdir('/proc')) {
@@ -326,15 +356,84 @@ async function pssPerSandboxMiB(workerPid: number): Promise<number> {
   }
   const sandboxes = descendants.filter((pid) => parentOf.get(pid) === workerPid && nameOf.get(pid) === 'bwrap').length;
   let pssKiB = 0;
+  let rssKiB = 0;
   for (const pid of descendants) {
     try {
-      const m = /^Pss:\s+(\d+) kB/m.exec(await fsp.readFile(`/proc/${pid}/smaps_rollup`, 'utf8'));
-      pssKiB += Number(m?.[1] ?? 0);
+      const rollup = await fsp.readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
+      pssKiB += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
+      rssKiB += Number(/^Rss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
     } catch {
       // Gone meanwhile.
     }
   }
-  return sandboxes > 0 ? pssKiB / 1024 / sandboxes : NaN;
+  if (sandboxes === 0) return { pssMiB: NaN, rssMiB: NaN, sandboxes };
+  return { pssMiB: pssKiB / 1024 / sandboxes, rssMiB: rssKiB / 1024 / sandboxes, sandboxes };
+}
+
+async function pssPerSandboxMiB(workerPid: number): Promise<number> {
+  return (await sandboxesMemory(workerPid)).pssMiB;
+}
+
+/** A process's resident set (MiB), from /proc. */
+async function rssOfMiB(pid: number): Promise<number> {
+  const status = await fsp.readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) / 1024;
+}
+
+/** How long the sessions sit idle, all started and each past its first calls, before their memory is read. */
+const IDLE_SETTLE_MS = 2_000;
+
+/**
+ * `sessions` sessions at once in one worker (`concurrency` = `sessions`), each with a small store of
+ * its own, each making a `bash` and a `read` call and then waiting, idle, until all of them have; after
+ * {@link IDLE_SETTLE_MS} the sandboxes' processes are measured (PSS and RSS per session) with the
+ * worker's RSS. Then the same sessions run again with `sandbox: 'none'` in a child of their own (the
+ * worker's RSS when the tools run in its process).
+ */
+async function idleSessionsScenario(ctx: JobContext, sessions: number): Promise<Metrics> {
+  const out: Metrics = {};
+  for (const mode of ['default', 'none'] as const) {
+    const stores = await seedStores(ctx.emu, { stores: sessions, memories: 5, bytes: 1024 }, `idle-${mode}`);
+    let arrived = 0;
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let childPid = -1;
+    let measured: Promise<void> | undefined;
+    const measure = async (): Promise<void> => {
+      await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
+      const workerRssMiB = await rssOfMiB(childPid);
+      if (mode === 'none') out['workerRssNoneMiB'] = workerRssMiB;
+      else {
+        const m = await sandboxesMemory(childPid);
+        if (m.sandboxes !== sessions) throw new Error(`bench idle (${sessions}): ${m.sandboxes} sandboxes running, expected ${sessions}`);
+        Object.assign(out, { pssPerSessionMiB: m.pssMiB, rssPerSessionMiB: m.rssMiB, workerRssMiB });
+      }
+    };
+    const ids: string[] = [];
+    for (const [i, store] of stores.entries()) {
+      const script: ScriptStep<Emulator>[] = [
+        { tool: 'bash', input: { command: 'true' } },
+        readStep(ctx.mountRoot, store.dir, i % 5),
+        {
+          console: async () => {
+            if (++arrived === sessions) measured = measure().finally(release);
+            await released;
+          },
+        },
+      ];
+      ids.push((await ctx.emu.createSession({ resources: [{ memoryStoreId: store.id }], script })).sessionId);
+    }
+    const child = await ctx.startChild({ concurrency: sessions, folder: mode, ...(mode === 'none' ? { sandbox: 'none' as const } : {}) });
+    childPid = child.pid;
+    const done = await Promise.all(ids.map((id) => ctx.emu.waitForSession(id, { timeoutMs: SESSION_TIMEOUT_MS }))).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await child.stop();
+    if (done !== undefined) throw done;
+    await measured;
+  }
+  return out;
 }
 
 /**
@@ -430,7 +529,8 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
       id: 'mount-8x250-50ms',
       kinds: ['official', 'ours'],
       latencyMs: 50,
-      run: (ctx) => mountScenario(ctx, q({ stores: 8, memories: 250, bytes: 1024 }, { stores: 2, memories: 40, bytes: 1024 }), 'slow'),
+      run: (ctx) =>
+        mountSandboxedAndNone(ctx, q({ stores: 8, memories: 250, bytes: 1024 }, { stores: 2, memories: 40, bytes: 1024 }), 'slow'),
     },
     {
       id: 'mount-1x2000',
@@ -712,6 +812,19 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
           cpuMsPerSync: syncs > 0 ? (cpu[1]! - cpu[0]!) / syncs : NaN,
         };
       },
+    },
+    {
+      // Ours alone: eight sessions idle at once, each in its sandbox (its tool host waiting), then
+      // the same sessions with sandbox: 'none' (the worker's RSS when the tools run in its process).
+      id: 'idle-sessions-8',
+      kinds: ['ours'],
+      run: (ctx) => idleSessionsScenario(ctx, q(8, 2)),
+    },
+    {
+      // Ours alone: the same with 32 sessions.
+      id: 'idle-sessions-32',
+      kinds: ['ours'],
+      run: (ctx) => idleSessionsScenario(ctx, q(32, 3)),
     },
     // Ours alone: the sandbox's network through its egress proxy against the host's network.
     { id: 'sandbox-start-proxy', kinds: ['ours'], run: sandboxStartWithProxy },
