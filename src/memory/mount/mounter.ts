@@ -50,6 +50,15 @@ export { slug } from './store-root.js';
 export const MOUNT_PROGRESS_INTERVAL_DEFAULT_MS = 5_000;
 
 /**
+ * Listing pages one mount has in flight, as a multiple of `concurrency`. A mount's listing is a
+ * tree of short cursors (a depth-1 page per store, then each top-level folder on its own cursor), so
+ * its wall is the number of round trips its pages take: 8 stores of 250 memories are 176 pages,
+ * 11 waves at 16 in flight and 6 at 32. What the pages hold at once stays bounded in bytes by the
+ * page budget and gate, whatever the fan-out.
+ */
+export const LISTING_FAN_OUT = 2;
+
+/**
  * Writes queued per store, as a multiple of `concurrency`, past which the listing waits. The bytes
  * queued are bounded apart (the mount's write budget); this count bounds the small items a page of
  * small memories gives, and lets a run of writes find enough queued to make a whole batch.
@@ -96,7 +105,10 @@ export interface MemoryMounterOptions {
   client: Anthropic;
   /** pino logger; default: warnings and errors to stderr. */
   logger?: Logger;
-  /** File writes (and content fetches, in the `retrieve` strategy) in flight per mount. Default 16. */
+  /**
+   * File writes (and content fetches, in the `retrieve` strategy) in flight per mount; listing
+   * pages in flight per mount are twice this. Default 16.
+   */
   concurrency?: number;
   /**
    * Where state outside the mounts lives (journal, conflict copies). Default
@@ -274,8 +286,8 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     }
     const created: string[] = [];
     // Listing pages in flight across every store of this mount: the page bodies held at once stay
-    // bounded whatever the number of stores, and fewer pages of large memories run at once.
-    const pages = pLimit(this.#concurrency);
+    // bounded whatever the number of stores (and in bytes by the page budget and gate below).
+    const pages = pLimit(LISTING_FAN_OUT * this.#concurrency);
     const budget = new PageBudget(pages, FULL_PAGE_LIMIT);
     // Content held at once, in bytes, whatever the memories weigh: pages in flight, files queued.
     const buffers = { pages: new ByteBudget(this.#bufferBytes / 2), writes: new ByteBudget(this.#bufferBytes / 2) };
