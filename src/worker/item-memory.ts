@@ -190,7 +190,15 @@ export class ItemMemory {
     this.#forward(mounter);
     const count = storeResources(session).length;
     this.#mounted = await this.#spans.mount(count, (wrapStore) =>
-      mounter.mount(session, { signal, workId, wrapStore, ...(onRoots ? { onRoots } : {}) }),
+      mounter.mount(session, {
+        signal,
+        workId,
+        wrapStore,
+        ...(onRoots ? { onRoots } : {}),
+        // Each session's own copies are bound into its sandbox, a read-only store's read-only: no
+        // agent can write through a link to the content cache.
+        linkReadOnly: this.#o.placement === 'per-session',
+      }),
     );
     this.#loop = port.syncLoop({
       client,

@@ -38,6 +38,8 @@ export interface MounterView extends EventEmitter<MemoryEventMap> {
       wrapStore?: StoreWrapper;
       /** Called once every store's folder exists, before the contents are written. */
       onRoots?: (roots: { all: string[]; readOnly: string[] }) => void;
+      /** Read-only stores' cached files as hard links to the cache: only where no agent can write in those folders. */
+      linkReadOnly?: boolean;
     },
   ): Promise<MountedSessionView>;
 }

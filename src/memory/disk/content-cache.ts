@@ -222,6 +222,16 @@ export class ContentCache {
   }
 
   /**
+   * The path of the blob of `sha` when the cache holds it, for a caller that links a copy to it
+   * after {@link read} checked its bytes (blobs are only ever renamed into place whole, never
+   * written in place, so the file at that path holds those bytes). Whoever links to it must make
+   * sure nothing writes through the link: the copy is read-only to everyone but this process.
+   */
+  blobFile(sha: string): string | undefined {
+    return this.#usable && this.#index.has(sha) ? this.#blobPath(sha) : undefined;
+  }
+
+  /**
    * Keep `bytes` as the content of `sha`, in the background. Ignored when it is cached already,
    * when it alone is over the bound, or when too many puts wait; dropped when the bytes do not hash
    * to `sha`. `hashed` says the caller hashed these very bytes to `sha` already; else they are

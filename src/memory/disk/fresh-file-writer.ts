@@ -1,5 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsc, futimesSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants as fsc,
+  futimesSync,
+  linkSync,
+  lstatSync,
+  openSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+  type BigIntStats,
+} from 'node:fs';
 import { LocalDirError, errCode } from './local-dir-error.js';
 import { asWrittenStat } from '../rules/file-stat.js';
 import { TEMP_FILE_PREFIX } from '../rules/paths.js';
@@ -80,6 +91,8 @@ export class FreshFileWriter {
   #lastName = '';
   #lastSize = 0;
   #lastMtimeMs = 0;
+  /** A link was refused for a reason that holds for every file here (another filesystem, no links allowed). */
+  #linksRefused = false;
 
   constructor(deps: FreshFileWriterDeps) {
     this.#deps = deps;
@@ -95,6 +108,57 @@ export class FreshFileWriter {
    * pinned yet is pinned, and created, the same way). Throws a {@link LocalDirError} on a refusal.
    */
   writeNow(rel: string, bytes: Uint8Array, mtimeMs: number): void {
+    const { key, chain, name } = this.#chainOf(rel);
+    try {
+      this.#writeIn(chain, name, rel, bytes, mtimeMs);
+      this.#lastChain = chain;
+      this.#lastName = name;
+      this.#lastSize = bytes.length;
+      this.#lastMtimeMs = mtimeMs;
+    } catch (e) {
+      // A folder found replaced is pinned again (and refused again) by the next write, never reused.
+      if (e instanceof LocalDirError && e.failure === 'replaced') this.#drop(key);
+      throw e;
+    }
+  }
+
+  /**
+   * Make `rel` a hard link to the file at `source` (same filesystem), with the checks a write
+   * makes, and return the link's stat; `undefined` when no link was made and the caller is to write
+   * the bytes instead: something is at the name already, `source` is gone, or this filesystem (or
+   * the pair of folders) allows no link here, after which this writer makes no more attempts. A
+   * linked file is not a write: {@link lastWrittenCtimeNs} still speaks of the last file written.
+   */
+  linkNow(rel: string, source: string): BigIntStats | undefined {
+    if (this.#linksRefused) return undefined;
+    const { key, chain, name } = this.#chainOf(rel);
+    const target = chain.entry(name);
+    try {
+      this.#checkChain(chain, rel);
+      linkSync(source, target);
+    } catch (e) {
+      if (e instanceof LocalDirError && e.failure === 'replaced') this.#drop(key);
+      if (e instanceof LocalDirError) throw e;
+      const code = errCode(e);
+      if (code === 'EEXIST' || code === 'ENOENT') return undefined;
+      if (code === 'EXDEV' || code === 'EPERM' || code === 'EMLINK' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'EACCES') {
+        this.#linksRefused = true;
+        return undefined;
+      }
+      throw e;
+    }
+    try {
+      const st = lstatSync(target, { bigint: true });
+      if (st.isFile()) return st;
+    } catch {
+      // Gone at once: written instead, below.
+    }
+    unlinkQuietly(chain, target);
+    return undefined;
+  }
+
+  /** The pinned chain of `rel`'s folder (pinned now, and its folders created, when it is not yet) and the file's name. */
+  #chainOf(rel: string): { key: string; chain: PinnedChain; name: string } {
     const slash = rel.lastIndexOf('/');
     const key = slash < 0 ? '' : rel.slice(0, slash);
     let chain = this.#chains.get(key);
@@ -114,17 +178,7 @@ export class FreshFileWriter {
       this.#keep(key, chain);
     }
     this.#lastKey = key;
-    try {
-      this.#writeIn(chain, name, rel, bytes, mtimeMs);
-      this.#lastChain = chain;
-      this.#lastName = name;
-      this.#lastSize = bytes.length;
-      this.#lastMtimeMs = mtimeMs;
-    } catch (e) {
-      // A folder found replaced is pinned again (and refused again) by the next write, never reused.
-      if (e instanceof LocalDirError && e.failure === 'replaced') this.#drop(key);
-      throw e;
-    }
+    return { key, chain, name };
   }
 
   /** Start a batch: from here each chain is checked once, at its first write. */
@@ -195,8 +249,8 @@ export class FreshFileWriter {
     for (const key of [...this.#chains.keys()]) this.#drop(key);
   }
 
-  #writeIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): void {
-    const target = chain.entry(name);
+  /** The checks before a file is made in `chain`: the store still mounted, the chain as pinned (once per batch through a descriptor). */
+  #checkChain(chain: PinnedChain, rel: string): void {
     this.#deps.assertLive(rel);
     // Reached by path (no descriptor route), the chain is checked before every write.
     if (this.#batchChecked === undefined || !chain.throughDescriptor) {
@@ -205,6 +259,11 @@ export class FreshFileWriter {
       this.#verifyInBatch(chain);
       this.#batchChecked.add(chain);
     }
+  }
+
+  #writeIn(chain: PinnedChain, name: string, rel: string, bytes: Uint8Array, mtimeMs: number): void {
+    const target = chain.entry(name);
+    this.#checkChain(chain, rel);
     let fd: number;
     try {
       fd = openSync(target, CREATE_FLAGS, 0o644);

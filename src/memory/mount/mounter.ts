@@ -261,10 +261,23 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
    * exists (before their contents are written), with the folders and those of them that are
    * read-only: what binds the folders (a sandbox) can start while the mount runs. A mount that fails
    * removes the folders it created, whether `onRoots` was called or not.
+   *
+   * `linkReadOnly`: the folders of read-only stores are bound read-only wherever an agent sees them
+   * (each session's own copy in its sandbox), so nothing but this process ever writes in them: their
+   * files found in the content cache are made hard links to its blobs (checked by a read first, as
+   * a copy is) instead of copies, where the filesystem allows; elsewhere they are copied. Never set
+   * it where an agent's tools can write in a read-only store's folder: a write through a link
+   * would change the cached content every later mount copies.
    */
   async mount(
     session: BetaManagedAgentsSession,
-    opts: { signal?: AbortSignal; workId?: string; wrapStore?: StoreWrapper; onRoots?: (roots: StoreRoots) => void } = {},
+    opts: {
+      signal?: AbortSignal;
+      workId?: string;
+      wrapStore?: StoreWrapper;
+      onRoots?: (roots: StoreRoots) => void;
+      linkReadOnly?: boolean;
+    } = {},
   ): Promise<MountedSession> {
     const wrapStore: StoreWrapper = opts.wrapStore ?? ((_storeId, run) => run());
     const log = childLogger(this.#log, { session_id: session.id });
@@ -313,7 +326,16 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
               return await wrapStore(spec.storeId, () =>
                 spec.adopt !== undefined
                   ? (rootExists(), this.#adoptOne(spec, spec.adopt, binding, ctrl.signal, log))
-                  : this.#mountOne(spec, created, binding, ctrl.signal, log, { pages, budget, gate, writes: buffers.writes }, rootExists),
+                  : this.#mountOne(
+                      spec,
+                      created,
+                      binding,
+                      ctrl.signal,
+                      log,
+                      { pages, budget, gate, writes: buffers.writes },
+                      rootExists,
+                      opts.linkReadOnly === true && spec.access === 'read_only',
+                    ),
               );
             } catch (e) {
               ctrl.abort(e);
@@ -512,6 +534,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     sessionLog: Logger,
     buffers: { pages: LimitFunction; budget: PageBudget; gate: PageGate; writes: ByteBudget },
     rootExists: () => void,
+    linkCached: boolean,
   ): Promise<MountedStore> {
     const { pages, budget, gate } = buffers;
     const started = this.#clock.now();
@@ -574,6 +597,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     // Listed as cached, but the cache could not give them when their turn came: fetched after.
     const lateMisses: Miss[] = [];
     let copied = 0;
+    let linked = 0;
     // Synchronous: the queue writes a run of files without a promise or a microtask per file.
     const write = ({ m, content, rel }: Download): void => {
       if (signal.aborted) {
@@ -583,6 +607,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
       if (content === undefined) {
         // Read and hashed now: only bytes that hash to the listed sha are written. Into the
         // store's buffer when it is large enough, as a download is.
+        const readAtNs = cache.nowNs();
         const cached = contents?.read(m.sha, log, scratch);
         if (cached === undefined) {
           lateMisses.push({
@@ -591,7 +616,7 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
           });
           return;
         }
-        place(m, rel, cached, false);
+        if (!linkCached || !link(m, rel, cached.length, readAtNs)) place(m, rel, cached, false);
       } else if (typeof content === 'string') {
         // A UTF-16 unit takes at most 3 UTF-8 bytes: only a content that may not fit is measured.
         if (content.length * 3 > scratch.length) {
@@ -634,6 +659,22 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
         }
         throw e;
       }
+    };
+    /**
+     * A read-only store's cached content as a hard link to the cache's blob (just read and hashed):
+     * noted in the stat cache with the link's own stat (its mtime is the blob's, not the memory's),
+     * hashed at the read. False when no link was made: the caller writes the bytes.
+     */
+    const link = (m: Download['m'], rel: string, size: number, readAtNs: bigint): boolean => {
+      const source = contents?.blobFile(m.sha);
+      const st = source === undefined ? undefined : writer.linkNow(rel, source);
+      if (st === undefined || st.size !== BigInt(size)) return false;
+      cache.record(rel, st, m.sha, true, readAtNs);
+      copied++;
+      linked++;
+      setPathKey(baseline, rel, { id: m.id, sha: m.sha });
+      safeEmit(this, log, 'downloaded', { storeId: spec.storeId, path: rel, sha: m.sha });
+      return true;
     };
     // Written behind the listing; with this many downloads queued the listing waits, so downloaded
     // contents held in memory stay bounded however fast pages arrive.
@@ -769,7 +810,10 @@ export class MemoryMounter extends EventEmitter<MemoryEventMap> {
     });
     await store.writeJournal();
     const durationMs = this.#clock.now() - started;
-    log.info({ root: spec.root, memories, from_cache: copied, bytes: bytesWritten, duration_ms: durationMs }, 'memory store mounted');
+    log.info(
+      { root: spec.root, memories, from_cache: copied, linked_from_cache: linked, bytes: bytesWritten, duration_ms: durationMs },
+      'memory store mounted',
+    );
     safeEmit(this, log, 'mounted', { storeId: spec.storeId, root: spec.root, memories, bytes: bytesWritten, durationMs });
     return store;
   }

@@ -101,6 +101,45 @@ describe.each([
     expect(allFiles(root)).toEqual([]);
   });
 
+  it('links a file to a source, and makes no link where a file is, where the source is gone, or through a swapped folder', async () => {
+    const source = path.join(tmp, 'blob');
+    fs.writeFileSync(source, 'cached');
+    const writer = dir.freshWriter();
+    const st = writer.linkNow('sub/linked.md', source);
+    expect(st?.ino).toBe(fs.statSync(source, { bigint: true }).ino);
+    expect(fs.readFileSync(path.join(root, 'sub/linked.md'), 'utf8')).toBe('cached');
+    // Something at the name already, or no source: no link, the caller writes the bytes.
+    expect(writer.linkNow('sub/linked.md', source)).toBeUndefined();
+    expect(writer.linkNow('sub/other.md', path.join(tmp, 'gone'))).toBeUndefined();
+    expect(fs.existsSync(path.join(root, 'sub/other.md'))).toBe(false);
+    // A folder swapped for a symlink is never linked into.
+    await fsp.rename(path.join(root, 'sub'), path.join(tmp, 'moved'));
+    await fsp.symlink(outside, path.join(root, 'sub'));
+    expect(() => writer.linkNow('sub/third.md', source)).toThrow(LocalDirError);
+    await writer.close();
+    expect(fs.readdirSync(outside)).toEqual([]);
+  });
+
+  it('stops linking once the filesystem refuses links from the source (another filesystem)', async () => {
+    // /dev/shm is a tmpfs of its own where the temp folder is not on it.
+    const other = fs.mkdtempSync(path.join('/dev/shm', 'maw-link-'));
+    try {
+      const source = path.join(other, 'blob');
+      fs.writeFileSync(source, 'cached');
+      expect(fs.statSync(other).dev, 'the source on another filesystem than the store').not.toBe(fs.statSync(root).dev);
+      const writer = dir.freshWriter();
+      expect(writer.linkNow('a.md', source)).toBeUndefined();
+      // A file of the same filesystem is not tried either: the writer gave up on links.
+      const near = path.join(tmp, 'near');
+      fs.writeFileSync(near, 'near');
+      expect(writer.linkNow('b.md', near)).toBeUndefined();
+      await writer.close();
+      expect(allFiles(root).filter((f) => f.endsWith('.md'))).toEqual([]);
+    } finally {
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
   it('never writes through a folder swapped for a symlink after it was pinned', async () => {
     const writer = dir.freshWriter();
     await writer.write('sub/first.md', Buffer.from('1'), Date.now());
