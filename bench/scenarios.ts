@@ -237,12 +237,18 @@ function contentRequests(reqs: RequestRecord[]): number {
  * Two sessions of one unchanged store, one after the other, served by the same worker process:
  * claim → first tool call of each, and the content requests the second one made.
  */
-async function warmScenario(ctx: JobContext, size: Size, prefix: string, pathOf: (i: number) => string): Promise<Metrics> {
+async function warmScenario(
+  ctx: JobContext,
+  size: Size,
+  prefix: string,
+  pathOf: (i: number) => string,
+  access: 'read_write' | 'read_only' = 'read_write',
+): Promise<Metrics> {
   const [store] = await seedStores(ctx.emu, size, prefix, pathOf);
   const child = await ctx.startChild();
   const run = async (): Promise<{ claimToFirstToolMs: number; contentRequests: number }> => {
     const { sessionId, workId } = await ctx.emu.createSession({
-      resources: [{ memoryStoreId: store!.id }],
+      resources: [{ memoryStoreId: store!.id, access }],
       script: [readStep(ctx.mountRoot, store!.dir, 0, pathOf)],
     });
     await ctx.emu.waitForSession(sessionId, { timeoutMs: SESSION_TIMEOUT_MS });
@@ -576,6 +582,20 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
       ...(quick ? {} : { latencyMs: 50 }),
       run: (ctx) =>
         warmScenario(ctx, q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }), 'warm', memoryPath),
+    },
+    {
+      // The same with the store attached read-only: a sandboxed session's copy links the cached files.
+      id: 'warm-2000x10-ro',
+      kinds: ['official', 'ours'],
+      ...(quick ? {} : { latencyMs: 50 }),
+      run: (ctx) =>
+        warmScenario(
+          ctx,
+          q({ stores: 1, memories: 2000, bytes: 1024 }, { stores: 1, memories: 200, bytes: 1024 }),
+          'warmro',
+          memoryPath,
+          'read_only',
+        ),
     },
     {
       id: 'warm-flat-2000',
