@@ -63,6 +63,15 @@ export const ROWS: RowSpec[] = [
   },
   {
     scenario: 'mount-8x250-50ms',
+    metric: 'floorMs',
+    oursMetric: 'mountWallMs',
+    label: 'mount wall 8 × 250, 50 ms vs floor (bare client, same listings, as many in flight)',
+    unit: 'ms',
+    against: 'floor',
+    target: null,
+  },
+  {
+    scenario: 'mount-8x250-50ms',
     metric: 'claimToFirstToolMs',
     baseMetric: 'claimToFirstToolNoneMs',
     label: "claim → first tool call, 8 × 250, 50 ms: sandboxed vs sandbox: 'none' (same job)",

@@ -30,6 +30,8 @@ export interface Scenario {
 /** Top-level folders per seeded store: memories are spread evenly over them. */
 const FOLDERS_PER_STORE = 10;
 const SESSION_TIMEOUT_MS = 180_000;
+/** Listing pages the floor child has in flight: as many as our mount's default fan-out (twice its concurrency of 16). */
+const FLOOR_LISTINGS_IN_FLIGHT = 32;
 /** Past the 5 s sync interval both workers are given, so the next tool call syncs. */
 const PAST_INTERVAL_MS = 5_300;
 
@@ -147,7 +149,13 @@ function mountEndOf(readyAtMs: number[] | undefined, streamOpen: number): number
 async function plainWriteFloor(ctx: JobContext, storeIds: string[], token: string): Promise<number> {
   const mark = ctx.emu.requests.length;
   const child = await ctx.startChild({
-    floor: { kind: 'listings', storeIds, sessionsToken: token, concurrency: 16, writeTo: path.join(ctx.tmp, 'floor-write') },
+    floor: {
+      kind: 'listings',
+      storeIds,
+      sessionsToken: token,
+      concurrency: FLOOR_LISTINGS_IN_FLIGHT,
+      writeTo: path.join(ctx.tmp, 'floor-write'),
+    },
   });
   const deadline = Date.now() + SESSION_TIMEOUT_MS;
   let doneAt: number | undefined;
@@ -173,7 +181,9 @@ async function mountScenario(
     const { sessionId } = await ctx.emu.createSession({ resources: storeIds.map((id) => ({ memoryStoreId: id })) });
     const token = ctx.emu.sessionsToken(sessionId);
     if (token === null) throw new Error('bench: the floor session has no sessions token');
-    const child = await ctx.startChild({ floor: { kind: 'listings', storeIds, sessionsToken: token, concurrency: 16 } });
+    const child = await ctx.startChild({
+      floor: { kind: 'listings', storeIds, sessionsToken: token, concurrency: FLOOR_LISTINGS_IN_FLIGHT },
+    });
     const expected = size.stores * (1 + FOLDERS_PER_STORE * Math.ceil(size.memories / FOLDERS_PER_STORE / 20));
     const deadline = Date.now() + SESSION_TIMEOUT_MS;
     while (requestsOf(ctx.emu, ROUTES.listMemories).length < expected) {
@@ -398,6 +408,8 @@ const IDLE_SETTLE_MS = 2_000;
  */
 async function idleSessionsScenario(ctx: JobContext, sessions: number): Promise<Metrics> {
   const out: Metrics = {};
+  // The official worker runs tools in its own process: no figures; its column is ours as of --base only.
+  if (!ctx.runsOurs) return out;
   for (const mode of ['default', 'none'] as const) {
     const stores = await seedStores(ctx.emu, { stores: sessions, memories: 5, bytes: 1024 }, `idle-${mode}`);
     let arrived = 0;
@@ -533,7 +545,7 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
     },
     {
       id: 'mount-8x250-50ms',
-      kinds: ['official', 'ours'],
+      kinds: ['official', 'ours', 'floor'],
       latencyMs: 50,
       run: (ctx) =>
         mountSandboxedAndNone(ctx, q({ stores: 8, memories: 250, bytes: 1024 }, { stores: 2, memories: 40, bytes: 1024 }), 'slow'),
@@ -837,13 +849,13 @@ export function scenarios(quick: boolean, opts: ScenarioOptions = { sessions: 50
       // Ours alone: eight sessions idle at once, each in its sandbox (its tool host waiting), then
       // the same sessions with sandbox: 'none' (the worker's RSS when the tools run in its process).
       id: 'idle-sessions-8',
-      kinds: ['ours'],
+      kinds: ['ours', 'official'],
       run: (ctx) => idleSessionsScenario(ctx, q(8, 2)),
     },
     {
       // Ours alone: the same with 32 sessions.
       id: 'idle-sessions-32',
-      kinds: ['ours'],
+      kinds: ['ours', 'official'],
       run: (ctx) => idleSessionsScenario(ctx, q(32, 3)),
     },
     // Ours alone: the sandbox's network through its egress proxy against the host's network.
