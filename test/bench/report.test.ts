@@ -29,25 +29,25 @@ describe('buildRows', () => {
     const reps = [
       {
         official: { claimToFirstToolMs: 1000, mountWallMs: 0 },
-        ours: { claimToFirstToolMs: 200, mountWallMs: 300 },
+        ours: { claimToFirstToolMs: 50, mountWallMs: 300 },
         floor: { floorMs: 200 },
       },
       {
         official: { claimToFirstToolMs: 2000, mountWallMs: 0 },
-        ours: { claimToFirstToolMs: 300, mountWallMs: 200 },
+        ours: { claimToFirstToolMs: 120, mountWallMs: 200 },
         floor: { floorMs: 200 },
       },
       {
         official: { claimToFirstToolMs: 1500, mountWallMs: 0 },
-        ours: { claimToFirstToolMs: 600, mountWallMs: 400 },
+        ours: { claimToFirstToolMs: 105, mountWallMs: 400 },
         floor: { floorMs: 200 },
       },
     ];
     const rows = buildRows({ 'mount-8x250': reps, 'mount-8x250-50ms': reps });
-    expect(mountRow(rows)).toMatchObject({ base: 1500, ours: 300, ratio: 0.2, ratioMin: 0.15, ratioMax: 0.4, target: 0.25, met: true });
+    expect(mountRow(rows)).toMatchObject({ base: 1500, ours: 105, ratio: 0.06, ratioMin: 0.05, ratioMax: 0.07, target: 0.08, met: true });
     expect(floorRow(rows)).toMatchObject({ against: 'floor', base: 200, ours: 300, ratio: 1.5, target: null, met: null });
     // A retired target: the row still prints its figures, and is judged neither way.
-    expect(retiredRow(rows)).toMatchObject({ base: 1500, ours: 300, ratio: 0.2, target: null, met: null });
+    expect(retiredRow(rows)).toMatchObject({ base: 1500, ours: 105, ratio: 0.06, target: null, met: null });
   });
 
   it("compares the queue of sessions with the floor on the same figure: wall and CPU of ours over the bare client's", () => {
