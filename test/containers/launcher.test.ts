@@ -1,0 +1,399 @@
+/**
+ * One container per session, run for real: `managed-agents-worker launch --concurrency 2 --on-work
+ * examples/sandbox-per-session/launch-container.sh` with podman (runc) serves three sessions of the
+ * emulator. The suite's Debian root (`--rootfs DIR:O`, with the packed app bound read-only at
+ * /opt/app and SANDBOX_HANDLE naming its `handle`) stands in for the image of the Dockerfile,
+ * since no image registry is reachable here; every other flag is the script's own.
+ *
+ * Network: the emulator runs inside a network namespace made by the test, holding only a loopback,
+ * and the containers join it (`--network ns:...`), so a session reaches the API and nothing else,
+ * not even the host's loopback. The launcher runs on the host, as an operator runs it, and reaches
+ * the emulator through a unix-socket bridge on the same port of the host's loopback (netns.ts), so
+ * the base URL it hands the containers is the one they reach. (podman started from inside such a
+ * namespace fails: runc takes it for the host's and refuses the network sysctls podman sets.)
+ *
+ * Pinned: at most two containers run at once; each session's edit reaches its store; from inside
+ * each container the agent's bash finds neither the environment key nor any session's secret or
+ * sessions token, nor another session's files or ids (its environment, every process's environment
+ * and command line, its mounts, /run/.containerenv, its writable folders), while it does find its
+ * own session id and marker (so a search that did not run fails); on the host no process's command
+ * line, no podman or conmon environment and no `podman inspect` output holds a credential; a
+ * `kill -9` of the launcher while two sessions run leaves both to finish on their own, each item
+ * delivered once; and no container is left afterwards.
+ *
+ * Run: `npm run test:containers` (root, podman, runc, debootstrap, iproute2).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { appParent, buildApp, type App } from './app.js';
+import { bridgeFromHost, createNetworkNamespace, type NetworkNamespace } from './netns.js';
+import { PODMAN_GLOBAL, podmanOutput, removeStaleContainers, ULIMITS } from './podman.js';
+import { AGENT_UID, ensureRootfs, type Rootfs } from './rootfs.js';
+
+const SCRIPT = fileURLToPath(new URL('../../examples/sandbox-per-session/launch-container.sh', import.meta.url));
+const SESSIONS_FIXTURE = fileURLToPath(new URL('./fixtures/launcher-sessions.mjs', import.meta.url));
+/** The whole run, from the launcher's start to the last session's end. */
+const RUN_TIMEOUT_MS = 150_000;
+const CONCURRENCY = 2;
+
+interface SessionInfo {
+  n: number;
+  sessionId: string;
+  workId: string;
+  storeId: string;
+  slug: string;
+  mark: string;
+  secret: string;
+  token: string;
+}
+interface Ready {
+  baseURL: string;
+  environmentId: string;
+  environmentKey: string;
+  sessions: SessionInfo[];
+}
+interface Done {
+  n: number;
+  status: string;
+  workStopped: boolean;
+  workState: string;
+  deliveries: number;
+  tools: { name: string; isError: boolean }[];
+  search: string;
+  memories: Record<string, string>;
+  workLog: { workId: string; state: string; atMs: number }[];
+}
+
+/** The API side (fixtures/launcher-sessions.mjs) in the namespace: its JSON lines, and `killed` written to it. */
+class SessionsProcess {
+  readonly child: ChildProcess;
+  readonly progress = new Map<number, number>();
+  readonly ready: Promise<Ready>;
+  readonly done: Promise<Done[]>;
+  #stderr = '';
+
+  constructor(netns: NetworkNamespace, script: string, args: string[]) {
+    this.child = spawn(netns.exec[0]!, [...netns.exec.slice(1), process.execPath, script, ...args], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.#stderr += d));
+    const lines = readline.createInterface({ input: this.child.stdout! });
+    let resolveReady!: (r: Ready) => void;
+    let resolveDone!: (d: Done[]) => void;
+    let reject!: (e: Error) => void;
+    const failed = new Promise<never>((_, rej) => (reject = rej));
+    failed.catch(() => undefined);
+    this.ready = Promise.race([new Promise<Ready>((r) => (resolveReady = r)), failed]);
+    this.done = Promise.race([new Promise<Done[]>((r) => (resolveDone = r)), failed]);
+    // Awaited later (or not at all when an earlier step fails): not an unhandled rejection meanwhile.
+    this.ready.catch(() => undefined);
+    this.done.catch(() => undefined);
+    lines.on('line', (line) => {
+      const msg = JSON.parse(line) as { ready?: Ready; progress?: { n: number; results: number }; done?: Done[]; error?: string };
+      if (msg.ready) resolveReady(msg.ready);
+      if (msg.progress) this.progress.set(msg.progress.n, msg.progress.results);
+      if (msg.done) resolveDone(msg.done);
+      if (msg.error) reject(new Error(`launcher-sessions: ${line}\nstderr: ${this.#stderr.slice(-2000)}`));
+    });
+    this.child.once('exit', (code) => reject(new Error(`launcher-sessions exited with ${code}\nstderr: ${this.#stderr.slice(-2000)}`)));
+  }
+
+  results(n: number): number {
+    return this.progress.get(n) ?? 0;
+  }
+
+  tell(line: string): void {
+    this.child.stdin!.write(`${line}\n`);
+  }
+}
+
+/** What the host shows while the sessions run, sampled until stop(). */
+class HostSampler {
+  maxContainers = 0;
+  samples = 0;
+  readonly inspected = new Map<string, string>();
+  /** Host processes whose command line held a credential: `pid: command line`. */
+  readonly cmdlineHits: string[] = [];
+  /** podman and conmon processes whose environment held a credential. */
+  readonly environHits: string[] = [];
+  podmanProcessesSeen = 0;
+  #stopped = false;
+  readonly #loop: Promise<void>;
+
+  constructor(
+    readonly prefix: string,
+    readonly credentials: () => string[],
+  ) {
+    this.#loop = this.#run();
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      await this.sample().catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
+  async sample(): Promise<void> {
+    const secrets = this.credentials();
+    const ids = (await podmanOutput(['ps', '--filter', `name=^${this.prefix}`, '--format', '{{.ID}}'])).split('\n').filter(Boolean);
+    this.samples++;
+    this.maxContainers = Math.max(this.maxContainers, ids.length);
+    for (const id of ids) {
+      if (!this.inspected.has(id)) this.inspected.set(id, await podmanOutput(['inspect', id]).catch(() => ''));
+    }
+    for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+      const read = (file: string): string => {
+        try {
+          return fs.readFileSync(`/proc/${pid}/${file}`, 'latin1');
+        } catch {
+          return '';
+        }
+      };
+      const cmdline = read('cmdline');
+      if (secrets.some((s) => cmdline.includes(s))) this.cmdlineHits.push(`${pid}: ${cmdline.replace(/\0/g, ' ')}`);
+      const comm = read('comm').trim();
+      if (comm === 'podman' || comm === 'conmon') {
+        this.podmanProcessesSeen++;
+        if (secrets.some((s) => read('environ').includes(s))) this.environHits.push(`${pid} (${comm})`);
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#loop;
+  }
+}
+
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The section `== name` of a search output (up to the next `== ` line). */
+function section(text: string, name: string): string {
+  const start = text.indexOf(`== ${name}\n`);
+  if (start < 0) return '';
+  const rest = text.slice(start + name.length + 4);
+  const end = rest.search(/^== /m);
+  return end < 0 ? rest : rest.slice(0, end);
+}
+
+let rootfs: Rootfs;
+let app: App;
+let parent: string;
+let netns: NetworkNamespace | undefined;
+let sessionsProcess: SessionsProcess | undefined;
+let launcher: ChildProcess | undefined;
+let closeBridge: (() => void) | undefined;
+const prefix = `maw-launch-${process.pid}-`;
+const tag = randomBytes(4).toString('hex');
+
+beforeAll(async () => {
+  if (process.getuid?.() !== 0) throw new Error('the launcher test runs podman and ip netns as root');
+  await removeStaleContainers();
+  parent = await appParent();
+  [rootfs, app] = await Promise.all([ensureRootfs(), buildApp(parent)]);
+  await fsp.copyFile(SESSIONS_FIXTURE, path.join(app.dir, 'launcher-sessions.mjs'));
+  netns = await createNetworkNamespace(`maw-launch-${process.pid}`);
+}, 900_000);
+
+afterAll(async () => {
+  launcher?.kill('SIGKILL');
+  sessionsProcess?.child.kill('SIGKILL');
+  const left = (await podmanOutput(['ps', '-a', '--filter', `name=^${prefix}`, '--format', '{{.Names}}']).catch(() => ''))
+    .split('\n')
+    .filter(Boolean);
+  if (left.length > 0) await podmanOutput(['rm', '-f', '-t', '0', ...left]).catch(() => undefined);
+  closeBridge?.();
+  await netns?.remove();
+  if (parent && !process.env['MAW_CONTAINER_KEEP']) await fsp.rm(parent, { recursive: true, force: true });
+});
+
+describe('launch-container.sh under `launch --concurrency 2`, with podman', () => {
+  it(
+    'serves three sessions, one container each: edits reach their stores, no credential or other session is visible inside or in inspect, a kill -9 of the launcher leaves its sessions to finish, no container is left',
+    async () => {
+      const started = Date.now();
+      const elapsed = (): string => `${((Date.now() - started) / 1000).toFixed(1)} s`;
+      const bridgeSocket = path.join(parent, 'api.sock');
+      const bridge = await bridgeFromHost(bridgeSocket);
+      closeBridge = bridge.close;
+      sessionsProcess = new SessionsProcess(netns!, path.join(app.dir, 'launcher-sessions.mjs'), [
+        `tag=${tag}`,
+        `port=${bridge.port}`,
+        `bridge=${bridgeSocket}`,
+      ]);
+      const ready = await sessionsProcess.ready;
+      const credentials = [ready.environmentKey, ...ready.sessions.flatMap((s) => [s.secret, s.token])];
+      expect(credentials.every((c) => typeof c === 'string' && c.length > 20)).toBe(true);
+
+      const logFile = path.join(parent, 'launcher.log');
+      const log = fs.openSync(logFile, 'w');
+      const sandboxEnv = {
+        SANDBOX_ENGINE: 'podman',
+        SANDBOX_ENGINE_ARGS: PODMAN_GLOBAL().join(' '),
+        SANDBOX_NAME_PREFIX: prefix,
+        SANDBOX_IMAGE: `${rootfs.dir}:O`,
+        SANDBOX_HANDLE: '/usr/local/bin/node /opt/app/node_modules/managed-agents-worker/dist/cli/main.js handle --workdir /workspace',
+        // What the Dockerfile's image has and the root lacks: its user, its writable folders; then
+        // the test's network and the app. `--rootfs` makes SANDBOX_IMAGE a root folder.
+        SANDBOX_RUN_ARGS: [
+          `--user ${AGENT_UID}:${AGENT_UID}`,
+          '--tmpfs /workspace:rw,U,mode=0700,size=256m',
+          '--tmpfs /mnt/memory:rw,U,mode=0700,size=64m',
+          `--network ${netns!.podmanNetwork}`,
+          ...ULIMITS,
+          `-v ${app.dir}:/opt/app:ro`,
+          '--rootfs',
+        ].join(' '),
+      };
+      const sampler = new HostSampler(prefix, () => credentials);
+      // The launcher runs on the host, as an operator runs it; it reaches the API through the bridge.
+      launcher = spawn(
+        process.execPath,
+        [
+          path.join(app.dir, 'node_modules/managed-agents-worker/dist/cli/main.js'),
+          'launch',
+          '--concurrency',
+          String(CONCURRENCY),
+          '--on-work',
+          SCRIPT,
+          ...Object.keys(sandboxEnv).flatMap((name) => ['--pass-env', name]),
+        ],
+        {
+          env: {
+            PATH: process.env['PATH'],
+            HOME: process.env['HOME'],
+            ANTHROPIC_BASE_URL: ready.baseURL,
+            ANTHROPIC_ENVIRONMENT_ID: ready.environmentId,
+            ANTHROPIC_ENVIRONMENT_KEY: ready.environmentKey,
+            MAW_LOG_LEVEL: 'info',
+            ...sandboxEnv,
+          },
+          stdio: ['ignore', log, log],
+        },
+      );
+      const launcherExit = new Promise<NodeJS.Signals | number | null>((resolve) => launcher!.once('exit', (c, s) => resolve(s ?? c)));
+      const logTail = (): string => fs.readFileSync(logFile, 'utf8').slice(-6000);
+
+      try {
+        // Sessions 2 and 3 both wrote their files (session 1 has ended): kill the launcher under them.
+        const sandboxFailed = (): boolean => fs.readFileSync(logFile, 'utf8').includes('sandbox exited with a failure');
+        await waitFor(
+          'sessions 2 and 3 to write their files',
+          () => {
+            if (sandboxFailed()) throw new Error('a sandbox exited with a failure');
+            return sessionsProcess!.results(2) >= 2 && sessionsProcess!.results(3) >= 2;
+          },
+          RUN_TIMEOUT_MS,
+        ).catch((e: Error) => {
+          throw new Error(`${e.message}\nlauncher log:\n${logTail()}`);
+        });
+        const runningAtKill = (await podmanOutput(['ps', '--filter', `name=^${prefix}`, '--format', '{{.Names}}']))
+          .split('\n')
+          .filter(Boolean);
+        const killedAt = elapsed();
+        launcher.kill('SIGKILL');
+        expect(await launcherExit).toBe('SIGKILL');
+        sessionsProcess.tell('killed');
+        console.log(`launcher: kill -9 at ${killedAt}, containers running then: ${runningAtKill.join(', ')}`);
+
+        const done = await sessionsProcess.done.catch((e: Error) => {
+          throw new Error(`${e.message}\nlauncher log:\n${logTail()}`);
+        });
+        console.log(`launcher: all three sessions ended at ${elapsed()}`);
+        // --rm: each container is removed once it exited, by podman's clean-up (the clients of the
+        // killed launcher's scripts included).
+        let left: string[] = [];
+        await waitFor(
+          'no container of this run',
+          async () => {
+            left = (await podmanOutput(['ps', '-a', '--filter', `name=^${prefix}`, '--format', '{{.Names}}'])).split('\n').filter(Boolean);
+            return left.length === 0;
+          },
+          30_000,
+        ).catch(() => undefined);
+        await sampler.stop();
+        console.log(`launcher: containers left after the run: ${left.length}${left.length ? ` (${left.join(', ')})` : ''} at ${elapsed()}`);
+
+        expect(runningAtKill.length, 'two sessions ran when the launcher was killed').toBe(2);
+        expect(sampler.maxContainers, `containers at once (of ${sampler.samples} samples)`).toBeLessThanOrEqual(CONCURRENCY);
+        expect(sampler.maxContainers).toBeGreaterThan(0);
+
+        for (const s of ready.sessions) {
+          const d = done.find((x) => x.n === s.n)!;
+          const others = ready.sessions.filter((o) => o.n !== s.n);
+          const search = d.search;
+          const verdict = {
+            // handle's environment (the tools' own has no ANTHROPIC_* variable) names its own session.
+            ownId: section(search, 'environ').includes(`ANTHROPIC_SESSION_ID=${s.sessionId}`),
+            ownMark: section(search, 'marks').includes(`${s.mark}-workspace`) && section(search, 'marks').includes(`${s.mark}-store.md`),
+            credentialsFound: credentials.filter((c) => search.includes(c)).length,
+            otherSessionFound: others.filter((o) => [o.sessionId, o.workId, o.mark, o.slug, o.storeId].some((x) => search.includes(x)))
+              .length,
+          };
+          console.log(
+            `launcher: session ${s.n} (${s.sessionId}): ${d.status}, item ${d.workState}, delivered ${d.deliveries}x, ` +
+              `tools ${d.tools.map((t) => `${t.name}${t.isError ? '!' : ''}`).join(',')}, store ${JSON.stringify(d.memories)}, ` +
+              `search ${search.length} chars: ${JSON.stringify(verdict)}`,
+          );
+          expect(d.status).toBe('terminated');
+          expect(d.workStopped, `session ${s.n}'s item was stopped by its handle`).toBe(true);
+          expect(d.deliveries, `session ${s.n}'s item was delivered once`).toBe(1);
+          expect(d.tools.map((t) => t.isError)).toEqual([false, false, false]);
+          expect(d.memories).toEqual({
+            '/seed.md': `seed ${s.n}\n`,
+            [`/edit-${s.n}.md`]: `edit ${s.n} of ${tag}\n`,
+            [`/${s.mark}-store.md`]: `${s.n}\n`,
+          });
+          // The search ran: it printed every section and found this session's own id and files.
+          for (const name of ['env', 'environ', 'cmdline', 'mountinfo', 'containerenv', 'marks', 'folders', 'tokens', 'end']) {
+            expect(search, `session ${s.n}'s search printed == ${name}`).toMatch(new RegExp(`^== ${name}$`, 'm'));
+          }
+          expect(verdict.ownId, search.slice(0, 3000)).toBe(true);
+          expect(verdict.ownMark, section(search, 'marks')).toBe(true);
+          expect(section(search, 'folders')).toContain(s.slug);
+          for (const c of credentials) expect(search.includes(c), `session ${s.n}'s container shows a credential`).toBe(false);
+          for (const o of others) {
+            for (const x of [o.sessionId, o.workId, o.mark, o.slug, o.storeId]) {
+              expect(search.includes(x), `session ${s.n}'s container shows ${x} of session ${o.n}`).toBe(false);
+            }
+          }
+        }
+        // Session 3 was claimed only when session 1's container had exited (a slot was free).
+        const stoppedAt = (n: number): number => done.find((x) => x.n === n)!.workLog.find((w) => w.state === 'stopped')?.atMs ?? Infinity;
+        const firstActiveAt = (n: number): number => done.find((x) => x.n === n)!.workLog.find((w) => w.state !== 'queued')?.atMs ?? -1;
+        expect(firstActiveAt(3)).toBeGreaterThanOrEqual(stoppedAt(1));
+
+        console.log(
+          `launcher: host: ${sampler.samples} samples, at most ${sampler.maxContainers} containers at once, ${sampler.inspected.size} containers inspected, ` +
+            `${sampler.podmanProcessesSeen} podman/conmon process samples; credentials in inspect: ${[...sampler.inspected.values()].filter((j) => credentials.some((c) => j.includes(c))).length}, ` +
+            `in command lines: ${sampler.cmdlineHits.length}, in podman/conmon environments: ${sampler.environHits.length}`,
+        );
+        expect(sampler.inspected.size).toBe(3);
+        for (const [id, json] of sampler.inspected) {
+          expect(json, `podman inspect ${id}`).toContain('ANTHROPIC_SESSION_ID=');
+          for (const c of credentials) expect(json.includes(c), `podman inspect ${id} shows a credential`).toBe(false);
+        }
+        expect(sampler.cmdlineHits).toEqual([]);
+        expect(sampler.environHits).toEqual([]);
+        expect(left).toEqual([]);
+      } finally {
+        await sampler.stop();
+        fs.closeSync(log);
+      }
+    },
+    RUN_TIMEOUT_MS + 60_000,
+  );
+});
