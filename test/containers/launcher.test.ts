@@ -46,11 +46,13 @@ interface SessionInfo {
   n: number;
   sessionId: string;
   workId: string;
-  storeId: string;
-  slug: string;
+  /** Sessions 1 to 3 have a store; session 4 none. */
+  slug?: string;
+  storeId?: string;
   mark: string;
-  secret: string;
-  token: string;
+  /** Session 4's item carries none. */
+  secret: string | null;
+  token: string | null;
 }
 interface Ready {
   baseURL: string;
@@ -66,7 +68,7 @@ interface Done {
   deliveries: number;
   tools: { name: string; isError: boolean }[];
   search: string;
-  memories: Record<string, string>;
+  memories: Record<string, string> | null;
   workLog: { workId: string; state: string; atMs: number }[];
 }
 
@@ -220,9 +222,9 @@ afterAll(async () => {
   if (parent && !process.env['MAW_CONTAINER_KEEP']) await fsp.rm(parent, { recursive: true, force: true });
 });
 
-describe('launch-container.sh under `launch --concurrency 2`, with podman', () => {
+describe('launch-container.sh under `launch`, with podman', () => {
   it(
-    'serves three sessions, one container each: edits reach their stores, no credential or other session is visible inside or in inspect, a kill -9 of the launcher leaves its sessions to finish, no container is left',
+    'serves each session in a container of its own: edits reach their stores, no credential or other session is visible inside or in inspect, a launcher killed (kill -9) or stopped (SIGTERM) leaves its sessions to finish, no container is left',
     async () => {
       const started = Date.now();
       const elapsed = (): string => `${((Date.now() - started) / 1000).toFixed(1)} s`;
@@ -234,12 +236,15 @@ describe('launch-container.sh under `launch --concurrency 2`, with podman', () =
         `port=${bridge.port}`,
         `bridge=${bridgeSocket}`,
       ]);
-      const ready = await sessionsProcess.ready;
-      const credentials = [ready.environmentKey, ...ready.sessions.flatMap((s) => [s.secret, s.token])];
-      expect(credentials.every((c) => typeof c === 'string' && c.length > 20)).toBe(true);
+      const sessions = sessionsProcess;
+      const ready = await sessions.ready;
+      const credentials = [ready.environmentKey, ...ready.sessions.flatMap((s) => [s.secret, s.token])].filter(
+        (c): c is string => c !== null,
+      );
+      // Sessions 1 to 3 carry a secret (and so a sessions token); session 4 does not.
+      expect(credentials).toHaveLength(7);
+      expect(credentials.every((c) => c.length > 20)).toBe(true);
 
-      const logFile = path.join(parent, 'launcher.log');
-      const log = fs.openSync(logFile, 'w');
       const sandboxEnv = {
         SANDBOX_ENGINE: 'podman',
         SANDBOX_ENGINE_ARGS: PODMAN_GLOBAL().join(' '),
@@ -258,68 +263,101 @@ describe('launch-container.sh under `launch --concurrency 2`, with podman', () =
           '--rootfs',
         ].join(' '),
       };
-      const sampler = new HostSampler(prefix, () => credentials);
-      // The launcher runs on the host, as an operator runs it; it reaches the API through the bridge.
-      launcher = spawn(
-        process.execPath,
-        [
-          path.join(app.dir, 'node_modules/managed-agents-worker/dist/cli/main.js'),
-          'launch',
-          '--concurrency',
-          String(CONCURRENCY),
-          '--on-work',
-          SCRIPT,
-          ...Object.keys(sandboxEnv).flatMap((name) => ['--pass-env', name]),
-        ],
-        {
-          env: {
-            PATH: process.env['PATH'],
-            HOME: process.env['HOME'],
-            ANTHROPIC_BASE_URL: ready.baseURL,
-            ANTHROPIC_ENVIRONMENT_ID: ready.environmentId,
-            ANTHROPIC_ENVIRONMENT_KEY: ready.environmentKey,
-            MAW_LOG_LEVEL: 'info',
-            ...sandboxEnv,
+      const logs: string[] = [];
+      const logText = (): string => logs.map((f) => fs.readFileSync(f, 'utf8')).join('');
+      /** `launch --concurrency 2` on the host, as an operator runs it (it reaches the API through the bridge). */
+      const startLauncher = (): { child: ChildProcess; exit: Promise<NodeJS.Signals | number | null> } => {
+        const file = path.join(parent, `launcher-${logs.length + 1}.log`);
+        logs.push(file);
+        const log = fs.openSync(file, 'w');
+        const child = spawn(
+          process.execPath,
+          [
+            path.join(app.dir, 'node_modules/managed-agents-worker/dist/cli/main.js'),
+            'launch',
+            '--concurrency',
+            String(CONCURRENCY),
+            '--on-work',
+            SCRIPT,
+            ...Object.keys(sandboxEnv).flatMap((name) => ['--pass-env', name]),
+          ],
+          {
+            env: {
+              PATH: process.env['PATH'],
+              HOME: process.env['HOME'],
+              ANTHROPIC_BASE_URL: ready.baseURL,
+              ANTHROPIC_ENVIRONMENT_ID: ready.environmentId,
+              ANTHROPIC_ENVIRONMENT_KEY: ready.environmentKey,
+              MAW_LOG_LEVEL: 'info',
+              ...sandboxEnv,
+            },
+            stdio: ['ignore', log, log],
           },
-          stdio: ['ignore', log, log],
-        },
-      );
-      const launcherExit = new Promise<NodeJS.Signals | number | null>((resolve) => launcher!.once('exit', (c, s) => resolve(s ?? c)));
-      const logTail = (): string => fs.readFileSync(logFile, 'utf8').slice(-6000);
-
-      try {
-        // Sessions 2 and 3 both wrote their files (session 1 has ended): kill the launcher under them.
-        const sandboxFailed = (): boolean => fs.readFileSync(logFile, 'utf8').includes('sandbox exited with a failure');
-        await waitFor(
-          'sessions 2 and 3 to write their files',
-          () => {
-            if (sandboxFailed()) throw new Error('a sandbox exited with a failure');
-            return sessionsProcess!.results(2) >= 2 && sessionsProcess!.results(3) >= 2;
+        );
+        fs.closeSync(log);
+        launcher = child;
+        return { child, exit: new Promise((resolve) => child.once('exit', (c, sig) => resolve(sig ?? c))) };
+      };
+      const containers = async (all = false): Promise<string[]> =>
+        (await podmanOutput(['ps', ...(all ? ['-a'] : []), '--filter', `name=^${prefix}`, '--format', '{{.Names}}']))
+          .split('\n')
+          .filter(Boolean);
+      const waitOrExplain = (what: string, check: () => boolean | Promise<boolean>): Promise<void> =>
+        waitFor(
+          what,
+          async () => {
+            if (logText().includes('sandbox exited with a failure')) throw new Error('a sandbox exited with a failure');
+            return check();
           },
           RUN_TIMEOUT_MS,
         ).catch((e: Error) => {
-          throw new Error(`${e.message}\nlauncher log:\n${logTail()}`);
+          throw new Error(`${e.message}\nlauncher logs:\n${logText().slice(-6000)}`);
         });
-        const runningAtKill = (await podmanOutput(['ps', '--filter', `name=^${prefix}`, '--format', '{{.Names}}']))
-          .split('\n')
-          .filter(Boolean);
-        const killedAt = elapsed();
-        launcher.kill('SIGKILL');
-        expect(await launcherExit).toBe('SIGKILL');
-        sessionsProcess.tell('killed');
-        console.log(`launcher: kill -9 at ${killedAt}, containers running then: ${runningAtKill.join(', ')}`);
+      const sampler = new HostSampler(prefix, () => credentials);
 
-        const done = await sessionsProcess.done.catch((e: Error) => {
-          throw new Error(`${e.message}\nlauncher log:\n${logTail()}`);
+      try {
+        // Sessions 1 and 2 run; 3 waits for a slot; once 1 has ended, 2 and 3 run and write their
+        // files: kill the launcher under them.
+        const first = startLauncher();
+        await waitOrExplain('sessions 2 and 3 to write their files', () => sessions.results(2) >= 2 && sessions.results(3) >= 2);
+        const runningAtKill = await containers();
+        const killedAt = elapsed();
+        first.child.kill('SIGKILL');
+        expect(await first.exit).toBe('SIGKILL');
+        sessions.tell('killed');
+        console.log(`launcher: kill -9 at ${killedAt}, containers running then: ${runningAtKill.join(', ')}`);
+        await waitOrExplain('sessions 2 and 3 to search and their containers to go', async () => {
+          return sessions.results(2) >= 3 && sessions.results(3) >= 3 && (await containers(true)).length === 0;
         });
-        console.log(`launcher: all three sessions ended at ${elapsed()}`);
-        // --rm: each container is removed once it exited, by podman's clean-up (the clients of the
-        // killed launcher's scripts included).
+        console.log(`launcher: sessions 2 and 3 ended on their own and their containers are gone at ${elapsed()}`);
+
+        // A second launcher serves session 4 (no secret: its container gets the environment key)
+        // and is stopped with SIGTERM while it runs.
+        const second = startLauncher();
+        await waitOrExplain('session 4 to write its file', () => sessions.results(4) >= 1);
+        const runningAtTerm = await containers();
+        const termAt = Date.now();
+        second.child.kill('SIGTERM');
+        const secondExit = await second.exit;
+        const termSeconds = (Date.now() - termAt) / 1000;
+        const runningAfterTerm = await containers();
+        sessions.tell('stopped');
+        console.log(
+          `launcher: SIGTERM to the second launcher at ${elapsed()}: it exited with ${secondExit} after ${termSeconds.toFixed(1)} s; ` +
+            `containers before: ${runningAtTerm.join(', ')}; after: ${runningAfterTerm.join(', ')}`,
+        );
+
+        const done = await sessions.done.catch((e: Error) => {
+          throw new Error(`${e.message}\nlauncher logs:\n${logText().slice(-6000)}`);
+        });
+        console.log(`launcher: all four sessions ended at ${elapsed()}`);
+        // --rm: each container is removed once it exited, by podman's clean-up, also when the
+        // client that started it was killed with its launcher's script.
         let left: string[] = [];
         await waitFor(
           'no container of this run',
           async () => {
-            left = (await podmanOutput(['ps', '-a', '--filter', `name=^${prefix}`, '--format', '{{.Names}}'])).split('\n').filter(Boolean);
+            left = await containers(true);
             return left.length === 0;
           },
           30_000,
@@ -328,20 +366,26 @@ describe('launch-container.sh under `launch --concurrency 2`, with podman', () =
         console.log(`launcher: containers left after the run: ${left.length}${left.length ? ` (${left.join(', ')})` : ''} at ${elapsed()}`);
 
         expect(runningAtKill.length, 'two sessions ran when the launcher was killed').toBe(2);
+        expect(runningAtTerm.length).toBe(1);
+        expect(secondExit, 'the stopped launcher exits 0 at once').toBe(0);
+        expect(runningAfterTerm, "session 4's container outlives its launcher").toEqual(runningAtTerm);
         expect(sampler.maxContainers, `containers at once (of ${sampler.samples} samples)`).toBeLessThanOrEqual(CONCURRENCY);
         expect(sampler.maxContainers).toBeGreaterThan(0);
+        expect(logText()).toMatch(new RegExp(`"session_id":"${ready.sessions[3]!.sessionId}"[^\\n]*"environment_key_passed":true`));
 
         for (const s of ready.sessions) {
           const d = done.find((x) => x.n === s.n)!;
           const others = ready.sessions.filter((o) => o.n !== s.n);
+          const ids = (o: SessionInfo): string[] => [o.sessionId, o.workId, o.mark, ...(o.slug ? [o.slug, o.storeId!] : [])];
           const search = d.search;
           const verdict = {
             // handle's environment (the tools' own has no ANTHROPIC_* variable) names its own session.
             ownId: section(search, 'environ').includes(`ANTHROPIC_SESSION_ID=${s.sessionId}`),
-            ownMark: section(search, 'marks').includes(`${s.mark}-workspace`) && section(search, 'marks').includes(`${s.mark}-store.md`),
+            ownMarks: (s.slug ? [`${s.mark}-workspace`, `${s.mark}-store.md`] : [`${s.mark}-workspace`]).every((m) =>
+              section(search, 'marks').includes(m),
+            ),
             credentialsFound: credentials.filter((c) => search.includes(c)).length,
-            otherSessionFound: others.filter((o) => [o.sessionId, o.workId, o.mark, o.slug, o.storeId].some((x) => search.includes(x)))
-              .length,
+            otherSessionsFound: others.filter((o) => ids(o).some((x) => search.includes(x))).length,
           };
           console.log(
             `launcher: session ${s.n} (${s.sessionId}): ${d.status}, item ${d.workState}, delivered ${d.deliveries}x, ` +
@@ -351,24 +395,24 @@ describe('launch-container.sh under `launch --concurrency 2`, with podman', () =
           expect(d.status).toBe('terminated');
           expect(d.workStopped, `session ${s.n}'s item was stopped by its handle`).toBe(true);
           expect(d.deliveries, `session ${s.n}'s item was delivered once`).toBe(1);
-          expect(d.tools.map((t) => t.isError)).toEqual([false, false, false]);
-          expect(d.memories).toEqual({
-            '/seed.md': `seed ${s.n}\n`,
-            [`/edit-${s.n}.md`]: `edit ${s.n} of ${tag}\n`,
-            [`/${s.mark}-store.md`]: `${s.n}\n`,
-          });
+          expect(d.tools.filter((t) => t.isError)).toEqual([]);
+          if (s.slug) {
+            expect(d.memories).toEqual({
+              '/seed.md': `seed ${s.n}\n`,
+              [`/edit-${s.n}.md`]: `edit ${s.n} of ${tag}\n`,
+              [`/${s.mark}-store.md`]: `${s.n}\n`,
+            });
+            expect(section(search, 'folders')).toContain(s.slug);
+          }
           // The search ran: it printed every section and found this session's own id and files.
           for (const name of ['env', 'environ', 'cmdline', 'mountinfo', 'containerenv', 'marks', 'folders', 'tokens', 'end']) {
             expect(search, `session ${s.n}'s search printed == ${name}`).toMatch(new RegExp(`^== ${name}$`, 'm'));
           }
           expect(verdict.ownId, search.slice(0, 3000)).toBe(true);
-          expect(verdict.ownMark, section(search, 'marks')).toBe(true);
-          expect(section(search, 'folders')).toContain(s.slug);
+          expect(verdict.ownMarks, section(search, 'marks')).toBe(true);
           for (const c of credentials) expect(search.includes(c), `session ${s.n}'s container shows a credential`).toBe(false);
           for (const o of others) {
-            for (const x of [o.sessionId, o.workId, o.mark, o.slug, o.storeId]) {
-              expect(search.includes(x), `session ${s.n}'s container shows ${x} of session ${o.n}`).toBe(false);
-            }
+            for (const x of ids(o)) expect(search.includes(x), `session ${s.n}'s container shows ${x} of session ${o.n}`).toBe(false);
           }
         }
         // Session 3 was claimed only when session 1's container had exited (a slot was free).
@@ -376,12 +420,13 @@ describe('launch-container.sh under `launch --concurrency 2`, with podman', () =
         const firstActiveAt = (n: number): number => done.find((x) => x.n === n)!.workLog.find((w) => w.state !== 'queued')?.atMs ?? -1;
         expect(firstActiveAt(3)).toBeGreaterThanOrEqual(stoppedAt(1));
 
+        const inspectHits = [...sampler.inspected.values()].filter((j) => credentials.some((c) => j.includes(c))).length;
         console.log(
           `launcher: host: ${sampler.samples} samples, at most ${sampler.maxContainers} containers at once, ${sampler.inspected.size} containers inspected, ` +
-            `${sampler.podmanProcessesSeen} podman/conmon process samples; credentials in inspect: ${[...sampler.inspected.values()].filter((j) => credentials.some((c) => j.includes(c))).length}, ` +
+            `${sampler.podmanProcessesSeen} podman/conmon process samples; credentials in inspect: ${inspectHits}, ` +
             `in command lines: ${sampler.cmdlineHits.length}, in podman/conmon environments: ${sampler.environHits.length}`,
         );
-        expect(sampler.inspected.size).toBe(3);
+        expect(sampler.inspected.size).toBe(4);
         for (const [id, json] of sampler.inspected) {
           expect(json, `podman inspect ${id}`).toContain('ANTHROPIC_SESSION_ID=');
           for (const c of credentials) expect(json.includes(c), `podman inspect ${id} shows a credential`).toBe(false);
@@ -391,7 +436,6 @@ describe('launch-container.sh under `launch --concurrency 2`, with podman', () =
         expect(left).toEqual([]);
       } finally {
         await sampler.stop();
-        fs.closeSync(log);
       }
     },
     RUN_TIMEOUT_MS + 60_000,
