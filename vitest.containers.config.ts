@@ -1,5 +1,5 @@
 // `npm run test:containers`: the worker in real containers (podman with runc), test/containers only.
-// Needs root, podman, runc, debootstrap and uidmap; builds its root file system (cached) and installs
+// Needs root, podman, runc, debootstrap, uidmap and iproute2; builds its root file system (cached) and installs
 // the packed package once per run, then runs the rows two at a time (MAW_CONTAINER_ROWS).
 import { defineConfig } from 'vitest/config';
 

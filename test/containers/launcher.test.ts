@@ -1,9 +1,14 @@
 /**
  * One container per session, run for real: `managed-agents-worker launch --concurrency 2 --on-work
- * examples/sandbox-per-session/launch-container.sh` with podman (runc) serves three sessions of the
- * emulator. The suite's Debian root (`--rootfs DIR:O`, with the packed app bound read-only at
- * /opt/app and SANDBOX_HANDLE naming its `handle`) stands in for the image of the Dockerfile,
- * since no image registry is reachable here; every other flag is the script's own.
+ * examples/sandbox-per-session/launch-container.sh` with podman (runc) serves the emulator's
+ * sessions (fixtures/launcher-sessions.mjs). The suite's Debian root (`--rootfs DIR:O`, with the
+ * packed app bound read-only at /opt/app and SANDBOX_HANDLE naming its `handle`) stands in for the
+ * image of the Dockerfile, since no image registry is reachable here; the user and the writable
+ * /workspace and /mnt/memory the image has are given as run flags; every other flag is the script's.
+ *
+ * A first launcher serves sessions 1 to 3 (each with a secret and a store) and is killed with
+ * `kill -9` while sessions 2 and 3 run; a second one serves session 4 (no secret: its container gets
+ * the environment key) and is stopped with SIGTERM while it runs.
  *
  * Network: the emulator runs inside a network namespace made by the test, holding only a loopback,
  * and the containers join it (`--network ns:...`), so a session reaches the API and nothing else,
@@ -12,14 +17,15 @@
  * the base URL it hands the containers is the one they reach. (podman started from inside such a
  * namespace fails: runc takes it for the host's and refuses the network sysctls podman sets.)
  *
- * Pinned: at most two containers run at once; each session's edit reaches its store; from inside
- * each container the agent's bash finds neither the environment key nor any session's secret or
- * sessions token, nor another session's files or ids (its environment, every process's environment
- * and command line, its mounts, /run/.containerenv, its writable folders), while it does find its
- * own session id and marker (so a search that did not run fails); on the host no process's command
- * line, no podman or conmon environment and no `podman inspect` output holds a credential; a
- * `kill -9` of the launcher while two sessions run leaves both to finish on their own, each item
- * delivered once; and no container is left afterwards.
+ * Pinned: at most two containers run at once, and session 3 starts only once session 1's item is
+ * stopped; each session's edit reaches its store; from inside each container the agent's bash finds
+ * neither the environment key nor any session's secret or sessions token (its own included), nor
+ * another session's files or ids (its environment, every process's environment and command line,
+ * its mounts, /run/.containerenv, its host files, its writable folders), while it does find its own
+ * session id and marker files (so a search that did not run fails); on the host no process's
+ * command line, no podman or conmon environment and no `podman inspect` output holds a credential;
+ * a killed or stopped launcher leaves its sessions to finish on their own (the stopped one exits 0
+ * at once), each item delivered once and stopped by its `handle`; no container is left afterwards.
  *
  * Run: `npm run test:containers` (root, podman, runc, debootstrap, iproute2).
  */
@@ -365,6 +371,12 @@ describe('launch-container.sh under `launch`, with podman', () => {
         await sampler.stop();
         console.log(`launcher: containers left after the run: ${left.length}${left.length ? ` (${left.join(', ')})` : ''} at ${elapsed()}`);
 
+        const inspectHits = [...sampler.inspected.values()].filter((j) => credentials.some((c) => j.includes(c))).length;
+        console.log(
+          `launcher: host: ${sampler.samples} samples, at most ${sampler.maxContainers} containers at once, ${sampler.inspected.size} containers inspected, ` +
+            `${sampler.podmanProcessesSeen} podman/conmon process samples; credentials in inspect: ${inspectHits}, ` +
+            `in command lines: ${sampler.cmdlineHits.length}, in podman/conmon environments: ${sampler.environHits.length}`,
+        );
         expect(runningAtKill.length, 'two sessions ran when the launcher was killed').toBe(2);
         expect(runningAtTerm.length).toBe(1);
         expect(secondExit, 'the stopped launcher exits 0 at once').toBe(0);
@@ -420,12 +432,6 @@ describe('launch-container.sh under `launch`, with podman', () => {
         const firstActiveAt = (n: number): number => done.find((x) => x.n === n)!.workLog.find((w) => w.state !== 'queued')?.atMs ?? -1;
         expect(firstActiveAt(3)).toBeGreaterThanOrEqual(stoppedAt(1));
 
-        const inspectHits = [...sampler.inspected.values()].filter((j) => credentials.some((c) => j.includes(c))).length;
-        console.log(
-          `launcher: host: ${sampler.samples} samples, at most ${sampler.maxContainers} containers at once, ${sampler.inspected.size} containers inspected, ` +
-            `${sampler.podmanProcessesSeen} podman/conmon process samples; credentials in inspect: ${inspectHits}, ` +
-            `in command lines: ${sampler.cmdlineHits.length}, in podman/conmon environments: ${sampler.environHits.length}`,
-        );
         expect(sampler.inspected.size).toBe(4);
         for (const [id, json] of sampler.inspected) {
           expect(json, `podman inspect ${id}`).toContain('ANTHROPIC_SESSION_ID=');
