@@ -33,17 +33,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appParent, buildApp, type App } from './app.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { App } from './app.js';
 import { bridgeFromHost, createNetworkNamespace, type NetworkNamespace } from './netns.js';
-import { PODMAN_GLOBAL, podmanOutput, removeStaleContainers, ULIMITS } from './podman.js';
-import { AGENT_UID, ensureRootfs, type Rootfs } from './rootfs.js';
+import { PODMAN_GLOBAL, podmanOutput, ULIMITS } from './podman.js';
+import { AGENT_UID, type Rootfs } from './rootfs.js';
 
 const SCRIPT = fileURLToPath(new URL('../../examples/sandbox-per-session/launch-container.sh', import.meta.url));
-const SESSIONS_FIXTURE = fileURLToPath(new URL('./fixtures/launcher-sessions.mjs', import.meta.url));
 /** The whole run, from the launcher's start to the last session's end. */
 const RUN_TIMEOUT_MS = 150_000;
 const CONCURRENCY = 2;
@@ -208,13 +208,12 @@ const prefix = `maw-launch-${process.pid}-`;
 const tag = randomBytes(4).toString('hex');
 
 beforeAll(async () => {
-  if (process.getuid?.() !== 0) throw new Error('the launcher test runs podman and ip netns as root');
-  await removeStaleContainers();
-  parent = await appParent();
-  [rootfs, app] = await Promise.all([ensureRootfs(), buildApp(parent)]);
-  await fsp.copyFile(SESSIONS_FIXTURE, path.join(app.dir, 'launcher-sessions.mjs'));
+  // Made once for every file of the suite (global-setup.ts); the app holds fixtures/launcher-sessions.mjs.
+  rootfs = inject('containerRootfs');
+  app = inject('containerApp');
+  parent = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-launcher-'));
   netns = await createNetworkNamespace(`maw-launch-${process.pid}`);
-}, 900_000);
+});
 
 afterAll(async () => {
   launcher?.kill('SIGKILL');
@@ -225,7 +224,7 @@ afterAll(async () => {
   if (left.length > 0) await podmanOutput(['rm', '-f', '-t', '0', ...left]).catch(() => undefined);
   closeBridge?.();
   await netns?.remove();
-  if (parent && !process.env['MAW_CONTAINER_KEEP']) await fsp.rm(parent, { recursive: true, force: true });
+  if (parent) await fsp.rm(parent, { recursive: true, force: true });
 });
 
 describe('launch-container.sh under `launch`, with podman', () => {
