@@ -29,9 +29,10 @@
 # (workspace, store folders, state) and nothing of other sessions or of the host (no host mounts);
 # its processes see only its own processes. The credential (the work secret, or the environment
 # key for an item without a usable secret) goes to `handle` on the container's standard input
-# (`--work-secret-file /dev/stdin`), read once at start: it is on no command line, in no
-# environment (this script unsets it before starting the engine's client), in no image layer and
-# not in `inspect` output (`-e` and `--env-file` values are). The container gets no capabilities
+# (`--work-secret-file /dev/stdin`), read once at start: it is on no command line, in the
+# environment of neither the engine's client nor the container (this script unsets it before it
+# starts the client; only this script's own start-up environment, from the launcher, holds it), in
+# no image layer and not in `inspect` output (`-e` and `--env-file` values are). The container gets no capabilities
 # and no new privileges. The environment key (which could claim other sessions' work) reaches a
 # container only for an item without a usable secret.
 #
@@ -41,6 +42,9 @@
 # running and ends its session by itself; `docker stop` / `podman stop` ends it early, gracefully
 # (--stop-timeout 45 gives `handle` its 30 s final sync).
 set -eu
+# A stop signal before the container is started is acted on once it is: the item was claimed for it.
+interrupted=
+trap 'interrupted=1' TERM INT
 
 : "${ANTHROPIC_WORK_ID:?ANTHROPIC_WORK_ID is not set: run this script as the --on-work command of managed-agents-worker launch}"
 image=${SANDBOX_IMAGE:-managed-agents-worker-sandbox}
@@ -70,17 +74,22 @@ if [ -z "$credential" ]; then
   exit 3
 fi
 
-trap 'echo "launch-container.sh: interrupted; container $name keeps running and ends its session by itself" >&2; exit 0' TERM INT
 # The client runs in the background so that a signal to this script is handled at once (a shell
-# runs its traps only between commands). --sig-proxy=false: a signal to the client is not passed
-# to the container, whose session runs to its end.
-# shellcheck disable=SC2086 # the *_ARGS and SANDBOX_HANDLE values are word lists
-printf '%s\n' "$credential" | "$engine" ${SANDBOX_ENGINE_ARGS:-} run -i --rm --sig-proxy=false \
+# runs its traps only between commands), in a session of its own where setsid is installed: the
+# launcher signals this script's whole process group, and a client stopped while it creates the
+# container leaves it created and never started, holding the item's name. --sig-proxy=false: a
+# signal to the client is not passed to the container, whose session runs to its end.
+own_session=
+if command -v setsid >/dev/null 2>&1; then own_session=setsid; fi
+# shellcheck disable=SC2086 # the *_ARGS and SANDBOX_HANDLE values are word lists; own_session may be empty
+printf '%s\n' "$credential" | $own_session "$engine" ${SANDBOX_ENGINE_ARGS:-} run -i --rm --sig-proxy=false \
   --name "$name" --stop-timeout 45 --cap-drop ALL --security-opt no-new-privileges \
   -e ANTHROPIC_WORK_ID -e ANTHROPIC_ENVIRONMENT_ID -e ANTHROPIC_SESSION_ID -e ANTHROPIC_BASE_URL \
   ${SANDBOX_RUN_ARGS:-} "$image" ${SANDBOX_HANDLE:-} "$credential_flag" /dev/stdin &
 client=$!
 credential=
+trap 'echo "launch-container.sh: interrupted; container $name keeps running and ends its session by itself" >&2; exit 0' TERM INT
+if [ -n "$interrupted" ]; then kill -TERM $$; fi
 # The item is finished when the container exits; its exit code is handle's (how the session ended).
 status=0
 wait "$client" || status=$?

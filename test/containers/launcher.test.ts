@@ -445,4 +445,54 @@ describe('launch-container.sh under `launch`, with podman', () => {
     },
     RUN_TIMEOUT_MS + 60_000,
   );
+
+  it("a SIGTERM to the script's process group while the container is still being created leaves it to start, run and be removed", async () => {
+    // A stand-in for handle: reads its credential from stdin, then runs 2 s.
+    const handle = `/usr/local/bin/node -e require('fs').readFileSync(0);setTimeout(()=>{},2000) --`;
+    const name = `${prefix}early-term`;
+    const child = spawn(SCRIPT, [], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        PATH: process.env['PATH'],
+        ANTHROPIC_WORK_ID: 'early-term',
+        ANTHROPIC_ENVIRONMENT_ID: 'env_test',
+        ANTHROPIC_SESSION_ID: 'sesn_test',
+        ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
+        ANTHROPIC_WORK_SECRET: 'not-a-real-secret',
+        SANDBOX_ENGINE: 'podman',
+        SANDBOX_ENGINE_ARGS: PODMAN_GLOBAL().join(' '),
+        SANDBOX_NAME_PREFIX: prefix,
+        SANDBOX_IMAGE: `${rootfs.dir}:O`,
+        SANDBOX_HANDLE: handle,
+        SANDBOX_RUN_ARGS: ['--network none', ...ULIMITS, '--rootfs'].join(' '),
+      },
+    });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // As the launcher stops: SIGTERM to the script's whole process group, here 50 ms after its start.
+    await new Promise((r) => setTimeout(r, 50));
+    process.kill(-child.pid!, 'SIGTERM');
+    expect(await exit, stderr).toBe(0);
+    // podman 4's {{.State}} reads like its STATUS column ("Up 1 second ago", "Created", "Initialized").
+    const states = async (): Promise<string[]> =>
+      (await podmanOutput(['ps', '-a', '--filter', `name=^${name}$`, '--format', '{{.State}}'])).split('\n').filter(Boolean);
+    const seen = new Set<string>();
+    await waitFor(
+      'the container to run',
+      async () => {
+        for (const state of await states()) seen.add(state.split(' ')[0]!);
+        return seen.has('Up');
+      },
+      10_000,
+    ).catch(() => undefined);
+    let left: string[] = [];
+    await waitFor('the container to be removed', async () => (left = await states()).length === 0, 15_000).catch(() => undefined);
+    console.log(
+      `launcher: early SIGTERM: script exited 0, container states seen ${JSON.stringify([...seen])}, left afterwards ${JSON.stringify(left)}`,
+    );
+    expect([...seen]).toContain('Up');
+    expect(left).toEqual([]);
+  }, 60_000);
 });
