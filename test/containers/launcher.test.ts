@@ -26,6 +26,8 @@
  * command line, no podman or conmon environment and no `podman inspect` output holds a credential;
  * a killed or stopped launcher leaves its sessions to finish on their own (the stopped one exits 0
  * at once), each item delivered once and stopped by its `handle`; no container is left afterwards.
+ * And a SIGTERM to the script's process group 50 ms after its start (podman still creating the
+ * container) still leaves the container to start, run and be removed.
  *
  * Run: `npm run test:containers` (root, podman, runc, debootstrap, iproute2).
  */
