@@ -41,7 +41,7 @@ import * as readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { App } from './app.js';
-import { bridgeFromHost, createNetworkNamespace, type NetworkNamespace } from './netns.js';
+import { bridgeFromHost, createNetworkNamespace, LAUNCHER_NETNS_PREFIX, type NetworkNamespace } from './netns.js';
 import { PODMAN_GLOBAL, podmanOutput, ULIMITS } from './podman.js';
 import { AGENT_UID, type Rootfs } from './rootfs.js';
 
@@ -214,7 +214,7 @@ beforeAll(async () => {
   rootfs = inject('containerRootfs');
   app = inject('containerApp');
   parent = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-launcher-'));
-  netns = await createNetworkNamespace(`maw-launch-${process.pid}`);
+  netns = await createNetworkNamespace(`${LAUNCHER_NETNS_PREFIX}${process.pid}`);
 });
 
 afterAll(async () => {

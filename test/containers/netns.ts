@@ -12,6 +12,9 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import { run } from './rootfs.js';
 
+/** The launcher test's network namespace is this plus its process id. */
+export const LAUNCHER_NETNS_PREFIX = 'maw-launch-';
+
 export interface NetworkNamespace {
   name: string;
   /** What podman's `--network` takes to join it. */
@@ -32,6 +35,21 @@ export async function createNetworkNamespace(name: string): Promise<NetworkNames
     exec: ['ip', 'netns', 'exec', name],
     remove: () => run('ip', ['netns', 'delete', name]).catch(() => undefined),
   };
+}
+
+/** Namespaces `<prefix><pid>` of earlier runs whose test process is gone (a killed run leaves its namespace). */
+export async function removeStaleNamespaces(prefix: string): Promise<void> {
+  const names = fs.existsSync('/run/netns') ? fs.readdirSync('/run/netns') : [];
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(name.slice(prefix.length));
+    if (!Number.isInteger(pid)) continue;
+    try {
+      process.kill(pid, 0);
+    } catch {
+      await run('ip', ['netns', 'delete', name]).catch(() => undefined);
+    }
+  }
 }
 
 /** Pipe every connection of `server` to a new connection made by `connect`. */
