@@ -32,9 +32,9 @@
 # (`--work-secret-file /dev/stdin`), read once at start: it is on no command line, in the
 # environment of neither the engine's client nor the container (this script unsets it before it
 # starts the client; only this script's own start-up environment, from the launcher, holds it), in
-# no image layer and not in `inspect` output (`-e` and `--env-file` values are). The container gets no capabilities
-# and no new privileges. The environment key (which could claim other sessions' work) reaches a
-# container only for an item without a usable secret.
+# no image layer and not in `inspect` output (`-e` and `--env-file` values are). The container gets
+# no capabilities and no new privileges. The environment key (which could claim other sessions'
+# work) reaches a container only for an item without a usable secret.
 #
 # Ending: the container is removed when it exits (`--rm`, done by the engine even when this script
 # or its client is gone). `handle` owns the item (lease, session, stop); this script never stops
