@@ -28,9 +28,8 @@ try {
     environmentId: process.env.ANTHROPIC_ENVIRONMENT_ID, // unset: refused here, naming the variable
     environmentKey,
     // Each item's variables (ANTHROPIC_WORK_ID, ANTHROPIC_SESSION_ID, ANTHROPIC_WORK_SECRET, ...)
-    // reach the command's environment, never its command line. In production, e.g.:
-    // docker run --rm -e ANTHROPIC_WORK_ID -e ANTHROPIC_ENVIRONMENT_ID -e ANTHROPIC_SESSION_ID \
-    //   -e ANTHROPIC_ENVIRONMENT_KEY -e ANTHROPIC_WORK_SECRET -e ANTHROPIC_BASE_URL my-sandbox-image
+    // reach the command's environment, never its command line. In production, a container or Job
+    // per item: examples/sandbox-per-session/launch-container.sh (one host) or launch.sh (Kubernetes).
     command: process.env.LAUNCH_COMMAND ?? 'managed-agents-worker handle --workdir "$(mktemp -d)"',
     concurrency: 4, // sandboxes at once
     logger,

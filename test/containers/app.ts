@@ -2,7 +2,7 @@
  * The app the containers run, installed the way a user installs the package: `npm pack` of the
  * package folder (its `prepack` builds `dist/`), then a fresh `npm init -y` folder with that
  * tarball and `@anthropic-ai/sdk` (the version the package folder has installed) added by
- * `npm install`, plus the scenario script. The containers bind it read-only at /opt/app.
+ * `npm install`, plus the fixtures' scripts. The containers bind it read-only at /opt/app.
  *
  * `MAW_CONTAINER_PACKAGE_DIR` chooses the package folder (default: this checkout), e.g. a
  * `git worktree` of an older commit with its own `npm ci`.
@@ -15,7 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { run } from './rootfs.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const SCENARIO = fileURLToPath(new URL('./fixtures/scenario.mjs', import.meta.url));
+/** The scripts the containers (and the launcher test's API side) run, copied into the app. */
+const FIXTURES = ['scenario.mjs', 'launcher-sessions.mjs'].map((name) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url)));
 
 export function packageDir(): string {
   return path.resolve(process.env['MAW_CONTAINER_PACKAGE_DIR'] || REPO);
@@ -53,7 +54,7 @@ export async function buildApp(parent: string, log: (line: string) => void = (l)
   await run('npm', ['init', '-y'], { cwd: dir, quiet: true });
   log(`app: npm install ${path.basename(tarball)} @anthropic-ai/sdk@${sdkVersion}`);
   await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball, `@anthropic-ai/sdk@${sdkVersion}`], { cwd: dir });
-  await fsp.copyFile(SCENARIO, path.join(dir, 'scenario.mjs'));
+  for (const file of FIXTURES) await fsp.copyFile(file, path.join(dir, path.basename(file)));
   // Readable by every uid a row runs as (the bind is read-only anyway).
   await fsp.chmod(dir, 0o755);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -29,10 +29,10 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, it, type ExpectStatic } from 'vitest';
-import { appParent, buildApp, type App } from './app.js';
-import { removeStaleContainers, runRow, type RowRun, type ScenarioResult } from './podman.js';
-import { ensureRootfs, ensureShiftedRootfs, type Rootfs } from './rootfs.js';
+import { afterAll, beforeAll, describe, inject, it, type ExpectStatic } from 'vitest';
+import type { App } from './app.js';
+import { runRow, type RowRun, type ScenarioResult } from './podman.js';
+import { ensureShiftedRootfs, type Rootfs } from './rootfs.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -171,15 +171,13 @@ const ROWS: Row[] = [
 let rootfs: Rootfs;
 let shiftedRoot: string;
 let app: App;
-let parent: string;
 const secret = `maw-secret-${randomBytes(12).toString('hex')}`;
 const results: Record<string, { seconds: number; result: ScenarioResult }> = {};
 
 beforeAll(async () => {
-  if (process.getuid?.() !== 0) throw new Error('the container suite runs podman and debootstrap as root (rootful podman)');
-  await removeStaleContainers();
-  parent = await appParent();
-  [rootfs, app] = await Promise.all([ensureRootfs(), buildApp(parent)]);
+  // Made once for every file of the suite (global-setup.ts).
+  rootfs = inject('containerRootfs');
+  app = inject('containerApp');
   shiftedRoot = await ensureShiftedRootfs(rootfs.dir, USERNS_OFFSET);
   const profile = bubblewrapProfile();
   if (profile !== 'unconfined' && !fs.existsSync(profile)) {
@@ -194,7 +192,6 @@ beforeAll(async () => {
 afterAll(async () => {
   const file = process.env['MAW_CONTAINER_RESULTS'];
   if (file) await fsp.writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
-  if (parent && !process.env['MAW_CONTAINER_KEEP']) await fsp.rm(parent, { recursive: true, force: true });
 });
 
 describe.concurrent('the worker in a container, with the default sandbox option', () => {

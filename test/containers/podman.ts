@@ -71,7 +71,8 @@ export async function removeStaleContainers(): Promise<void> {
     child.once('exit', () => resolve(out.split('\n').filter(Boolean)));
   });
   const stale = names.filter((n) => {
-    const pid = Number(/^maw-.+-(\d+)$/.exec(n)?.[1]);
+    // A row is named maw-<row>-<pid>; a launcher test's session maw-launch-<pid>-<work id>.
+    const pid = Number((/^maw-launch-(\d+)-/.exec(n) ?? /^maw-.+-(\d+)$/.exec(n))?.[1]);
     if (!Number.isInteger(pid) || pid === process.pid) return false;
     try {
       process.kill(pid, 0);
@@ -152,5 +153,20 @@ export function runRow(spec: RowSpec): Promise<RowRun> {
       }
       resolve({ result: JSON.parse(line) as ScenarioResult, seconds, argv, stderr });
     });
+  });
+}
+
+/** `podman <args>` under the suite's storage: its stdout; rejects naming the command and its stderr. */
+export function podmanOutput(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('podman', [...PODMAN_GLOBAL(), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.once('error', reject);
+    child.once('exit', (code, signal) =>
+      code === 0 ? resolve(stdout) : reject(new Error(`podman ${args.join(' ')} exited with ${signal ?? code}: ${stderr.slice(-2000)}`)),
+    );
   });
 }

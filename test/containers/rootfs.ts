@@ -118,7 +118,11 @@ export async function ensureRootfs(log: (line: string) => void = (l) => console.
     await fsp.chown(path.join(partial, 'home/agent'), AGENT_UID, AGENT_UID);
     // apt's downloaded packages are not needed to run anything.
     await fsp.rm(path.join(partial, 'var/cache/apt/archives'), { recursive: true, force: true });
-    await fsp.rename(partial, dir);
+    // Another run of the suite may have built the same root meanwhile: the first one stays.
+    await fsp.rename(partial, dir).catch(async (e: unknown) => {
+      if (!fs.existsSync(dir)) throw e;
+      await fsp.rm(partial, { recursive: true, force: true });
+    });
   } else {
     log(`rootfs: cached ${dir}`);
   }
