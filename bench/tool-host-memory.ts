@@ -3,7 +3,8 @@
  *
  * {@link idleSandboxMemory} starts `sessions` real session sandboxes in this process (built as the
  * worker builds them: the probe's runtime, the per-session cgroups and default limits under a temp
- * state folder), makes a `bash` call (`true`) and a `read` call in each, waits `idleMs`, then sums
+ * state folder), makes a `bash` call (`true`) and a `read` call in each (`large`: then a `bash`
+ * call that prints 2 MB, `seq 1 300000`), waits `idleMs`, then sums
  * `Pss:` and `Rss:` of `/proc/<pid>/smaps_rollup` over every process of every sandbox (the launch
  * wrapper's processes, bubblewrap, the sandbox's init, the tool host, the toolset's shell): each
  * sandbox is one child of this process and everything below it.
@@ -12,7 +13,7 @@
  *
  * Runs the built tool host: `npm run build` first.
  *
- *   npx tsx bench/tool-host-memory.ts [--sessions 8,32] [--runs 3] [--starts 7] [--idle-ms 2000] [--json]
+ *   npx tsx bench/tool-host-memory.ts [--sessions 8,32] [--runs 3] [--starts 7] [--idle-ms 2000] [--large] [--json]
  */
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
@@ -31,6 +32,8 @@ export interface IdleSandboxMemory {
   sessions: number;
   /** Mean PSS of one idle session's sandbox (all of its processes), MiB. */
   pssPerSessionMiB: number;
+  /** Mean private memory (`Private_Clean` + `Private_Dirty`: not shared with any other process) of one idle session's sandbox, MiB. */
+  privatePerSessionMiB: number;
   /** Mean RSS of one idle session's sandbox (all of its processes), MiB. */
   rssPerSessionMiB: number;
   /** RSS of this process (the worker) while the sandboxes idle, MiB. */
@@ -82,8 +85,8 @@ async function callTool(sandbox: SessionSandbox, name: string, input: unknown): 
   await tool.run(input as never, undefined as never);
 }
 
-/** Start `sessions` sandboxes, one `bash` and one `read` call in each, then measure them idle. */
-export async function idleSandboxMemory(opts: { sessions: number; idleMs?: number }): Promise<IdleSandboxMemory> {
+/** Start `sessions` sandboxes, one `bash` and one `read` call in each (and a large one), then measure them idle. */
+export async function idleSandboxMemory(opts: { sessions: number; idleMs?: number; large?: boolean }): Promise<IdleSandboxMemory> {
   return withRuntime(async (runtime, dir) => {
     const sandboxes: SessionSandbox[] = [];
     try {
@@ -95,6 +98,7 @@ export async function idleSandboxMemory(opts: { sessions: number; idleMs?: numbe
         sandboxes.map(async (s) => {
           await callTool(s, 'bash', { command: 'true' });
           await callTool(s, 'read', { file_path: 'notes.txt' });
+          if (opts.large === true) await callTool(s, 'bash', { command: 'seq 1 300000' });
         }),
       );
       await sleep(opts.idleMs ?? 2_000);
@@ -105,6 +109,7 @@ export async function idleSandboxMemory(opts: { sessions: number; idleMs?: numbe
         sessions: opts.sessions,
         pssPerSessionMiB: perSession(measured.pssKiB),
         rssPerSessionMiB: perSession(measured.rssKiB),
+        privatePerSessionMiB: perSession(measured.privateKiB),
         workerRssMiB: process.memoryUsage().rss / 1024 / 1024,
         pssByProcessMiB: Object.fromEntries(Object.entries(measured.pssKiBByName).map(([k, v]) => [k, perSession(v)])),
       };
@@ -138,7 +143,7 @@ export async function hostStartMs(opts: { runs: number }): Promise<number[]> {
 /** PSS and RSS of every sandbox's processes below `workerPid`. */
 async function sandboxMemory(
   workerPid: number,
-): Promise<{ sandboxes: number; pssKiB: number; rssKiB: number; pssKiBByName: Record<string, number> }> {
+): Promise<{ sandboxes: number; pssKiB: number; rssKiB: number; privateKiB: number; pssKiBByName: Record<string, number> }> {
   const parentOf = new Map<number, number>();
   const nameOf = new Map<number, string>();
   for (const entry of await fsp.readdir('/proc')) {
@@ -166,6 +171,7 @@ async function sandboxMemory(
   const descendants = trees.flat();
   let pssKiB = 0;
   let rssKiB = 0;
+  let privateKiB = 0;
   const pssKiBByName: Record<string, number> = {};
   for (const pid of descendants) {
     try {
@@ -173,13 +179,15 @@ async function sandboxMemory(
       const pss = Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
       pssKiB += pss;
       rssKiB += Number(/^Rss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
+      privateKiB +=
+        Number(/^Private_Clean:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) + Number(/^Private_Dirty:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
       const name = nameOf.get(pid) ?? '?';
       pssKiBByName[name] = (pssKiBByName[name] ?? 0) + pss;
     } catch {
       // Gone meanwhile.
     }
   }
-  return { sandboxes, pssKiB, rssKiB, pssKiBByName };
+  return { sandboxes, pssKiB, rssKiB, privateKiB, pssKiBByName };
 }
 
 function median(xs: readonly number[]): number {
@@ -199,6 +207,7 @@ async function main(): Promise<void> {
       runs: { type: 'string', default: '3' },
       starts: { type: 'string', default: '7' },
       'idle-ms': { type: 'string', default: '2000' },
+      large: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     },
   });
@@ -207,7 +216,7 @@ async function main(): Promise<void> {
   const out: Record<string, unknown> = {};
   for (const sessions of values.sessions.split(',').map(Number)) {
     const results: IdleSandboxMemory[] = [];
-    for (let r = 0; r < runs; r++) results.push(await idleSandboxMemory({ sessions, idleMs }));
+    for (let r = 0; r < runs; r++) results.push(await idleSandboxMemory({ sessions, idleMs, large: values.large }));
     out[`N=${sessions}`] = results;
     if (!values.json) {
       const names = [...new Set(results.flatMap((x) => Object.keys(x.pssByProcessMiB)))];
@@ -215,6 +224,9 @@ async function main(): Promise<void> {
       console.log(
         `N=${sessions} (${runs} runs, median [min–max]): PSS/session ${spread(
           results.map((x) => x.pssPerSessionMiB),
+          2,
+        )} MiB, private/session ${spread(
+          results.map((x) => x.privatePerSessionMiB),
           2,
         )} MiB, RSS/session ${spread(
           results.map((x) => x.rssPerSessionMiB),

@@ -1,0 +1,57 @@
+// A session's tool host runs under Node options of its own (TOOL_HOST_NODE_OPTIONS, on its command
+// line before the entry file), among them a young generation capped at 1 MiB per semi-space: after
+// a call that printed 2 MB, the idle host holds well under what Node's default (a young generation
+// grown to several MiB by that call, kept while the host waits) holds. Read from the host's
+// /proc entry, found under the sandbox's init.
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveSandboxOption } from '../../src/sandbox/options.js';
+import { resolveSandbox } from '../../src/sandbox/resolve.js';
+import { SessionSandbox, TOOL_HOST_NODE_OPTIONS } from '../../src/sandbox/session-sandbox.js';
+
+const log = pino({ level: 'silent' });
+/** Anonymous memory (KiB) the idle host may hold after the large call; Node's defaults held 20 MiB and more here. */
+const IDLE_ANON_BOUND_KIB = 17 * 1024;
+let tmp: string;
+beforeAll(async () => {
+  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-host-memory-'));
+});
+afterAll(async () => {
+  await fsp.rm(tmp, { recursive: true, force: true });
+});
+
+/** The tool host's pid: the Node process among the children of the sandbox's init. */
+function hostPid(init: number): number {
+  const children = fs.readFileSync(`/proc/${init}/task/${init}/children`, 'utf8').trim().split(/\s+/).map(Number);
+  const node = children.find((pid) => fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node');
+  if (node === undefined) throw new Error(`no node process under the sandbox's init ${init}`);
+  return node;
+}
+
+describe("a session's tool host", () => {
+  it('runs with its Node options, and holds little once a large call is over', async () => {
+    const runtime = await resolveSandbox(resolveSandboxOption('bwrap'), { log, concurrency: 1 });
+    if (runtime.kind !== 'bwrap') throw new Error('bubblewrap must work here');
+    const workdir = await fsp.mkdtemp(path.join(tmp, 'work-'));
+    const sandbox = new SessionSandbox(runtime, { workdir, allowedRoots: [], readOnlyRoots: [], maxFileBytes: undefined, hide: [] }, log);
+    try {
+      const bash = sandbox.tools().find((t) => t.name === 'bash')!;
+      const out = await bash.run({ command: 'seq 1 300000' } as never, undefined as never);
+      expect(String(out)).toMatch(/^1\n2\n3\n/);
+      const pid = hostPid(sandbox.sandboxPid!);
+      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const entry = argv.findIndex((a) => a.endsWith('tool-host.cjs'));
+      expect(entry).toBeGreaterThan(0);
+      expect(argv.slice(1, entry)).toEqual([...TOOL_HOST_NODE_OPTIONS]);
+      await new Promise((r) => setTimeout(r, 1_000));
+      const anonKiB = Number(/^RssAnon:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+      expect(anonKiB).toBeLessThan(IDLE_ANON_BOUND_KIB);
+    } finally {
+      await sandbox.close();
+    }
+  });
+});
