@@ -19,10 +19,11 @@ import { ToolHostProcess, type CallThread } from './tool-host-process.js';
 /**
  * Node's options for the tool host, before its entry file. `--max-semi-space-size=1`: a young
  * generation of at most two 1 MiB halves. Node's default lets a call with a large output (a long
- * listing, a big file) grow it to several MiB, which the host then keeps while it waits for the
- * next call; the host's own allocations are small, and its calls' time goes to their processes.
+ * listing, a big file) grow it to several MiB, up to 32, which the host then keeps while it waits
+ * for the next call; the host's own allocations are small, and its calls' time goes to their
+ * processes. `--expose-gc`: the idle host collects what such a call left (see `tool-host.ts`).
  */
-export const TOOL_HOST_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=1'];
+export const TOOL_HOST_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=1', '--expose-gc'];
 
 /** What one session's sandbox is built around: its folders, as the tools' context names them. */
 export interface SessionSandboxSpec {
