@@ -4,10 +4,12 @@
  * {@link idleSandboxMemory} starts `sessions` real session sandboxes in this process (built as the
  * worker builds them: the probe's runtime, the per-session cgroups and default limits under a temp
  * state folder), makes a `bash` call (`true`) and a `read` call in each (`large`: then a `bash`
- * call that prints 2 MB, `seq 1 300000`), waits `idleMs`, then sums
- * `Pss:` and `Rss:` of `/proc/<pid>/smaps_rollup` over every process of every sandbox (the launch
+ * call that prints 2 MB, `seq 1 300000`), waits `idleMs`, then sums `Pss:`, `Rss:` and the
+ * private pages of `/proc/<pid>/smaps_rollup` over every process of every sandbox (the launch
  * wrapper's processes, bubblewrap, the sandbox's init, the tool host, the toolset's shell): each
- * sandbox is one child of this process and everything below it.
+ * sandbox is one child of this process and everything below it. PSS splits the pages of the Node
+ * executable among every process that maps them, this machine's other Node processes included;
+ * private memory does not depend on them.
  * {@link hostStartMs} starts sandboxes one after another and times each from its start to its tool
  * host's `ready`.
  *
