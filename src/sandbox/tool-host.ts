@@ -96,7 +96,7 @@ childProcesses.spawn = function spawnForCall(this: unknown, ...args: unknown[]):
   return child;
 } as typeof childProcesses.spawn;
 
-/** The V8 heap's committed bytes after the host's last collection (or at `ready`). */
+/** The V8 heap's committed bytes after the host's last collection (or at `ready`), or less if V8 gave memory back since. */
 let heapAfterCollection = 0;
 /** The pending collection of an idle host; cleared when a call starts. */
 let idleCollection: NodeJS.Timeout | undefined;
@@ -184,6 +184,8 @@ async function call(message: HostCall): Promise<void> {
     return;
   }
   clearTimeout(idleCollection);
+  // What V8 gave back on its own while the host waited lowers the mark the next calls grow from.
+  if (running.size === 0) heapAfterCollection = Math.min(heapAfterCollection, getHeapStatistics().total_physical_size);
   const ctrl = new AbortController();
   const entry: RunningCall = { ctrl };
   running.set(message.id, entry);
