@@ -16,6 +16,15 @@ import { toolsetShellPerThread } from './sdk-bounds.js';
 import { sandboxEnvironment } from './tool-env.js';
 import { ToolHostProcess, type CallThread } from './tool-host-process.js';
 
+/**
+ * Node's options for the tool host, before its entry file. `--max-semi-space-size=1`: a young
+ * generation of at most two 1 MiB halves. Node's default lets a call with a large output (a long
+ * listing, a big file) grow it to several MiB, up to 32, which the host then keeps while it waits
+ * for the next call; the host's own allocations are small, and its calls' time goes to their
+ * processes. `--expose-gc`: the idle host collects what such a call left (see `tool-host.ts`).
+ */
+export const TOOL_HOST_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=1', '--expose-gc'];
+
 /** What one session's sandbox is built around: its folders, as the tools' context names them. */
 export interface SessionSandboxSpec {
   workdir: string;
@@ -189,7 +198,7 @@ export class SessionSandbox {
       userNamespace: this.#runtime.userNamespace,
       disableNestedUserNamespaces: this.#runtime.disableUserns,
       env: { ...sandboxEnvironment(process.env, options.env, spec.workdir), ...(egress ? egressEnvironment() : {}) },
-      command: withProcessLimit([layout.node, layout.hostEntry], this.#limits.processesInside),
+      command: withProcessLimit([layout.node, ...TOOL_HOST_NODE_OPTIONS, layout.hostEntry], this.#limits.processesInside),
       tmpBytes: this.#limits.tmpBytes,
     };
     this.#host = new ToolHostProcess({

@@ -20,6 +20,7 @@ import { createRequire } from 'node:module';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
+import { getHeapStatistics } from 'node:v8';
 import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { CallProcesses } from './call-processes.js';
 import type { HostCall, HostInit, HostMessage, ToolContent, WorkerMessage } from './protocol.js';
@@ -56,6 +57,10 @@ const { runRunnableTool } = sdk(
   '@anthropic-ai/sdk/lib/tools/BetaRunnableTool',
 ) as typeof import('@anthropic-ai/sdk/lib/tools/BetaRunnableTool');
 
+/** Bytes the V8 heap may grow by from calls before the idle host collects (see {@link collectIfGrown}). */
+const COLLECT_AFTER_GROWTH_BYTES = 1024 * 1024;
+/** Milliseconds with no call running before the host collects (see {@link collectIfGrown}). */
+const COLLECT_WHEN_IDLE_MS = 1_000;
 /** Milliseconds between the first step of stopping a call and the second (see {@link stop}). */
 const ESCALATE_AFTER_MS = 1_000;
 /** Milliseconds between two kills of what a timed-out call starts while it has not answered. */
@@ -90,6 +95,31 @@ childProcesses.spawn = function spawnForCall(this: unknown, ...args: unknown[]):
   }
   return child;
 } as typeof childProcesses.spawn;
+
+/** The V8 heap's committed bytes after the host's last collection (or at `ready`), or less if V8 gave memory back since. */
+let heapAfterCollection = 0;
+/** The pending collection of an idle host; cleared when a call starts. */
+let idleCollection: NodeJS.Timeout | undefined;
+
+/**
+ * Give back what the calls held, once none runs: when the V8 heap grew by more than
+ * {@link COLLECT_AFTER_GROWTH_BYTES} since the last collection, one full garbage collection
+ * {@link COLLECT_WHEN_IDLE_MS} later, unless a call starts first. A large output (a long listing,
+ * a big file) leaves its garbage in the old generation, which V8 collects only when allocation
+ * calls for it, so a waiting host would keep it. Small calls are left alone: a full collection
+ * puts back, by its whole delay, V8's memory reducer, which shrinks an idle process's heap. Needs
+ * `gc` (the host runs with `--expose-gc`, see `session-sandbox.ts`).
+ */
+function collectIfGrown(): void {
+  clearTimeout(idleCollection);
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined || running.size > 0) return;
+  if (getHeapStatistics().total_physical_size - heapAfterCollection <= COLLECT_AFTER_GROWTH_BYTES) return;
+  idleCollection = setTimeout(() => {
+    gc();
+    heapAfterCollection = getHeapStatistics().total_physical_size;
+  }, COLLECT_WHEN_IDLE_MS);
+}
 
 function send(message: HostMessage): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -137,6 +167,7 @@ async function init(message: HostInit): Promise<void> {
     ...(message.maxFileBytes !== undefined ? { maxFileBytes: message.maxFileBytes } : {}),
   });
   tools = new Map(list.map((t) => [t.name, t]));
+  heapAfterCollection = getHeapStatistics().total_physical_size;
   send({ t: 'ready' });
 }
 
@@ -152,6 +183,9 @@ async function call(message: HostCall): Promise<void> {
     send({ t: 'result', id: message.id, isError: true, content: `Error: no tool named ${message.tool} in the sandbox` });
     return;
   }
+  clearTimeout(idleCollection);
+  // What V8 gave back on its own while the host waited lowers the mark the next calls grow from.
+  if (running.size === 0) heapAfterCollection = Math.min(heapAfterCollection, getHeapStatistics().total_physical_size);
   const ctrl = new AbortController();
   const entry: RunningCall = { ctrl };
   running.set(message.id, entry);
@@ -168,6 +202,7 @@ async function call(message: HostCall): Promise<void> {
     clearInterval(entry.killAgain);
     running.delete(message.id);
     processes.end(message.id);
+    collectIfGrown();
   }
 }
 
