@@ -11,6 +11,7 @@ import type { ChildKind } from './build-children.js';
 import type { FloorConfig } from './child/protocol.js';
 import { endOf, requestsOf, ROUTES, type JobContext } from './job.js';
 import { proxyDownload, proxyDownloadGigabit, sandboxStartWithProxy } from './network.js';
+import { sandboxMemory } from './sandbox-memory.js';
 
 export type Metrics = Record<string, number>;
 
@@ -348,42 +349,12 @@ let limitsTurn = 0;
 /**
  * The memory of the processes a worker child started (its sandboxes, their inits, tool hosts and
  * shells), divided by the number of sandboxes running: what one sandboxed session adds. PSS splits
- * each shared page among its users; RSS counts it in full in each. Read from /proc, at one moment.
+ * each shared page among its users; RSS counts it in full in each.
  */
 async function sandboxesMemory(workerPid: number): Promise<{ pssMiB: number; rssMiB: number; sandboxes: number }> {
-  const parentOf = new Map<number, number>();
-  const nameOf = new Map<number, string>();
-  for (const entry of await fsp.readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = await fsp.readFile(`/proc/${entry}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      nameOf.set(Number(entry), stat.slice(stat.indexOf('(') + 1, close));
-      parentOf.set(Number(entry), Number(stat.slice(close + 2).split(' ')[1]));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const descendants: number[] = [];
-  const frontier = [workerPid];
-  while (frontier.length > 0) {
-    const parent = frontier.pop()!;
-    for (const [pid, ppid] of parentOf) if (ppid === parent) (descendants.push(pid), frontier.push(pid));
-  }
-  const sandboxes = descendants.filter((pid) => parentOf.get(pid) === workerPid && nameOf.get(pid) === 'bwrap').length;
-  let pssKiB = 0;
-  let rssKiB = 0;
-  for (const pid of descendants) {
-    try {
-      const rollup = await fsp.readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
-      pssKiB += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
-      rssKiB += Number(/^Rss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  if (sandboxes === 0) return { pssMiB: NaN, rssMiB: NaN, sandboxes };
-  return { pssMiB: pssKiB / 1024 / sandboxes, rssMiB: rssKiB / 1024 / sandboxes, sandboxes };
+  const m = await sandboxMemory(workerPid);
+  if (m.sandboxes === 0) return { pssMiB: NaN, rssMiB: NaN, sandboxes: 0 };
+  return { pssMiB: m.pssKiB / 1024 / m.sandboxes, rssMiB: m.rssKiB / 1024 / m.sandboxes, sandboxes: m.sandboxes };
 }
 
 async function pssPerSandboxMiB(workerPid: number): Promise<number> {

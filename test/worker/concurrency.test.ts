@@ -6,22 +6,8 @@
 // slowly or fail and an ack fails (that item comes back after the server's reclaim delay).
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RequestRecord } from '../../src/testing/index.js';
+import { mostAtOnce } from '../requests-at-once.js';
 import { harness, type Harness } from './helpers.js';
-
-/** The most requests of `records` open at one time. */
-function mostAtOnce(records: RequestRecord[]): number {
-  const edges = records.flatMap((r) => [
-    { at: r.startedAt, d: 1 },
-    { at: r.startedAt + r.ms, d: -1 },
-  ]);
-  // An answer at the same ms as a start counts as before it.
-  edges.sort((a, b) => a.at - b.at || a.d - b.d);
-  let open = 0;
-  let most = 0;
-  for (const e of edges) most = Math.max(most, (open += e.d));
-  return most;
-}
 
 describe('EnvironmentWorker with concurrency: 4', () => {
   let h: Harness;

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMounter } from '../../../src/memory/index.js';
 import { LISTING_FAN_OUT } from '../../../src/memory/mount/mounter.js';
-import type { RequestRecord } from '../../../src/testing/index.js';
+import { mostAtOnce } from '../../requests-at-once.js';
 import { captureLogger, harness, openSession, type Harness } from '../int-helpers.js';
 
 let h: Harness;
@@ -21,20 +21,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await h.cleanup();
 });
-
-/** The most requests of `records` in flight at one moment. */
-function mostInFlight(records: readonly RequestRecord[]): number {
-  const edges = records.flatMap((r) => [
-    { t: r.startedAt, d: 1 },
-    { t: r.startedAt + r.ms, d: -1 },
-  ]);
-  // An answer ending when another starts is not counted as overlapping it.
-  edges.sort((a, b) => a.t - b.t || a.d - b.d);
-  let now = 0;
-  let most = 0;
-  for (const e of edges) most = Math.max(most, (now += e.d));
-  return most;
-}
 
 describe('a mount lists its stores with twice its concurrency in flight', () => {
   it('4 stores × 8 folders × 25 memories at concurrency 3: more listing requests at once than 3 slots allow, never more than 6 slots do', async () => {
@@ -56,7 +42,7 @@ describe('a mount lists its stores with twice its concurrency in flight', () => 
     expect(mounted.stores.map((s) => s.memories)).toEqual([200, 200, 200, 200]);
     // 4 depth-1 pages and 2 pages for each of the 32 folders: enough to fill the fan-out.
     expect(listings.length).toBeGreaterThanOrEqual(4 + 32);
-    const most = mostInFlight(listings);
+    const most = mostAtOnce(listings);
     const slots = LISTING_FAN_OUT * concurrency;
     expect(most).toBeGreaterThan(concurrency + Math.min(stores.length, concurrency));
     expect(most).toBeLessThanOrEqual(slots + Math.min(stores.length, slots));
