@@ -2,8 +2,8 @@
 // line before the entry file) and collects its garbage once idle after calls that grew its heap:
 // after a call that printed 2 MB the idle host holds less than with Node's defaults (a young
 // generation grown to several MiB by such a call), and after one that printed 20 MB it gives back
-// much of what it held when the call answered (kept, without the idle collection, in the old
-// generation). Read from the host's /proc entry, found under the sandbox's init.
+// what the call took (kept, without the idle collection, in the old generation), holding little
+// more than after the 2 MB one. Read from the host's /proc entry, found under the sandbox's init.
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
@@ -20,8 +20,11 @@ const log = pino({ level: 'silent' });
 const IDLE_WAIT_MS = 2_500;
 /** Anonymous memory (KiB) the idle host may hold after printing 2 MB: below what it holds with Node's defaults. */
 const AFTER_2_MB_BOUND_KIB = 17 * 1024;
-/** Anonymous memory (KiB) the idle host gives back after printing 20 MB, at least; without its idle collection it gives back none. */
-const FREED_AFTER_20_MB_KIB = 8 * 1024;
+/**
+ * Anonymous memory (KiB) the idle host may hold after printing 20 MB beyond what it held after
+ * printing 2 MB: about 3 MiB is seen; without its idle collection it keeps about 24 MiB more.
+ */
+const LEFT_AFTER_20_MB_KIB = 6 * 1024;
 let tmp: string;
 beforeAll(async () => {
   tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-host-memory-'));
@@ -38,6 +41,16 @@ function hostPid(init: number): number {
   return node;
 }
 
+/**
+ * How many lines of a bash result are numbers: the call ran and answered with its output, whichever
+ * part of it the SDK's bash tool keeps (the head, or in older SDKs the tail after a note).
+ */
+function numberLines(result: unknown): number {
+  return String(result)
+    .split('\n')
+    .filter((line) => /^\d+$/.test(line)).length;
+}
+
 /** The host's anonymous memory (KiB), from its /proc entry. */
 function anonKiB(pid: number): number {
   return Number(/^RssAnon:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
@@ -51,7 +64,7 @@ describe("a session's tool host", () => {
     const sandbox = new SessionSandbox(runtime, { workdir, allowedRoots: [], readOnlyRoots: [], maxFileBytes: undefined, hide: [] }, log);
     try {
       const bash = sandbox.tools().find((t) => t.name === 'bash')!;
-      expect(String(await bash.run({ command: 'seq 1 300000' } as never, undefined as never))).toMatch(/^1\n2\n3\n/);
+      expect(numberLines(await bash.run({ command: 'seq 1 300000' } as never, undefined as never))).toBeGreaterThan(1000);
       const pid = hostPid(sandbox.sandboxPid!);
       const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
       const entry = argv.findIndex((a) => a.endsWith('tool-host.cjs'));
@@ -59,12 +72,15 @@ describe("a session's tool host", () => {
       expect(argv.slice(1, entry)).toEqual([...TOOL_HOST_NODE_OPTIONS]);
       await sleep(IDLE_WAIT_MS);
       const afterTwoMB = anonKiB(pid);
-      expect(String(await bash.run({ command: 'seq 1 3000000' } as never, undefined as never))).toMatch(/^1\n2\n3\n/);
+      expect(numberLines(await bash.run({ command: 'seq 1 3000000' } as never, undefined as never))).toBeGreaterThan(1000);
       const rightAfterTwentyMB = anonKiB(pid);
       await sleep(IDLE_WAIT_MS);
       const afterTwentyMB = anonKiB(pid);
       expect(afterTwoMB).toBeLessThan(AFTER_2_MB_BOUND_KIB);
-      expect(rightAfterTwentyMB - afterTwentyMB).toBeGreaterThan(FREED_AFTER_20_MB_KIB);
+      // Whatever the large call took (24 MiB with SDK 1.17's bash tool, which keeps the output's
+      // head; little with older ones, which keep its tail), the idle host gives it back.
+      expect(rightAfterTwentyMB).toBeGreaterThan(afterTwentyMB);
+      expect(afterTwentyMB - afterTwoMB).toBeLessThan(LEFT_AFTER_20_MB_KIB);
     } finally {
       await sandbox.close();
     }
