@@ -22,9 +22,10 @@ const IDLE_WAIT_MS = 2_500;
 const AFTER_2_MB_BOUND_KIB = 17 * 1024;
 /**
  * Anonymous memory (KiB) the idle host may hold after printing 20 MB beyond what it held after
- * printing 2 MB: about 3 MiB is seen; without its idle collection it keeps about 24 MiB more.
+ * printing 2 MB: 3 MiB on an idle machine, 7.3 under a full test run; without its idle collection
+ * it keeps about 24 MiB more.
  */
-const LEFT_AFTER_20_MB_KIB = 6 * 1024;
+const LEFT_AFTER_20_MB_KIB = 12 * 1024;
 let tmp: string;
 beforeAll(async () => {
   tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'maw-host-memory-'));
